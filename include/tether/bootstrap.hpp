@@ -1,0 +1,84 @@
+// tether/bootstrap.hpp — the abstract bootstrap contract.
+//
+// Header-only and usable from C++17. A communication runtime programs against
+// this interface; tether::TcpBootstrap implements it over one long-lived TCP
+// stream per peer, tether::testing::InProcessWorld implements it with threads.
+//
+// Contract (every implementation):
+//  * Ranks are 0..size()-1. Tags are non-negative 32-bit values.
+//  * Every blocking call honours the communicator's timeout (setTimeout) and
+//    throws tether::Error{Timeout} when it passes; abort() from any thread ends
+//    every pending and future call on this rank with tether::Error{Aborted}.
+//  * Point-to-point send/recv are thread-safe and non-overtaking per (peer, tag):
+//    the n-th recv posted for (peer, tag) gets the n-th send made to us with that
+//    tag. send() returns once the payload has been handed to the transport, so
+//    the caller's buffer may be reused; it does not wait for the matching recv.
+//  * Collectives must be called in the same order on every rank of the
+//    communicator, one at a time per communicator. Each call gets the next
+//    collective id; a peer that calls a different collective, or one with a
+//    different size, produces tether::Error{Protocol} naming both operations —
+//    never a silently wrong payload.
+//  * A failed collective leaves the communicator unusable for further
+//    collectives (the ranks no longer agree on where they are).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tether/error.hpp"
+
+namespace tether {
+
+class Bootstrap {
+ public:
+  // Pass as color to split() to get no child communicator (nullptr).
+  static constexpr int kNoColor = -1;
+
+  virtual ~Bootstrap() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Number of ranks of this communicator on this rank's host (this rank included).
+  virtual int nranksPerNode() const = 0;
+
+  // Point-to-point. `bytes` must be equal on both sides (a mismatch is a Protocol error).
+  virtual void send(const void* data, std::size_t bytes, int peer, int tag) = 0;
+  virtual void recv(void* data, std::size_t bytes, int peer, int tag) = 0;
+
+  // In place: rank r's block is at allData + r * bytesPerRank on entry; on return
+  // every block holds its rank's data.
+  virtual void allgather(void* allData, std::size_t bytesPerRank) = 0;
+  // Block i of sendData goes to rank i; block j of recvData comes from rank j.
+  // The buffers must not overlap.
+  virtual void alltoall(const void* sendData, void* recvData, std::size_t bytesPerRank) = 0;
+  // Counts and displacements in bytes, one entry per rank. recvCounts[j] must equal
+  // what rank j sends to us (a mismatch is a Protocol error).
+  virtual void alltoallv(const void* sendData, const std::size_t* sendCounts,
+                         const std::size_t* sendDispls, void* recvData,
+                         const std::size_t* recvCounts, const std::size_t* recvDispls) = 0;
+  virtual void broadcast(void* data, std::size_t bytes, int root) = 0;
+  virtual void barrier() = 0;
+  // Barrier over a subset: only the listed ranks call it, all with the same list
+  // (any order, no duplicates, must contain the caller). It does not consume a
+  // collective id of the whole communicator.
+  virtual void barrier(const std::vector<int>& ranks) = 0;
+
+  // Collective over this communicator. Ranks with the same color form a child
+  // communicator ordered by (key, parent rank); color kNoColor returns nullptr.
+  // The child shares this communicator's connections; it stays valid after the
+  // parent object is destroyed.
+  virtual std::shared_ptr<Bootstrap> split(int color, int key) = 0;
+
+  // Thread-safe. Ends every pending and future call on this rank (and, for
+  // implementations with peers, tells the peers) with Error{Aborted}.
+  virtual void abort(const std::string& reason) = 0;
+
+  // Deadline applied to each blocking call of this communicator.
+  virtual void setTimeout(std::chrono::milliseconds timeout) = 0;
+  virtual std::chrono::milliseconds timeout() const = 0;
+};
+
+}  // namespace tether

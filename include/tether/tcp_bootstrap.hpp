@@ -1,0 +1,90 @@
+// tether/tcp_bootstrap.hpp — the TCP implementation of tether::Bootstrap.
+//
+// Each rank keeps at most one long-lived TCP stream per peer, opened lazily on
+// first use and kept for the life of the communicator (child communicators from
+// split() share it). Every frame names its operation (communicator, collective
+// id, step, tag, length) and receivers match on the full key, so payloads can
+// never be swapped between operations. See docs/design.md.
+//
+// Threading: one progress thread per TcpBootstrap world runs all socket I/O;
+// blocking calls hand their work to it and sleep until done or the deadline.
+// Point-to-point calls are thread-safe; collectives of one communicator must be
+// called from one thread at a time, in the same order on every rank.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "tether/bootstrap.hpp"
+#include "tether/unique_id.hpp"
+
+namespace tether {
+
+struct TcpOptions {
+  // Deadline for construction (rendezvous) and for each blocking call.
+  // Zero means: TETHER_TIMEOUT_MS, else 300000 ms.
+  std::chrono::milliseconds timeout{0};
+  // Address to listen on for peers; empty: chosen by TETHER_SOCKET_IFNAME /
+  // TETHER_SOCKET_FAMILY, falling back to the root's address family.
+  std::string listenHost;
+  // "host:port" to register with the root instead of the real listener address
+  // (tests put a proxy there). Empty: the listener's own address.
+  std::string advertise;
+};
+
+class TcpBootstrap : public Bootstrap {
+ public:
+  // A new id whose root address is this host (interface chosen as for
+  // listenHost) with a port bound now and kept open, so the rank 0 created in
+  // this process or a forked child adopts it without a race.
+  static UniqueId createUniqueId();
+  // A new id for a given root "host:port" (IPv6 as "[addr]:port"); port 0 binds
+  // a free port as above.
+  static UniqueId createUniqueId(const std::string& rootHostPort);
+  // An id derived from "host:port" alone (TETHER_ROOT, MASTER_ADDR/MASTER_PORT):
+  // the secret comes from TETHER_SECRET when set, else from the address — it
+  // then only guards against accidents, not against strangers.
+  static UniqueId uniqueIdFromRoot(const std::string& rootHostPort);
+
+  // Joins the world: registers with the root (rank 0 serves it), learns every
+  // peer's address, returns when all `nranks` ranks have registered.
+  TcpBootstrap(int rank, int nranks, const UniqueId& id, const TcpOptions& options = {});
+  // Rank, size and root from the launch environment (docs/configuration.md).
+  static std::unique_ptr<TcpBootstrap> fromEnvironment(const TcpOptions& options = {});
+
+  // Flushes pending sends, says goodbye to connected peers, closes the links
+  // (unless a child communicator still uses them).
+  ~TcpBootstrap() override;
+  TcpBootstrap(const TcpBootstrap&) = delete;
+  TcpBootstrap& operator=(const TcpBootstrap&) = delete;
+
+  int rank() const override;
+  int size() const override;
+  int nranksPerNode() const override;
+  void send(const void* data, std::size_t bytes, int peer, int tag) override;
+  void recv(void* data, std::size_t bytes, int peer, int tag) override;
+  void allgather(void* allData, std::size_t bytesPerRank) override;
+  void alltoall(const void* sendData, void* recvData, std::size_t bytesPerRank) override;
+  void alltoallv(const void* sendData, const std::size_t* sendCounts,
+                 const std::size_t* sendDispls, void* recvData,
+                 const std::size_t* recvCounts, const std::size_t* recvDispls) override;
+  void broadcast(void* data, std::size_t bytes, int root) override;
+  void barrier() override;
+  void barrier(const std::vector<int>& ranks) override;
+  std::shared_ptr<Bootstrap> split(int color, int key) override;
+  void abort(const std::string& reason) override;
+  void setTimeout(std::chrono::milliseconds timeout) override;
+  std::chrono::milliseconds timeout() const override;
+
+  // World rank of this process (equals rank() for the world communicator).
+  int worldRank() const;
+
+  struct Impl;  // lib/core/communicator.hpp
+
+ private:
+  explicit TcpBootstrap(std::shared_ptr<Impl> impl);
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace tether
