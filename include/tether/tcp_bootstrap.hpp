@@ -13,6 +13,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -31,6 +32,10 @@ struct TcpOptions {
   // "host:port" to register with the root instead of the real listener address
   // (tests put a proxy there). Empty: the listener's own address.
   std::string advertise;
+  // Called once with the listener's real "host:port" before registration; its
+  // result is advertised instead (tests start a proxy in front of the listener
+  // here). Takes precedence over `advertise`.
+  std::function<std::string(const std::string& listenHostPort)> advertiseFor;
 };
 
 class TcpBootstrap : public Bootstrap {
