@@ -125,11 +125,15 @@ class Endpoint {
       return box.inbox.count(key) != 0;
     });
     Message message = popLocked(box, key);
-    if (!message.op.sameCallAs(expected) || message.op.bytes != expected.bytes ||
-        message.step != step || message.payload.size() != payloadBytes) {
+    if (!message.op.sameCallAs(expected) || message.op.bytes != expected.bytes) {
       fail(ErrorCode::Protocol, where, peer,
-           "peer called " + message.op.describe() + " step " + std::to_string(message.step) +
-               ", expected " + expected.describe() + " step " + std::to_string(step));
+           "peer called " + message.op.describe() + ", expected " + expected.describe());
+    }
+    if (message.step != step || message.payload.size() != payloadBytes) {
+      fail(ErrorCode::Protocol, where, peer,
+           "peer sent step " + std::to_string(message.step) + " (" +
+               std::to_string(message.payload.size()) + " bytes), expected step " +
+               std::to_string(step) + " (" + std::to_string(payloadBytes) + " bytes)");
     }
     return std::move(message.payload);
   }
