@@ -175,7 +175,8 @@ int main(int argc, char** argv) {
   sigaddset(&chld, SIGCHLD);
   sigprocmask(SIG_BLOCK, &chld, &previous);
   std::fflush(nullptr);
-  const auto deadline = Clock::now() + std::chrono::milliseconds(options.timeoutMs);
+  // Long enough that a stuck call reports its own tether::Error before the kill.
+  const auto deadline = Clock::now() + std::chrono::milliseconds(2 * options.timeoutMs + 10000);
   std::map<pid_t, int> children;
   for (int rank = 0; rank < options.nranks; ++rank) {
     pid_t pid = fork();

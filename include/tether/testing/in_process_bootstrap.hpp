@@ -252,6 +252,10 @@ class InProcessBootstrap : public Bootstrap {
     }
     try {
       body(op, endpoint_.deadline());
+      detail::ChannelKey key;
+      key.channel = detail::Channel::Collective;
+      key.sequence = op.id;
+      endpoint_.rejectForeignCalls(key, op);
     } catch (const Error& error) {
       std::lock_guard<std::mutex> lock(stateMutex_);
       if (brokenBy_.empty()) {

@@ -138,6 +138,14 @@ class Endpoint {
     return std::move(message.payload);
   }
 
+  // After a collective: a message of the same call id stamped with another
+  // operation means a peer called something else (it would never be received).
+  void rejectForeignCalls(ChannelKey key, const OpStamp& expected) const {
+    key.comm = comm_;
+    std::lock_guard<std::mutex> lock(world_->mutex);
+    rejectForeignCallsLocked(mailbox(), key, expected);
+  }
+
  private:
   // Removes a recv's ticket however it ends, so later recvs for the key can proceed.
   struct PostedRecvGuard {
