@@ -177,13 +177,15 @@ TEST_CASE("a mismatch is noticed even from a peer we are not waiting on", "[test
     b.setTimeout(milliseconds(2000));
     int data[3] = {0, 0, 0};
     try {
-      // Ranks 0 and 2 broadcast from 0; rank 1 thinks the root is 1.
-      b.broadcast(data, sizeof(int), b.rank() == 1 ? 1 : 0);
+      // Rank 2 broadcasts from root 0, which never calls; rank 1 thinks the
+      // root is 1 and sends. Rank 2 notices while still waiting on rank 0.
+      if (b.rank() != 0) b.broadcast(data, sizeof(int), b.rank() == 1 ? 1 : 0);
     } catch (const Error& e) {
       outcomes[b.rank()].record(e);
     }
   });
   REQUIRE(outcomes[2].code == ErrorCode::Protocol);
+  REQUIRE(outcomes[2].peer == 1);
   REQUIRE(contains(outcomes[2].message, "broadcast#1 from peer 1: peer called broadcast#1 root 1 (4 bytes), "
                                         "expected broadcast#1 root 0 (4 bytes)"));
 }
