@@ -139,3 +139,16 @@ TEST_CASE("a child communicator outlives its world object", "[testing-api]") {
   peer.join();
   REQUIRE(received == 42);
 }
+
+TEST_CASE("a huge timeout does not overflow the deadline", "[testing-api]") {
+  InProcessWorld world(2);
+  std::vector<int> got(2, -1);
+  world.run([&](Bootstrap& b) {
+    b.setTimeout(std::chrono::milliseconds::max());
+    int value = b.rank() + 40;
+    b.send(&value, sizeof value, 1 - b.rank(), 0);
+    b.recv(&got[b.rank()], sizeof(int), 1 - b.rank(), 0);
+    b.barrier();
+  });
+  REQUIRE(got == std::vector<int>{41, 40});
+}

@@ -54,6 +54,11 @@ class InProcessWorld {
     }
   }
 
+  InProcessWorld(const InProcessWorld&) = delete;
+  InProcessWorld& operator=(const InProcessWorld&) = delete;
+  InProcessWorld(InProcessWorld&&) = default;
+  InProcessWorld& operator=(InProcessWorld&&) = default;
+
   int size() const { return static_cast<int>(ranks_.size()); }
 
   // The world communicator of `rank` (the same object on every call).
@@ -76,18 +81,23 @@ class InProcessWorld {
     std::vector<std::pair<int, std::exception_ptr>> failures;  // in the order they happened
     std::vector<std::thread> threads;
     threads.reserve(ranks_.size());
-    for (int r = 0; r < size(); ++r) {
-      threads.emplace_back([&, r] {
-        try {
-          body(*ranks_[static_cast<std::size_t>(r)]);
-        } catch (...) {
-          {
-            std::lock_guard<std::mutex> lock(failuresMutex);
-            failures.emplace_back(r, std::current_exception());
-          }
-          state_->abortAll(r, "its body threw: " + messageOf(std::current_exception()));
+    auto rankMain = [&](int r) {
+      try {
+        body(*ranks_[static_cast<std::size_t>(r)]);
+      } catch (...) {
+        {
+          std::lock_guard<std::mutex> lock(failuresMutex);
+          failures.emplace_back(r, std::current_exception());
         }
-      });
+        state_->abortAll(r, "its body threw: " + messageOf(std::current_exception()));
+      }
+    };
+    try {
+      for (int r = 0; r < size(); ++r) threads.emplace_back(rankMain, r);
+    } catch (...) {  // no thread for a rank: stop the ones started, then report
+      state_->abortAll(-1, "InProcessWorld::run could not start a thread per rank");
+      for (auto& thread : threads) thread.join();
+      throw;
     }
     for (auto& thread : threads) thread.join();
     if (failures.empty()) return;

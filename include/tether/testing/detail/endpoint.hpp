@@ -47,9 +47,8 @@ class Endpoint {
 
   // The deadline of a call starting now (clamped so that huge timeouts cannot overflow).
   Clock::time_point deadline() const {
-    const auto cap = std::chrono::hours(24 * 365 * 10);
-    auto span = std::min<Clock::duration>(timeout(), cap);
-    return Clock::now() + span;
+    const std::chrono::milliseconds cap = std::chrono::hours(24 * 365 * 10);
+    return Clock::now() + std::min(timeout(), cap);
   }
 
   // "rank 1", or "rank 1 (world 3)" on a child communicator.
