@@ -50,8 +50,13 @@ void parseHca(const std::string& text, Config& config) {
     bad("TETHER_IB_HCA", text, "want one device name, optionally :port, e.g. mlx5_0:1");
   config.hca = name;
   config.hcaPort = 0;
-  if (colon != std::string::npos)
-    config.hcaPort = parseInt("TETHER_IB_HCA", std::string_view(text).substr(colon + 1), 1, 255);
+  if (colon == std::string::npos) return;
+  const std::string_view port = std::string_view(text).substr(colon + 1);
+  int value = 0;
+  auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+  if (port.empty() || ec != std::errc() || ptr != port.data() + port.size() || value < 1 || value > 255)
+    bad("TETHER_IB_HCA", text, "want a port number 1..255 after ':', e.g. mlx5_0:1");
+  config.hcaPort = value;
 }
 
 Config Config::fromEnvironment() {
