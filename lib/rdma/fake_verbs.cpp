@@ -48,6 +48,11 @@ ibv_qp_state FakeVerbs::qpState(const ibv_qp* qp) const {
   return q == nullptr ? IBV_QPS_UNKNOWN : q->attr.qp_state;
 }
 
+bool FakeVerbs::hasLocalQp(uint32_t qpn) {
+  std::lock_guard<std::mutex> lock(fakeMutex());
+  return findFakeQp(qpn) != nullptr;
+}
+
 int FakeVerbs::listDevices(std::vector<std::string>& names) {
   names.clear();
   if (state_->fabric.listErrno != 0) return state_->fabric.listErrno;

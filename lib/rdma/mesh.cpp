@@ -79,4 +79,19 @@ std::vector<MrRecord> exchangeMemoryRegions(Bootstrap& boot, const MemoryRegion&
   return records;
 }
 
+void rdmaWriteAllgather(Bootstrap& boot, Context& context, Mesh& mesh, const MemoryRegion& buffer,
+                        std::size_t blockBytes, const std::vector<MrRecord>& remote) {
+  const int n = boot.size();
+  const int me = boot.rank();
+  const auto offset = static_cast<uint64_t>(me) * blockBytes;
+  const auto* block = static_cast<const unsigned char*>(buffer.addr()) + offset;
+  for (int peer = 0; peer < n; ++peer)
+    if (peer != me)
+      mesh.qps[peer]->postWrite(block, blockBytes, buffer.lkey(), remote[peer].addr + offset,
+                                remote[peer].rkey);
+  context.waitCompletions(n - 1, boot.timeout());
+  // A write's completion means the peer acknowledged it; after the barrier all writes to us are in.
+  boot.barrier();
+}
+
 }  // namespace tether::rdma

@@ -79,6 +79,8 @@ class FakeVerbs : public Verbs {
   int modifyQpCalls() const;      // every call, accepted or not
   int modifyQpRejected() const;   // calls answered with an errno
   ibv_qp_state qpState(const ibv_qp* qp) const;
+  // Whether a QP with this number lives in this process (so RDMA writes to it move data).
+  static bool hasLocalQp(uint32_t qpn);
 
   const char* backendName() const override { return "fake"; }
   int listDevices(std::vector<std::string>& names) override;

@@ -33,4 +33,12 @@ void exchangePlaceholders(Bootstrap& boot);
 std::vector<MrRecord> exchangeMemoryRegions(Bootstrap& boot, const MemoryRegion& local,
                                             std::size_t minLength);
 
+// RDMA-write all-gather over a connected mesh: block `rank` of `buffer`
+// (blockBytes at offset rank * blockBytes) is written into the same place of
+// every peer's region, the writes' completions are awaited (deadline: the
+// bootstrap's timeout), then a barrier makes sure every peer's writes to us
+// have completed too. On return every block of `buffer` holds its rank's data.
+void rdmaWriteAllgather(Bootstrap& boot, Context& context, Mesh& mesh, const MemoryRegion& buffer,
+                        std::size_t blockBytes, const std::vector<MrRecord>& remote);
+
 }  // namespace tether::rdma
