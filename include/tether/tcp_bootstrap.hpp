@@ -13,6 +13,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -31,6 +32,10 @@ struct TcpOptions {
   // "host:port" to register with the root instead of the real listener address
   // (tests put a proxy there). Empty: the listener's own address.
   std::string advertise;
+  // Called once with the listener's real "host:port" before registration; its
+  // result is advertised instead (tests start a proxy in front of the listener
+  // here). Takes precedence over `advertise`.
+  std::function<std::string(const std::string& listenHostPort)> advertiseFor;
 };
 
 class TcpBootstrap : public Bootstrap {
@@ -46,6 +51,9 @@ class TcpBootstrap : public Bootstrap {
   // the secret comes from TETHER_SECRET when set, else from the address — it
   // then only guards against accidents, not against strangers.
   static UniqueId uniqueIdFromRoot(const std::string& rootHostPort);
+  // Closes the listening socket createUniqueId() reserved in this process, for
+  // a launcher that forked the ranks and does not run rank 0 itself.
+  static void forgetUniqueId(const UniqueId& id);
 
   // Joins the world: registers with the root (rank 0 serves it), learns every
   // peer's address, returns when all `nranks` ranks have registered.
