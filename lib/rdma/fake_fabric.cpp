@@ -1,7 +1,6 @@
 // FakeFabric presets and the process-wide registries of the fake backend.
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <unordered_map>
 
@@ -77,19 +76,33 @@ std::mutex& fakeMutex() {
   return mutex;
 }
 
+// Both counters restart from the pid after a fork, so forked ranks draw
+// different numbers (callers hold fakeMutex()).
+namespace {
+uint32_t nextFromPid(uint32_t& counter, pid_t& owner, uint32_t seed) {
+  if (owner != ::getpid()) {
+    owner = ::getpid();
+    counter = seed;
+  }
+  return counter++;
+}
+}  // namespace
+
 uint32_t nextFakeQpn() {
-  // 24-bit QP numbers, seeded from the pid; 0 and 1 are the special QPs.
-  static std::atomic<uint32_t> next{(pidHash() >> 8) & 0xffffff};
+  // 24-bit QP numbers; 0 and 1 are the special QPs.
+  static uint32_t counter = 0;
+  static pid_t owner = 0;
   for (;;) {
-    const uint32_t qpn = next.fetch_add(1) & 0xffffff;
+    const uint32_t qpn = nextFromPid(counter, owner, (pidHash() >> 8) & 0xffffff) & 0xffffff;
     if (qpn > 1 && qpRegistry().count(qpn) == 0) return qpn;
   }
 }
 
 uint32_t nextFakeKey() {
-  static std::atomic<uint32_t> next{pidHash() | 1};
+  static uint32_t counter = 0;
+  static pid_t owner = 0;
   for (;;) {
-    const uint32_t key = next.fetch_add(1);
+    const uint32_t key = nextFromPid(counter, owner, pidHash() | 1);
     if (key != 0 && mrRegistry().count(key) == 0) return key;
   }
 }

@@ -74,7 +74,7 @@ TEST_CASE("a zeroed record in the exchange is rejected on the receiving rank, na
       FakeVerbs verbs(FakeFabric::roce());
       Context context(verbs, Config{}, boot.rank(), 3);
       // Rank 1 receives peer 3's record as zeros.
-      test::TamperingBootstrap tampered(boot, [&](unsigned char* recv, std::size_t bytes) {
+      tether::test::TamperingBootstrap tampered(boot, [&](unsigned char* recv, std::size_t bytes) {
         if (boot.rank() == 1) std::memset(recv + 3 * bytes, 0, bytes);
       });
       try {
@@ -96,7 +96,7 @@ TEST_CASE("a swapped record (another pair's payload) is rejected by its ranks", 
       FakeVerbs verbs(FakeFabric::roce());
       Context context(verbs, Config{}, boot.rank(), 2);
       // Rank 2 gets peer 0's and peer 1's records swapped.
-      test::TamperingBootstrap tampered(boot, [&](unsigned char* recv, std::size_t bytes) {
+      tether::test::TamperingBootstrap tampered(boot, [&](unsigned char* recv, std::size_t bytes) {
         if (boot.rank() == 2) std::swap_ranges(recv, recv + bytes, recv + bytes);
       });
       connectMesh(tampered, context);

@@ -8,7 +8,7 @@
 
 #include "tether/bootstrap.hpp"
 
-namespace tether::rdma::test {
+namespace tether::test {
 
 class TamperingBootstrap : public Bootstrap {
  public:
@@ -43,4 +43,4 @@ class TamperingBootstrap : public Bootstrap {
   std::function<void(unsigned char*, std::size_t)> tamper_;
 };
 
-}  // namespace tether::rdma::test
+}  // namespace tether::test
