@@ -50,8 +50,8 @@ TEST_CASE("8 forked ranks each bring 7 RC QPs to RTS and all-gather MR records",
   CHECK(test::allOk(results));
 }
 
-TEST_CASE("the example flow in fake mode on forked ranks", "[rdma][forked]") {
-  constexpr int n = 4;
+TEST_CASE("the example flow in fake mode on 8 forked ranks: 8 x 7 QPs at RTS", "[rdma][forked]") {
+  constexpr int n = 8;
   const auto results = test::runRanks(n, [](int rank, const UniqueId& id) {
     TcpBootstrap boot(rank, n, id, options());
     const RdmaFlowResult r = runRdmaFlow(boot, "fake");
