@@ -95,7 +95,12 @@ void Context::openDevice() {
       tried.push_back(fmt::format("{}: ibv_open_device: {}", name, errnoText(errno)));
       continue;
     }
-    choosePort(context, name);
+    try {
+      choosePort(context, name);
+    } catch (...) {
+      verbs_.closeDevice(context);
+      throw;
+    }
     if (port_ != 0) {
       context_ = context;
       deviceName_ = name;

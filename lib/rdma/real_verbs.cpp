@@ -48,8 +48,8 @@ class RealVerbs final : public Verbs {
     return ibv_query_port(context, port, attr);
   }
   long queryGidTable(ibv_context* context, ibv_gid_entry* entries, std::size_t maxEntries) override {
-    const ssize_t n = ibv_query_gid_table(context, entries, maxEntries, 0);
-    return n >= 0 ? static_cast<long>(n) : (n == -1 && errno != 0 ? -errno : static_cast<long>(n));
+    // Already a count or a negative errno value (ibv_query_gid_table(3)).
+    return static_cast<long>(ibv_query_gid_table(context, entries, maxEntries, 0));
   }
   int queryGidEx(ibv_context* context, uint32_t port, uint32_t index, ibv_gid_entry* entry) override {
     const int rc = ibv_query_gid_ex(context, port, index, entry, 0);
