@@ -127,9 +127,8 @@ RdmaFlowResult runRdmaFlow(Bootstrap& boot, const std::string& mode) {
   // Declared in teardown order: memory regions and QPs go before the context, the context before verbs.
   Context context(*verbs, Config::fromEnvironment(), me, n - 1);
   clock.mark("open-device");
-  Mesh mesh = connectMesh(boot, context);
+  Mesh mesh = connectMesh(boot, context, [&](const char* phase) { clock.mark(phase); });
   result.qpsAtRts = mesh.connected();
-  clock.mark("qp-bringup");
 
   std::vector<unsigned char> buffer(kBlockBytes * static_cast<std::size_t>(n), 0);
   for (std::size_t i = 0; i < kBlockBytes; ++i) buffer[me * kBlockBytes + i] = pattern(me, i);

@@ -11,7 +11,11 @@ int Mesh::connected() const {
   }));
 }
 
-Mesh connectMesh(Bootstrap& boot, Context& context) {
+Mesh connectMesh(Bootstrap& boot, Context& context,
+                 const std::function<void(const char* phase)>& phaseDone) {
+  auto done = [&](const char* phase) {
+    if (phaseDone) phaseDone(phase);
+  };
   const int n = boot.size();
   const int me = boot.rank();
   Mesh mesh;
@@ -29,6 +33,7 @@ Mesh connectMesh(Bootstrap& boot, Context& context) {
     const auto bytes = encode(record);
     std::copy(bytes.begin(), bytes.end(), out.begin() + QpRecord::kBytes * peer);
   }
+  done("qp-create");
   boot.alltoall(out.data(), in.data(), QpRecord::kBytes);
 
   // Every record is checked before the first ibv_modify_qp.
@@ -39,8 +44,10 @@ Mesh connectMesh(Bootstrap& boot, Context& context) {
     validateRemote(remote[peer], mesh.qps[peer]->localRecord(), RecordOrigin{me, peer},
                    context.needsGrh());
   }
+  done("qp-exchange");
   for (int peer = 0; peer < n; ++peer)
     if (peer != me) mesh.qps[peer]->connect(remote[peer]);
+  done("qp-connect");
   return mesh;
 }
 

@@ -7,6 +7,7 @@
 // rank, peer, field and value.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -21,7 +22,10 @@ struct Mesh {
   int connected() const;  // QPs in RTS
 };
 
-Mesh connectMesh(Bootstrap& boot, Context& context);
+// `phaseDone`, when given, is called after each phase: "qp-create",
+// "qp-exchange" (all-to-all and validation), "qp-connect" (transitions).
+Mesh connectMesh(Bootstrap& boot, Context& context,
+                 const std::function<void(const char* phase)>& phaseDone = nullptr);
 
 // Sends every rank a kNoQp placeholder record through the same alltoall and
 // validates what comes back: for ranks without devices, so the exchange
