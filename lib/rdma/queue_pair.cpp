@@ -161,6 +161,10 @@ void QueuePair::connect(const QpRecord& remote) {
 
 void QueuePair::postWrite(const void* local, std::size_t bytes, uint32_t lkey, uint64_t remoteAddr,
                           uint32_t rkey) {
+  if (bytes > (1u << 31))  // one SGE carries at most 2 GiB (ibv_sge.length is 32 bits)
+    throw Error(ErrorCode::InvalidArgument,
+                fmt::format("rank {}: rdma: RDMA write of {} bytes to peer {} exceeds 2 GiB per work request",
+                            context_.rank(), bytes, peer_), context_.rank(), peer_);
   ibv_sge sge{};
   sge.addr = reinterpret_cast<uint64_t>(local);
   sge.length = static_cast<uint32_t>(bytes);
