@@ -51,6 +51,9 @@ class TcpBootstrap : public Bootstrap {
   // the secret comes from TETHER_SECRET when set, else from the address — it
   // then only guards against accidents, not against strangers.
   static UniqueId uniqueIdFromRoot(const std::string& rootHostPort);
+  // Closes the listening socket createUniqueId() reserved in this process, for
+  // a launcher that forked the ranks and does not run rank 0 itself.
+  static void forgetUniqueId(const UniqueId& id);
 
   // Joins the world: registers with the root (rank 0 serves it), learns every
   // peer's address, returns when all `nranks` ranks have registered.

@@ -1,0 +1,41 @@
+// All-gather. Bruck: ceil(log2 N) rounds for any N, best for small blocks.
+// Ring: N-1 rounds, each rank sends and receives one block per round straight
+// from and into the caller's buffer; best for large blocks.
+#include <cstring>
+#include <vector>
+
+#include "collectives/context.hpp"
+
+namespace tether::coll {
+
+boost::asio::awaitable<void> allgatherBruck(Context& c, unsigned char* data, std::size_t bytes) {
+  const int n = c.size(), r = c.rank();
+  // tmp block i holds rank (r + i) % n's data.
+  std::vector<unsigned char> tmp(static_cast<std::size_t>(n) * bytes);
+  if (bytes) std::memcpy(tmp.data(), data + static_cast<std::size_t>(r) * bytes, bytes);
+  std::uint32_t step = 0;
+  for (int dist = 1; dist < n; dist *= 2, ++step) {
+    int blocks = std::min(dist, n - dist);
+    c.recv((r + dist) % n, step, tmp.data() + static_cast<std::size_t>(dist) * bytes,
+           static_cast<std::size_t>(blocks) * bytes);
+    c.send((r - dist + n) % n, step, tmp.data(), static_cast<std::size_t>(blocks) * bytes);
+    co_await c.settle();
+  }
+  for (int i = 1; i < n && bytes; ++i)
+    std::memcpy(data + static_cast<std::size_t>((r + i) % n) * bytes, tmp.data() + static_cast<std::size_t>(i) * bytes,
+                bytes);
+}
+
+boost::asio::awaitable<void> allgatherRing(Context& c, unsigned char* data, std::size_t bytes) {
+  const int n = c.size(), r = c.rank();
+  const int right = (r + 1) % n, left = (r - 1 + n) % n;
+  for (int step = 0; step < n - 1; ++step) {
+    int sendBlock = (r - step + n) % n;
+    int recvBlock = (r - step - 1 + n) % n;
+    c.recv(left, static_cast<std::uint32_t>(step), data + static_cast<std::size_t>(recvBlock) * bytes, bytes);
+    c.send(right, static_cast<std::uint32_t>(step), data + static_cast<std::size_t>(sendBlock) * bytes, bytes);
+    co_await c.settle();
+  }
+}
+
+}  // namespace tether::coll

@@ -1,0 +1,57 @@
+#include "collectives/select.hpp"
+
+#include <string>
+
+#include "core/env.hpp"
+#include "tether/error.hpp"
+
+namespace tether::coll {
+namespace {
+
+int choice(const char* var, std::initializer_list<const char*> names) {
+  auto v = env::get(var);
+  if (!v || *v == "auto") return -1;
+  int i = 0;
+  for (const char* n : names) {
+    if (*v == n) return i;
+    ++i;
+  }
+  std::string allowed = "auto";
+  for (const char* n : names) allowed += std::string("|") + n;
+  throw Error(ErrorCode::InvalidArgument, std::string(var) + "='" + *v + "' (use " + allowed + ")");
+}
+
+Selection load() {
+  Selection s;
+  s.forceAllgather = choice("TETHER_ALGO_ALLGATHER", {"bruck", "ring"});
+  s.forceBroadcast = choice("TETHER_ALGO_BROADCAST", {"binomial", "pipeline"});
+  int a2a = choice("TETHER_ALGO_ALLTOALL", {"linear", "pairwise"});
+  s.forceAlltoallWindow = a2a == 0 ? 1 << 30 : a2a == 1 ? 1 : 0;
+  s.largeBytes = static_cast<std::size_t>(env::getInt("TETHER_ALGO_LARGE_BYTES", 64 * 1024));
+  s.chunk = static_cast<std::size_t>(std::max<std::int64_t>(4096, env::getInt("TETHER_PIPELINE_CHUNK_BYTES", 256 * 1024)));
+  return s;
+}
+
+}  // namespace
+
+AllgatherAlgo Selection::allgather(std::size_t bytesPerRank, int) const {
+  if (forceAllgather >= 0) return static_cast<AllgatherAlgo>(forceAllgather);
+  return bytesPerRank >= largeBytes ? AllgatherAlgo::Ring : AllgatherAlgo::Bruck;
+}
+
+BroadcastAlgo Selection::broadcast(std::size_t bytes, int nranks) const {
+  if (forceBroadcast >= 0) return static_cast<BroadcastAlgo>(forceBroadcast);
+  return bytes >= 4 * largeBytes && nranks > 2 ? BroadcastAlgo::Pipeline : BroadcastAlgo::Binomial;
+}
+
+int Selection::alltoallWindow(std::size_t maxPairBytes, int nranks) const {
+  if (forceAlltoallWindow) return forceAlltoallWindow;
+  return maxPairBytes >= largeBytes ? 1 : nranks;
+}
+
+const Selection& selection() {
+  static const Selection s = load();
+  return s;
+}
+
+}  // namespace tether::coll

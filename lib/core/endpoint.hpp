@@ -1,0 +1,43 @@
+// Addresses: "host:port" parsing, interface choice (TETHER_SOCKET_IFNAME /
+// TETHER_SOCKET_FAMILY) and conversion to the wire's PeerAddress.
+#pragma once
+
+#include <boost/asio/ip/tcp.hpp>
+#include <cstdint>
+#include <string>
+
+#include "wire/handshake.hpp"
+
+namespace tether {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+struct HostPort {
+  std::string host;
+  std::uint16_t port = 0;
+};
+
+// "host:port", "[v6addr]:port" or "v6addr" with no port (port 0). Throws
+// Error{InvalidArgument}.
+HostPort parseHostPort(const std::string& text);
+// Numeric address or a name (resolved once, blocking; only used at start-up).
+asio::ip::address resolveHost(const std::string& host);
+std::string toString(const tcp::endpoint& ep);
+
+wire::PeerAddress toPeerAddress(const tcp::endpoint& ep, std::uint64_t hostId);
+tcp::endpoint toEndpoint(const wire::PeerAddress& a);
+
+// The address this rank listens on for peers: `explicitHost` if given, else an
+// interface matching TETHER_SOCKET_IFNAME / TETHER_SOCKET_FAMILY, else the local
+// address that routes to `root` (loopback when the root is on loopback).
+asio::ip::address chooseListenAddress(const asio::ip::address& root, const std::string& explicitHost);
+
+// Whether an interface name passes a TETHER_SOCKET_IFNAME filter:
+// "eth,ib" prefixes; "^docker,lo" excludes prefixes; "=eth0" exact names.
+bool interfaceMatches(const std::string& filter, const std::string& name);
+
+// Same value for every process on this host (hash of the host name).
+std::uint64_t thisHostId();
+
+}  // namespace tether

@@ -1,0 +1,36 @@
+// One blocking call in flight: what it waits for and how it ends. Lives on the
+// progress thread; the calling thread only holds a reference for cancellation.
+#pragma once
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <cstdint>
+#include <exception>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "match/key.hpp"
+
+namespace tether {
+
+class Op {
+ public:
+  using Waiter = boost::asio::any_completion_handler<void(std::exception_ptr)>;
+
+  Op(std::string name, std::uint64_t comm, std::uint64_t coll, std::uint32_t code = 0)
+      : name(std::move(name)), comm(comm), coll(coll), code(code) {}
+
+  const std::string name;   // "allgather#12", "recv from 3 tag 7"
+  const std::uint64_t comm;
+  const std::uint64_t coll; // 0 for point-to-point
+  const std::uint32_t code; // wire::OpCode of a collective, 0 for point-to-point
+
+  // Progress-thread state.
+  int outstanding = 0;                 // receives posted + referenced sends unwritten
+  std::exception_ptr error;            // first failure; ends the operation
+  std::optional<Waiter> waiter;        // the coroutine waiting in settle()
+  std::vector<match::Key> posted;      // receives still in the mailbox
+  bool active = false;                 // registered with the world
+};
+
+}  // namespace tether

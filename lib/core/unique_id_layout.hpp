@@ -1,0 +1,26 @@
+// Byte layout of tether::UniqueId (docs/wire-protocol.md, "UniqueId").
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "tether/unique_id.hpp"
+#include "wire/handshake.hpp"
+
+namespace tether::uid {
+
+inline constexpr std::uint32_t kMagic = 0x44495554;  // "TUID" little-endian
+inline constexpr std::size_t kOffMagic = 0, kOffVersion = 4, kOffFamily = 6, kOffAddr = 8,
+                             kOffPort = 24, kOffSecret = 32, kOffChecksum = 120;
+
+struct Fields {
+  std::uint16_t version = 0;
+  wire::PeerAddress root;  // hostId unused
+  wire::Secret secret{};
+};
+
+UniqueId make(const Fields& f);
+// Throws Error{InvalidArgument} naming what is wrong.
+Fields parse(const UniqueId& id);
+
+}  // namespace tether::uid

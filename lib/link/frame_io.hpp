@@ -1,0 +1,25 @@
+// Whole-frame reads and writes on a socket that is not (yet) a Link: used by
+// the handshake, where every frame is small and read one at a time.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <utility>
+#include <vector>
+
+#include "wire/frame.hpp"
+
+namespace tether {
+
+struct RawFrame {
+  wire::FrameHeader header;
+  std::vector<unsigned char> payload;
+};
+
+// Throws boost::system::system_error on I/O errors and std::runtime_error
+// (with the reason) on a malformed header.
+boost::asio::awaitable<RawFrame> readFrame(boost::asio::ip::tcp::socket& s, std::uint64_t maxPayload);
+boost::asio::awaitable<void> writeFrame(boost::asio::ip::tcp::socket& s, wire::Kind kind,
+                                        const std::vector<unsigned char>& payload);
+
+}  // namespace tether

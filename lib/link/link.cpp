@@ -1,0 +1,186 @@
+#include "link/link.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <algorithm>
+#include <cstring>
+
+#include "core/endpoint.hpp"
+#include "core/log.hpp"
+#include "core/world.hpp"
+
+namespace tether {
+namespace {
+constexpr std::size_t kReadAhead = 64 * 1024;
+constexpr std::size_t kMaxGather = 64;  // frames per writev
+}  // namespace
+
+Link::Link(World& world, int peer) : world_(world), peer_(peer), rbuf_(kReadAhead) {}
+
+void Link::attach(tcp::socket socket) {
+  if (state_ != State::Dialing) return;
+  boost::system::error_code ec;
+  auto ep = socket.remote_endpoint(ec);
+  remote_ = ec ? std::string("?") : toString(ep);
+  socket_ = std::make_unique<tcp::socket>(std::move(socket));
+  state_ = State::Up;
+  asio::co_spawn(world_.io(), readLoop(), asio::detached);
+  startWrite();
+}
+
+void Link::enqueue(OutFrame frame) {
+  queue_.push_back(std::move(frame));
+  if (state_ == State::Up && inFlight_ == 0) startWrite();
+}
+
+void Link::startWrite() {
+  if (state_ != State::Up || inFlight_ != 0 || queue_.empty()) return;
+  std::vector<asio::const_buffer> bufs;
+  std::size_t n = std::min(queue_.size(), kMaxGather);
+  bufs.reserve(2 * n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& f = queue_[i];
+    bufs.emplace_back(f.header.data(), f.header.size());
+    if (f.len) bufs.emplace_back(f.ref ? f.ref : f.owned.data(), f.len);
+  }
+  inFlight_ = n;
+  asio::async_write(*socket_, bufs,
+                    [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
+                      if (self->state_ == State::Closed) return;
+                      if (ec) return self->fail("write failed: " + ec.message());
+                      for (std::size_t i = 0; i < self->inFlight_; ++i) {
+                        Op* op = self->queue_.front().op;
+                        self->queue_.pop_front();
+                        if (op) self->world_.completeReferencedSend(*op);
+                      }
+                      self->inFlight_ = 0;
+                      self->startWrite();
+                      if (self->idle()) self->world_.linkIdle();
+                    });
+}
+
+std::vector<Op*> Link::opsWithQueuedFrames() const {
+  std::vector<Op*> ops;
+  for (const auto& f : queue_)
+    if (f.op) ops.push_back(f.op);
+  return ops;
+}
+
+void Link::abandon(const Op* op) {
+  for (std::size_t i = 0; i < queue_.size(); ++i) {
+    if (queue_[i].op != op) continue;
+    if (i < inFlight_) return fail("send of an abandoned operation was half written");
+  }
+  queue_.erase(std::remove_if(queue_.begin() + static_cast<std::ptrdiff_t>(inFlight_), queue_.end(),
+                              [&](const OutFrame& f) { return f.op == op; }),
+               queue_.end());
+  if (pendingOp_ == op) {
+    if (directRead_) return fail("receive of an abandoned operation was half read");
+    pendingOp_ = nullptr;
+    pendingDst_ = nullptr;
+  }
+}
+
+void Link::fail(const std::string& reason) {
+  if (state_ == State::Closed) return;
+  bool wasUp = state_ == State::Up;
+  state_ = State::Closed;
+  if (socket_) {
+    boost::system::error_code ignored;
+    socket_->shutdown(tcp::socket::shutdown_both, ignored);
+    socket_->close(ignored);
+  }
+  (void)wasUp;
+  world_.onLinkDown(*this, reason, goodbye_);
+  queue_.clear();
+  inFlight_ = 0;
+}
+
+asio::awaitable<void> Link::fill(std::size_t n) {
+  if (rend_ - rbegin_ >= n) co_return;
+  if (rbegin_ + n > rbuf_.size()) {  // compact, grow only for an oversize control frame
+    std::memmove(rbuf_.data(), rbuf_.data() + rbegin_, rend_ - rbegin_);
+    rend_ -= rbegin_;
+    rbegin_ = 0;
+    if (n > rbuf_.size()) rbuf_.resize(n);
+  }
+  while (rend_ - rbegin_ < n) {
+    rend_ += co_await socket_->async_read_some(
+        asio::buffer(rbuf_.data() + rend_, rbuf_.size() - rend_), asio::use_awaitable);
+  }
+}
+
+// Moves `len` payload bytes to pendingDst_ (or drops them when it is null):
+// first what the read-ahead already holds, then small rests through the
+// read-ahead (which may pick up the next frames too), large rests straight
+// into the destination with no intermediate copy.
+asio::awaitable<void> Link::readPayload(std::size_t len) {
+  std::size_t done = 0;
+  while (done < len) {
+    std::size_t have = std::min(len - done, rend_ - rbegin_);
+    if (have) {
+      if (pendingDst_) std::memcpy(pendingDst_ + done, rbuf_.data() + rbegin_, have);
+      rbegin_ += have;
+      done += have;
+      continue;
+    }
+    std::size_t left = len - done;
+    if (left <= kReadAhead / 2 || !pendingDst_) {
+      co_await fill(std::min(left, kReadAhead));
+    } else {
+      directRead_ = true;
+      co_await asio::async_read(*socket_, asio::buffer(pendingDst_ + done, left), asio::use_awaitable);
+      directRead_ = false;
+      done += left;
+    }
+  }
+}
+
+asio::awaitable<void> Link::readLoop() {
+  auto self = shared_from_this();
+  try {
+    for (;;) {
+      co_await fill(wire::kHeaderBytes);
+      std::string why;
+      auto h = wire::decodeHeader(rbuf_.data() + rbegin_, world_.config().maxPayload, &why);
+      if (!h) {
+        log::warn(world_.rank(), "link to rank {} ({}): {}; closing it", peer_, remote_, why);
+        fail("protocol error from peer: " + why);
+        co_return;
+      }
+      rbegin_ += wire::kHeaderBytes;
+      if (h->kind == wire::Kind::P2P || h->kind == wire::Kind::Collective) {
+        Target t = world_.onDataHeader(*this, *h);
+        std::vector<unsigned char> stash;
+        if (t.where == Target::Where::Stash) stash.resize(h->length);
+        pendingOp_ = t.op;
+        pendingDst_ = t.where == Target::Where::Posted ? static_cast<unsigned char*>(t.buf)
+                      : t.where == Target::Where::Stash ? stash.data()
+                                                        : nullptr;
+        co_await readPayload(h->length);
+        if (t.where == Target::Where::Posted && pendingOp_ == nullptr) t = Target{};  // abandoned meanwhile
+        pendingOp_ = nullptr;
+        pendingDst_ = nullptr;
+        world_.onDataComplete(*this, *h, t, std::move(stash));
+      } else {
+        std::vector<unsigned char> payload(h->length);
+        pendingDst_ = payload.data();
+        co_await readPayload(h->length);
+        pendingDst_ = nullptr;
+        world_.onControlFrame(*this, *h, std::move(payload));
+      }
+      if (state_ == State::Closed) co_return;
+    }
+  } catch (const boost::system::system_error& e) {
+    if (state_ == State::Closed) co_return;
+    if (e.code() == asio::error::eof)
+      fail(goodbye_ ? "closed after goodbye" : "connection closed by peer (EOF)");
+    else
+      fail("read failed: " + e.code().message());
+  }
+}
+
+}  // namespace tether

@@ -1,0 +1,67 @@
+#include "rendezvous/reserved_listener.hpp"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "core/endpoint.hpp"
+#include "tether/error.hpp"
+
+namespace tether::reserved {
+namespace {
+
+std::mutex& mutex() {
+  static std::mutex m;
+  return m;
+}
+std::map<std::string, int>& fds() {
+  static std::map<std::string, int> m;
+  return m;
+}
+std::string keyOf(const wire::PeerAddress& a) { return toString(toEndpoint(a)); }
+
+}  // namespace
+
+wire::PeerAddress reserve(const wire::PeerAddress& addr) {
+  auto ep = toEndpoint(addr);
+  int fd = ::socket(ep.protocol().family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    throw Error(ErrorCode::System, std::string("cannot create the root listener socket: ") + std::strerror(errno));
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (::bind(fd, ep.data(), static_cast<socklen_t>(ep.size())) != 0 || ::listen(fd, SOMAXCONN) != 0) {
+    int err = errno;
+    ::close(fd);
+    throw Error(ErrorCode::System, "cannot listen on root address " + toString(ep) + ": " + std::strerror(err));
+  }
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
+  wire::PeerAddress bound = addr;
+  bound.port = ntohs(ss.ss_family == AF_INET ? reinterpret_cast<sockaddr_in*>(&ss)->sin_port
+                                             : reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
+  std::lock_guard lock(mutex());
+  fds()[keyOf(bound)] = fd;
+  return bound;
+}
+
+std::optional<int> take(const wire::PeerAddress& addr) {
+  std::lock_guard lock(mutex());
+  auto it = fds().find(keyOf(addr));
+  if (it == fds().end()) return std::nullopt;
+  int fd = it->second;
+  fds().erase(it);
+  return fd;
+}
+
+void release(const wire::PeerAddress& addr) {
+  if (auto fd = take(addr)) ::close(*fd);
+}
+
+}  // namespace tether::reserved

@@ -1,0 +1,113 @@
+#include "wire/frame.hpp"
+
+#include <fmt/format.h>
+
+#include <boost/endian/conversion.hpp>
+#include <cstring>
+
+namespace tether::wire {
+namespace {
+
+template <class T>
+void put(unsigned char* out, std::size_t off, T v) {
+  v = boost::endian::native_to_little(v);
+  std::memcpy(out + off, &v, sizeof v);
+}
+
+template <class T>
+T get(const unsigned char* in, std::size_t off) {
+  T v;
+  std::memcpy(&v, in + off, sizeof v);
+  return boost::endian::little_to_native(v);
+}
+
+}  // namespace
+
+const char* kindName(Kind k) {
+  switch (k) {
+    case Kind::Challenge: return "challenge";
+    case Kind::Hello: return "hello";
+    case Kind::Welcome: return "welcome";
+    case Kind::Reject: return "reject";
+    case Kind::Register: return "register";
+    case Kind::Table: return "table";
+    case Kind::P2P: return "send";
+    case Kind::Collective: return "collective";
+    case Kind::Abort: return "abort";
+    case Kind::Goodbye: return "goodbye";
+    case Kind::Heartbeat: return "heartbeat";
+  }
+  return "unknown";
+}
+
+const char* opName(OpCode op) {
+  switch (op) {
+    case OpCode::Allgather: return "allgather";
+    case OpCode::Alltoall: return "alltoall";
+    case OpCode::Alltoallv: return "alltoallv";
+    case OpCode::Broadcast: return "broadcast";
+    case OpCode::Barrier: return "barrier";
+    case OpCode::SubsetBarrier: return "subset-barrier";
+    case OpCode::Split: return "split";
+  }
+  return "unknown-op";
+}
+
+bool isKnownKind(std::uint8_t k) { return k >= 1 && k <= 11; }
+
+void encodeHeader(const FrameHeader& h, unsigned char* out) {
+  put<std::uint32_t>(out, 0, kMagic);
+  put<std::uint16_t>(out, 4, kProtocolVersion);
+  out[6] = static_cast<unsigned char>(h.kind);
+  out[7] = h.flags;
+  put<std::uint64_t>(out, 8, h.comm);
+  put<std::uint64_t>(out, 16, h.coll);
+  put<std::uint32_t>(out, 24, h.step);
+  put<std::uint32_t>(out, 28, h.tag);
+  put<std::uint64_t>(out, 32, h.length);
+}
+
+HeaderBytes encodeHeader(const FrameHeader& h) {
+  HeaderBytes b;
+  encodeHeader(h, b.data());
+  return b;
+}
+
+std::optional<FrameHeader> decodeHeader(const unsigned char* in, std::uint64_t maxPayload,
+                                        std::string* why) {
+  auto fail = [&](std::string reason) -> std::optional<FrameHeader> {
+    if (why) *why = std::move(reason);
+    return std::nullopt;
+  };
+  auto magic = get<std::uint32_t>(in, 0);
+  if (magic != kMagic) return fail(fmt::format("bad magic 0x{:08x}", magic));
+  auto version = get<std::uint16_t>(in, 4);
+  if (version != kProtocolVersion)
+    return fail(fmt::format("protocol version {} (this side speaks {})", version, kProtocolVersion));
+  if (!isKnownKind(in[6])) return fail(fmt::format("unknown frame kind {}", in[6]));
+  FrameHeader h;
+  h.kind = static_cast<Kind>(in[6]);
+  h.flags = in[7];
+  h.comm = get<std::uint64_t>(in, 8);
+  h.coll = get<std::uint64_t>(in, 16);
+  h.step = get<std::uint32_t>(in, 24);
+  h.tag = get<std::uint32_t>(in, 28);
+  h.length = get<std::uint64_t>(in, 32);
+  bool control = h.kind != Kind::P2P && h.kind != Kind::Collective && h.kind != Kind::Table;
+  std::uint64_t limit = control ? std::min(maxPayload, kMaxControlPayload) : maxPayload;
+  if (h.length > limit)
+    return fail(fmt::format("{} frame claims {} payload bytes (limit {})", kindName(h.kind),
+                            h.length, limit));
+  return h;
+}
+
+std::string describe(const FrameHeader& h) {
+  if (h.kind == Kind::Collective)
+    return fmt::format("{}#{} step {} ({} bytes)", opName(static_cast<OpCode>(h.tag)), h.coll,
+                       h.step, h.length);
+  if (h.kind == Kind::P2P)
+    return fmt::format("send tag {} #{} ({} bytes)", h.tag, h.coll, h.length);
+  return fmt::format("{} frame ({} bytes)", kindName(h.kind), h.length);
+}
+
+}  // namespace tether::wire

@@ -1,0 +1,85 @@
+// Handshake and rendezvous payloads. A link comes up in three frames:
+//   acceptor -> dialer  Challenge {acceptor rank, nonceA}
+//   dialer -> acceptor  Hello     {dialer rank, nranks, world id, nonceD, proof}
+//   acceptor -> dialer  Welcome   {proof'}            or Reject {code, reason}
+// proof  = HMAC-SHA256(secret, "tether-hello"   | nonceA | nonceD | ranks | nranks | world)
+// proof' = HMAC-SHA256(secret, "tether-welcome" | nonceD | nonceA | ranks | nranks | world)
+// The secret never crosses the wire; fresh nonces on both sides make a replayed
+// handshake fail. docs/wire-protocol.md and docs/security.md.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/crypto.hpp"
+
+namespace tether::wire {
+
+using Nonce = std::array<unsigned char, 16>;
+using Secret = std::array<unsigned char, 16>;
+
+struct Challenge {
+  std::uint32_t rank = 0;    // acceptor's world rank
+  Nonce nonce{};
+};
+
+struct Hello {
+  std::uint32_t rank = 0;    // dialer's world rank
+  std::uint32_t nranks = 0;
+  std::uint64_t world = 0;   // world communicator id
+  Nonce nonce{};
+  crypto::Digest proof{};
+};
+
+struct Welcome {
+  crypto::Digest proof{};
+};
+
+enum class RejectCode : std::uint16_t {
+  BadProof = 1,      // wrong secret
+  WrongWorld = 2,    // different world id or world size
+  DuplicateRank = 3, // that rank is already connected
+  Simultaneous = 4,  // both sides dialled; the lower rank's dial wins
+  BadRank = 5,       // rank out of range
+  ShuttingDown = 6,
+};
+
+struct Reject {
+  RejectCode code{};
+  std::string reason;
+};
+
+// One rank's listen address as registered with the root.
+struct PeerAddress {
+  std::uint8_t family = 4;  // 4 or 6
+  std::array<unsigned char, 16> addr{};
+  std::uint16_t port = 0;
+  std::uint64_t hostId = 0; // hash of the host name: ranks with equal ids share a node
+};
+
+struct Register {
+  std::uint32_t rank = 0;
+  PeerAddress address;
+};
+
+std::vector<unsigned char> encode(const Challenge& m);
+std::vector<unsigned char> encode(const Hello& m);
+std::vector<unsigned char> encode(const Welcome& m);
+std::vector<unsigned char> encode(const Reject& m);
+std::vector<unsigned char> encode(const Register& m);
+std::vector<unsigned char> encodeTable(const std::vector<PeerAddress>& table);
+
+// Decoders throw std::out_of_range / std::invalid_argument on malformed input.
+Challenge decodeChallenge(const std::vector<unsigned char>& b);
+Hello decodeHello(const std::vector<unsigned char>& b);
+Welcome decodeWelcome(const std::vector<unsigned char>& b);
+Reject decodeReject(const std::vector<unsigned char>& b);
+Register decodeRegister(const std::vector<unsigned char>& b);
+std::vector<PeerAddress> decodeTable(const std::vector<unsigned char>& b, std::uint32_t nranks);
+
+crypto::Digest helloProof(const Secret& secret, const Challenge& c, const Hello& h);
+crypto::Digest welcomeProof(const Secret& secret, const Challenge& c, const Hello& h);
+
+}  // namespace tether::wire
