@@ -69,11 +69,9 @@ void Session::readMore(Pump& pump) {
       [self = shared_from_this(), &pump](const boost::system::error_code& ec, std::size_t n) {
         if (self->closed_) return;
         if (ec) {
-          if (ec == asio::error::eof) {
-            self->pumpFinished(pump);
-          } else {
-            self->close();
-          }
+          // End of stream or reset: everything read so far has been forwarded
+          // (reads wait for the previous chunk), so pass the end on gracefully.
+          self->pumpFinished(pump, true);
           return;
         }
         pump.filled = n;
@@ -123,7 +121,9 @@ void Session::writePiece(Pump& pump, std::size_t bytes) {
       [self = shared_from_this(), &pump](const boost::system::error_code& ec, std::size_t n) {
         if (self->closed_) return;
         if (ec) {
-          self->close();
+          // The receiving side is gone: stop this direction only, so the other
+          // one still delivers what it already holds.
+          self->pumpFinished(pump, false);
           return;
         }
         pump.sent += n;
@@ -131,11 +131,12 @@ void Session::writePiece(Pump& pump, std::size_t bytes) {
       });
 }
 
-void Session::pumpFinished(Pump& pump) {
-  // Half-close: the other side sees end-of-stream exactly where the sender closed.
+void Session::pumpFinished(Pump& pump, bool passEndOn) {
+  if (pump.finished) return;
   pump.finished = true;
   boost::system::error_code ignored;
-  pump.to->shutdown(tcp::socket::shutdown_send, ignored);
+  // Half-close: the other side sees end-of-stream exactly where the sender closed.
+  if (passEndOn) pump.to->shutdown(tcp::socket::shutdown_send, ignored);
   if (toTarget_.finished && toClient_.finished) close();
 }
 

@@ -97,7 +97,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void readMore(Pump& pump);
   void forwardPiece(Pump& pump);
   void writePiece(Pump& pump, std::size_t bytes);
-  void pumpFinished(Pump& pump);
+  void pumpFinished(Pump& pump, bool passEndOn);
 
   ChaosProxy::State& state_;
   tcp::socket client_;
