@@ -131,6 +131,7 @@ class World {
   void finishInit(std::exception_ptr e);
 
   void abortOnProgress(int origin, const std::string& reason, bool notifyPeers);
+  void abortAfterFailedCollective(std::exception_ptr e);
   Error abortedError(const std::string& opName) const;
   void sendControl(Link& link, wire::Kind kind, const std::vector<unsigned char>& payload);
   void wake(Op& op);

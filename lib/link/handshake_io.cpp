@@ -5,6 +5,8 @@
 // socket for at most that long.
 #include <netinet/tcp.h>
 
+#include <fmt/format.h>
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -150,7 +152,9 @@ asio::awaitable<void> World::serveIncoming(tcp::socket socket) {
 asio::awaitable<void> World::dialPeer(int peer, tcp::endpoint ep, bool retryRefused) {
   auto deadline = Clock::now() + (retryRefused ? cfg_.timeout : cfg_.handshakeTimeout);
   auto backoff = std::chrono::milliseconds(10);
+  int attempts = 0;
   for (;;) {
+    ++attempts;
     auto sock = std::make_shared<tcp::socket>(io_);
     std::string failure;
     bool retry = false;
@@ -195,8 +199,12 @@ asio::awaitable<void> World::dialPeer(int peer, tcp::endpoint ep, bool retryRefu
       } catch (const boost::system::system_error& e) {
         auto code = e.code();
         failure = *watchdog.expired ? "no answer within the handshake deadline" : code.message();
+        // A root that is not up yet, or a network that is not yet routable at
+        // job start, are worth retrying until the init deadline.
         retry = retryRefused && (code == asio::error::connection_refused || *watchdog.expired ||
-                                 code == asio::error::connection_reset || code == asio::error::eof);
+                                 code == asio::error::connection_reset || code == asio::error::eof ||
+                                 code == asio::error::network_unreachable ||
+                                 code == asio::error::host_unreachable || code == asio::error::timed_out);
       } catch (const std::exception& e) {
         failure = e.what();
       }
@@ -210,6 +218,17 @@ asio::awaitable<void> World::dialPeer(int peer, tcp::endpoint ep, bool retryRefu
       co_await t.async_wait(asio::use_awaitable);
       backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
       continue;
+    }
+    if (retry && !initComplete_) {
+      // Retries to the root ran out: the rendezvous timed out; say where the
+      // root was supposed to be and what the last attempt got.
+      finishInit(std::make_exception_ptr(
+          Error(ErrorCode::Timeout,
+                fmt::format("rank {}: rendezvous timed out after {} ms: could not reach the root at {} ({} attempts; "
+                            "last: {})",
+                            rank(), cfg_.timeout.count(), toString(ep), attempts, failure),
+                rank(), peer)));
+      co_return;
     }
     onDialFailed(peer, "cannot connect to rank " + std::to_string(peer) + " at " + toString(ep) + ": " + failure,
                  true);
