@@ -120,7 +120,7 @@ class World {
   void shutdown();
 
   asio::awaitable<void> acceptLoop();
-  asio::awaitable<void> serveIncoming(tcp::socket socket);
+  asio::awaitable<void> serveIncoming(tcp::socket socket, tcp::endpoint from);
   asio::awaitable<void> dialPeer(int peer, tcp::endpoint ep, bool retryRefused);
   std::shared_ptr<Link> linkFor(int peer);
 

@@ -74,8 +74,9 @@ asio::awaitable<void> World::acceptLoop() {
   for (;;) {
     boost::system::error_code ec;
     tcp::socket s(io_);
+    tcp::endpoint from;  // filled by accept(2): still known if the peer resets at once
     try {
-      s = co_await acceptor_.async_accept(asio::use_awaitable);
+      s = co_await acceptor_.async_accept(from, asio::use_awaitable);
     } catch (const boost::system::system_error& e) {
       ec = e.code();
     }
@@ -88,15 +89,13 @@ asio::awaitable<void> World::acceptLoop() {
       co_await t.async_wait(asio::use_awaitable);
       continue;
     }
-    asio::co_spawn(io_, serveIncoming(std::move(s)), asio::detached);
+    asio::co_spawn(io_, serveIncoming(std::move(s), from), asio::detached);
   }
 }
 
-asio::awaitable<void> World::serveIncoming(tcp::socket socket) {
+asio::awaitable<void> World::serveIncoming(tcp::socket socket, tcp::endpoint from) {
   auto sock = std::make_shared<tcp::socket>(std::move(socket));
-  boost::system::error_code ec;
-  auto ep = sock->remote_endpoint(ec);
-  std::string remote = ec ? "?" : toString(ep);
+  std::string remote = toString(from);
   Watchdog watchdog(io_, sock, Clock::now() + cfg_.handshakeTimeout);
   std::string failure;
   try {

@@ -338,11 +338,23 @@ TEST_CASE("hostile connections at the root during rendezvous are dropped; the bo
   ThreadWorld w(n, /*lateRank=*/2);
   auto member = memberOf(w.id(), n);
   std::this_thread::sleep_for(200ms);  // ranks 0 and 1 are in the rendezvous
+  // Port-scanner style: connect, then reset at once or after the challenge.
+  std::vector<std::string> resetters;
+  for (int i = 0; i < 6; ++i) {
+    RawClient c("127.0.0.1", w.id().rootPort());
+    if (i % 2) (void)c.readFrame(3s);
+    resetters.push_back(c.address());
+    c.reset();
+  }
   auto results = probeAll(strangerCases(member, w.id().rootPort()), w.id().rootPort());
   w.release();
   w.join();
   for (int r = 0; r < n; ++r) REQUIRE(w.error(r) == "");
   checkDropped(results, logs);
+  for (const auto& a : resetters) {
+    INFO("reset from " << a);
+    CHECK(logs.find({"WARN", a}) != "");
+  }
   for (const auto& r : results) {
     if (r.name.rfind("wrong secret", 0) == 0 || r.name.rfind("replayed", 0) == 0) {
       INFO(r.name);

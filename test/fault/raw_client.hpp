@@ -43,6 +43,14 @@ class RawClient {
   RawClient(const RawClient&) = delete;
   RawClient& operator=(const RawClient&) = delete;
 
+  // Hangs up with a TCP RST (SO_LINGER 0), as port scanners do.
+  void reset() {
+    linger l{1, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+    ::close(fd_);
+    fd_ = -1;
+  }
+
   // "127.0.0.1:PORT" as the listener logs us.
   std::string address() const { return "127.0.0.1:" + std::to_string(localPort_); }
 
