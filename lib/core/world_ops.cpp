@@ -264,7 +264,14 @@ void World::onControlFrame(Link& link, const wire::FrameHeader& h, std::vector<u
         return;
       }
       case wire::Kind::Goodbye:
+        // Everything the peer sent before this has been read: say so, so it
+        // can close without a reset destroying frames still in our buffers.
         link.markGoodbye();
+        sendControl(link, wire::Kind::GoodbyeAck, {});
+        return;
+      case wire::Kind::GoodbyeAck:
+        link.markGoodbyeAcked();
+        linkIdle();
         return;
       case wire::Kind::Heartbeat:
         return;
