@@ -146,17 +146,40 @@ std::vector<Scenario> scenarios() {
     }
     p2pRendezvous(b, 42);
   }});
-  list.push_back({"a rank that never calls: Timeout on the others", 3, [](Bootstrap& b) {
+  list.push_back({"a rank that never calls: Timeout, then the world is aborted", 3, [](Bootstrap& b) {
+    b.setTimeout(milliseconds(200));
+    int value = 0;
     if (b.rank() != 2) {
-      b.setTimeout(milliseconds(200));
       int all[3] = {};
       auto e = errorFrom([&] { b.allgather(all, sizeof(int)); });
-      expectCode(e, ErrorCode::Timeout, "allgather without rank 2");
+      // The first rank to time out aborts the world; the other may see that first.
+      check(e.code() == ErrorCode::Timeout || (e.code() == ErrorCode::Aborted && contains(e.what(), "timed out")),
+            std::string("allgather without rank 2: ") + e.what());
       check(contains(e.what(), "rank " + std::to_string(b.rank())) && contains(e.what(), "allgather"),
             std::string("names rank and op: ") + e.what());
-      b.setTimeout(milliseconds(5000));
     }
-    p2pRendezvous(b, 43);  // rank 2 stays until the others have timed out
+    b.setTimeout(milliseconds(5000));
+    auto after = errorFrom([&] { b.recv(&value, sizeof value, (b.rank() + 1) % 3, 43); });
+    expectCode(after, ErrorCode::Aborted, "a receive after the failed world collective");
+    check(contains(after.what(), "timed out"), std::string("the abort carries the timeout: ") + after.what());
+  }});
+  list.push_back({"a failed child collective does not abort the world", 3, [](Bootstrap& b) {
+    b.setTimeout(milliseconds(5000));
+    auto child = b.split(b.rank() == 2 ? Bootstrap::kNoColor : 0, 0);
+    if (child) {
+      // Over TCP the rank that notices first withdraws its unsent frame; its
+      // peer then only sees its deadline pass (a child's failure is not
+      // propagated as an abort).
+      child->setTimeout(milliseconds(300));
+      std::vector<unsigned char> buffer(64);
+      auto e = errorFrom([&] { child->allgather(buffer.data(), child->rank() == 0 ? 8 : 4); });
+      check(e.code() == ErrorCode::Protocol || e.code() == ErrorCode::Timeout,
+            std::string("child allgather with different sizes: ") + e.what());
+    }
+    int all[3] = {0, 0, 0};
+    all[b.rank()] = b.rank() + 1;
+    b.allgather(all, sizeof(int));
+    check(all[0] + all[1] + all[2] == 6, "world allgather after the child failed");
   }});
   list.push_back({"abort reaches the other rank; later calls fail too", 2, [](Bootstrap& b) {
     b.setTimeout(milliseconds(5000));

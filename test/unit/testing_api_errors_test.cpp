@@ -29,13 +29,24 @@ struct Outcome {
 };
 }  // namespace
 
+// The first rank to time out aborts the world (as TcpBootstrap does for a
+// failed world collective), so a rank may see that abort before its own deadline.
 TEST_CASE("a rank that never calls makes the others time out, naming rank, peer and op", "[testing-api]") {
   InProcessWorld world(3);
   std::vector<Outcome> outcomes(3);
   std::vector<long long> elapsedMs(3, 0);
   world.run([&](Bootstrap& b) {
-    if (b.rank() == 2) return;
     b.setTimeout(milliseconds(200));
+    if (b.rank() == 2) {  // never joins; learns of the failure through the abort
+      b.setTimeout(milliseconds(5000));
+      int value = 0;
+      try {
+        b.recv(&value, sizeof value, 0, 0);
+      } catch (const Error& e) {
+        outcomes[2].record(e);
+      }
+      return;
+    }
     const auto start = Clock::now();
     std::vector<int> all(3);
     try {
@@ -44,21 +55,60 @@ TEST_CASE("a rank that never calls makes the others time out, naming rank, peer 
       outcomes[b.rank()].record(e);
     }
     elapsedMs[b.rank()] = std::chrono::duration_cast<milliseconds>(Clock::now() - start).count();
-    // A timed-out collective leaves the communicator unusable for collectives.
+    // A failed collective leaves the communicator unusable for collectives.
     auto after = errorFrom([&] { b.barrier(); });
     check(after.code() == ErrorCode::Protocol &&
               contains(after.what(), "barrier#2: communicator unusable after an earlier collective failed: rank "),
           std::string("after a timeout: ") + after.what());
   });
+  int timedOut = 0;
   for (int r = 0; r < 2; ++r) {
+    CAPTURE(r, outcomes[r].message);
     REQUIRE(outcomes[r].threw);
-    REQUIRE(outcomes[r].code == ErrorCode::Timeout);
     REQUIRE(outcomes[r].rank == r);
-    REQUIRE(outcomes[r].peer == 2);
-    REQUIRE(contains(outcomes[r].message, "rank " + std::to_string(r) + ": allgather#1 from peer 2"));
-    REQUIRE(elapsedMs[r] >= 190);   // the deadline was honoured ...
-    REQUIRE(elapsedMs[r] < 10000);  // ... and ended the wait
+    REQUIRE(elapsedMs[r] < 10000);  // the deadline ended the wait
+    if (outcomes[r].code == ErrorCode::Timeout) {
+      ++timedOut;
+      REQUIRE(outcomes[r].peer == 2);
+      REQUIRE(contains(outcomes[r].message, "rank " + std::to_string(r) + ": allgather#1 from peer 2: timed out after 200 ms"));
+      REQUIRE(elapsedMs[r] >= 190);  // the deadline was honoured
+    } else {
+      REQUIRE(outcomes[r].code == ErrorCode::Aborted);
+      REQUIRE(contains(outcomes[r].message, "aborted by rank " + std::to_string(1 - r) + ": rank " +
+                                                std::to_string(1 - r) + ": allgather#1 from peer 2: timed out"));
+    }
   }
+  REQUIRE(timedOut >= 1);
+  REQUIRE(outcomes[2].code == ErrorCode::Aborted);
+  REQUIRE(contains(outcomes[2].message, "rank 2: recv(tag 0) from peer 0: aborted by rank "));
+  REQUIRE(contains(outcomes[2].message, "timed out after 200 ms"));
+}
+
+TEST_CASE("a failed child collective does not abort ranks outside the child", "[testing-api]") {
+  InProcessWorld world(3);
+  std::vector<Outcome> outcomes(3);
+  std::vector<int> gathered(3, -1);
+  world.run([&](Bootstrap& b) {
+    b.setTimeout(milliseconds(2000));
+    auto child = b.split(b.rank() == 2 ? Bootstrap::kNoColor : 0, 0);
+    if (child) {
+      std::vector<unsigned char> buffer(64);
+      try {
+        child->allgather(buffer.data(), child->rank() == 0 ? 8 : 4);
+      } catch (const Error& e) {
+        outcomes[b.rank()].record(e);
+      }
+    }
+    int all[3] = {0, 0, 0};
+    all[b.rank()] = b.rank() + 1;
+    b.allgather(all, sizeof(int));  // the world communicator still works
+    gathered[b.rank()] = all[0] + all[1] + all[2];
+  });
+  REQUIRE(outcomes[0].code == ErrorCode::Protocol);
+  REQUIRE(outcomes[1].code == ErrorCode::Protocol);
+  REQUIRE(contains(outcomes[0].message, "rank 0 (world 0): allgather#1 from peer 1"));
+  REQUIRE_FALSE(outcomes[2].threw);
+  REQUIRE(gathered == std::vector<int>{6, 6, 6});
 }
 
 TEST_CASE("recv times out when nothing is sent", "[testing-api]") {

@@ -172,7 +172,7 @@ class InProcessBootstrap : public Bootstrap {
     key.channel = detail::Channel::SubsetBarrier;
     key.group = groupId;
     key.sequence = count;
-    guarded(name + "#" + std::to_string(count), [&] {
+    guarded(name + "#" + std::to_string(count), /*abortWorldOnFailure=*/false, [&] {
       const auto until = endpoint_.deadline();
       for (int p : group) {
         if (p != rank()) endpoint_.post(p, key, stamped(op, 0, nullptr, 0), describe(op, p, "to"));
@@ -244,7 +244,7 @@ class InProcessBootstrap : public Bootstrap {
       std::lock_guard<std::mutex> lock(stateMutex_);
       op.id = nextCollectiveId_++;
     }
-    guarded(op.name + "#" + std::to_string(op.id), [&] {
+    guarded(op.name + "#" + std::to_string(op.id), /*abortWorldOnFailure=*/endpoint_.comm() == 0, [&] {
       body(op, endpoint_.deadline());
       detail::ChannelKey key;
       key.channel = detail::Channel::Collective;
@@ -256,7 +256,7 @@ class InProcessBootstrap : public Bootstrap {
   // Every collective (subset barriers too), as in TcpBootstrap: refused with
   // Protocol once one has failed; a failure marks the communicator broken.
   template <class Body>
-  void guarded(const std::string& where, Body body) {
+  void guarded(const std::string& where, bool abortWorldOnFailure, Body body) {
     std::string broken;
     {
       std::lock_guard<std::mutex> lock(stateMutex_);
@@ -274,16 +274,20 @@ class InProcessBootstrap : public Bootstrap {
         std::lock_guard<std::mutex> lock(stateMutex_);
         if (brokenBy_.empty()) brokenBy_ = error.what();
       }
-      abortIfFatal(error);
+      if (abortWorldOnFailure) abortIfFatal(error);
       throw;
     }
   }
 
-  // Like TcpBootstrap: ranks that disagree on a collective cannot recover, so
-  // a Protocol error in one aborts the whole world (its reason is the error)
-  // instead of leaving the other ranks to their deadlines.
+  // Like TcpBootstrap: a collective of the world communicator that failed here
+  // leaves every other rank waiting for steps this rank will never send, so
+  // the world is aborted with the error as reason. Child communicators and
+  // subset barriers must not stop ranks outside them; p2p concerns two ranks.
   void abortIfFatal(const Error& error) {
-    if (error.code() == ErrorCode::Protocol) endpoint_.world()->abortAll(endpoint_.worldRank(), error.what());
+    const ErrorCode code = error.code();
+    if (code == ErrorCode::Protocol || code == ErrorCode::Timeout || code == ErrorCode::PeerLost) {
+      endpoint_.world()->abortAll(endpoint_.worldRank(), error.what());
+    }
   }
 
   static detail::OpStamp perPair(detail::OpStamp op, std::size_t bytes) {
