@@ -23,8 +23,9 @@ int choice(const char* var, std::initializer_list<const char*> names) {
 
 Selection load() {
   Selection s;
-  s.forceAllgather = choice("TETHER_ALGO_ALLGATHER", {"bruck", "ring"});
+  s.forceAllgather = choice("TETHER_ALGO_ALLGATHER", {"bruck", "ring", "linear", "tree"});
   s.forceBroadcast = choice("TETHER_ALGO_BROADCAST", {"binomial", "pipeline"});
+  s.forceBarrier = choice("TETHER_ALGO_BARRIER", {"dissemination", "tree"});
   int a2a = choice("TETHER_ALGO_ALLTOALL", {"linear", "pairwise"});
   s.forceAlltoallWindow = a2a == 0 ? 1 << 30 : a2a == 1 ? 1 : 0;
   s.largeBytes = static_cast<std::size_t>(env::getInt("TETHER_ALGO_LARGE_BYTES", 64 * 1024));
@@ -34,9 +35,15 @@ Selection load() {
 
 }  // namespace
 
-AllgatherAlgo Selection::allgather(std::size_t bytesPerRank, int) const {
+AllgatherAlgo Selection::allgather(std::size_t bytesPerRank, int, bool cpuBound) const {
   if (forceAllgather >= 0) return static_cast<AllgatherAlgo>(forceAllgather);
-  return bytesPerRank >= largeBytes ? AllgatherAlgo::Ring : AllgatherAlgo::Bruck;
+  if (bytesPerRank >= largeBytes) return AllgatherAlgo::Ring;
+  return cpuBound ? AllgatherAlgo::Tree : AllgatherAlgo::Bruck;
+}
+
+BarrierAlgo Selection::barrier(bool cpuBound) const {
+  if (forceBarrier >= 0) return static_cast<BarrierAlgo>(forceBarrier);
+  return cpuBound ? BarrierAlgo::Tree : BarrierAlgo::Dissemination;
 }
 
 BroadcastAlgo Selection::broadcast(std::size_t bytes, int nranks) const {

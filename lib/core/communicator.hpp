@@ -19,6 +19,7 @@ struct TcpBootstrap::Impl {
   std::shared_ptr<World> world;
   coll::Group group;
   int nranksPerNode = 1;
+  bool cpuBound = false;  // more ranks of the world on this host than cores
   std::atomic<std::int64_t> timeoutMs{300000};
 
   // Collectives of one communicator are serialized by contract; the mutex

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <numeric>
 #include <set>
+#include <thread>
 
 #include "collectives/select.hpp"
 #include "core/communicator.hpp"
@@ -148,6 +149,7 @@ TcpBootstrap::TcpBootstrap(int rank, int nranks, const UniqueId& id, const TcpOp
   const auto& table = impl->world->table();
   impl->nranksPerNode = static_cast<int>(std::count_if(
       table.begin(), table.end(), [&](const wire::PeerAddress& a) { return a.hostId == table[rank].hostId; }));
+  impl->cpuBound = impl->nranksPerNode > static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   impl_ = std::move(impl);
 }
 
@@ -201,10 +203,14 @@ void TcpBootstrap::allgather(void* allData, std::size_t bytesPerRank) {
   requireBuffer(allData, bytesPerRank, "allgather", rank());
   std::lock_guard lock(impl_->collMutex);
   auto* data = static_cast<unsigned char*>(allData);
-  auto algo = coll::selection().allgather(bytesPerRank, size());
+  auto algo = coll::selection().allgather(bytesPerRank, size(), impl_->cpuBound);
   impl_->collective(wire::OpCode::Allgather, [data, bytesPerRank, algo](coll::Context& c) {
-    return algo == coll::AllgatherAlgo::Ring ? coll::allgatherRing(c, data, bytesPerRank)
-                                             : coll::allgatherBruck(c, data, bytesPerRank);
+    switch (algo) {
+      case coll::AllgatherAlgo::Ring: return coll::allgatherRing(c, data, bytesPerRank);
+      case coll::AllgatherAlgo::Linear: return coll::allgatherLinear(c, data, bytesPerRank);
+      case coll::AllgatherAlgo::Tree: return coll::allgatherTree(c, data, bytesPerRank);
+      default: return coll::allgatherBruck(c, data, bytesPerRank);
+    }
   });
 }
 
@@ -262,7 +268,10 @@ void TcpBootstrap::broadcast(void* data, std::size_t bytes, int root) {
 
 void TcpBootstrap::barrier() {
   std::lock_guard lock(impl_->collMutex);
-  impl_->collective(wire::OpCode::Barrier, [](coll::Context& c) { return coll::barrierDissemination(c); });
+  auto algo = coll::selection().barrier(impl_->cpuBound);
+  impl_->collective(wire::OpCode::Barrier, [algo](coll::Context& c) {
+    return algo == coll::BarrierAlgo::Tree ? coll::barrierTree(c) : coll::barrierDissemination(c);
+  });
 }
 
 void TcpBootstrap::barrier(const std::vector<int>& ranks) {
@@ -309,6 +318,7 @@ std::shared_ptr<Bootstrap> TcpBootstrap::split(int color, int key) {
   auto child = std::make_shared<Impl>();
   child->world = m.world;
   child->timeoutMs = m.timeoutMs.load();
+  child->cpuBound = m.cpuBound;
   child->group.comm = crypto::hash64(fmt::format("split:{}:{}", m.group.comm, splitNo), std::to_string(color));
   child->group.size = static_cast<int>(members.size());
   const auto& table = m.world->table();

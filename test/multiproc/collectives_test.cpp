@@ -123,8 +123,9 @@ TEST_CASE("allgather on forked ranks", "[multiproc][allgather]") {
 }
 
 TEST_CASE("allgather with each algorithm forced", "[multiproc][allgather]") {
-  const char* env = GENERATE("TETHER_ALGO_ALLGATHER=ring", "TETHER_ALGO_ALLGATHER=bruck");
-  int n = GENERATE(3, 8);
+  const char* env = GENERATE("TETHER_ALGO_ALLGATHER=ring", "TETHER_ALGO_ALLGATHER=bruck",
+                             "TETHER_ALGO_ALLGATHER=tree", "TETHER_ALGO_ALLGATHER=linear");
+  int n = GENERATE(2, 3, 8, 13);
   INFO(env);
   runChecked(n, checkAllgather, env);
 }
@@ -158,6 +159,8 @@ TEST_CASE("broadcast with each algorithm forced", "[multiproc][broadcast]") {
 
 TEST_CASE("barrier: no rank leaves before every rank has entered", "[multiproc][barrier]") {
   int n = GENERATE(1, 2, 3, 5, 8, 16);
+  const char* env = GENERATE("TETHER_ALGO_BARRIER=dissemination", "TETHER_ALGO_BARRIER=tree");
+  INFO(env);
   constexpr int kRounds = 5;
   // Shared with the forked ranks: entry and exit times (monotonic clock, the
   // same across processes) of every rank in every round.
@@ -173,7 +176,7 @@ TEST_CASE("barrier: no rank leaves before every rank has entered", "[multiproc][
       b.barrier();
       times[(round * 16 + b.rank()) * 2 + 1] = now();
     }
-  });
+  }, env);
   for (int round = 0; round < kRounds; ++round) {
     std::int64_t lastEntry = 0, firstExit = INT64_MAX;
     for (int r = 0; r < n; ++r) {
