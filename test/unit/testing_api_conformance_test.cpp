@@ -48,41 +48,29 @@ void p2pRendezvous(Bootstrap& b, int tag) {
   for (int p = 1; p < b.size(); ++p) b.send(&token, sizeof token, p, tag);
 }
 
-// Every rank learns whether any rank saw `flag` (point-to-point only).
-bool anyRank(Bootstrap& b, bool flag, int tag) {
-  int value = flag ? 1 : 0;
-  if (b.rank() != 0) {
-    b.send(&value, sizeof value, 0, tag);
-    b.recv(&value, sizeof value, 0, tag);
-    return value != 0;
-  }
-  for (int p = 1; p < b.size(); ++p) {
-    int theirs = 0;
-    b.recv(&theirs, sizeof theirs, p, tag);
-    value |= theirs;
-  }
-  for (int p = 1; p < b.size(); ++p) b.send(&value, sizeof value, p, tag);
-  return value != 0;
-}
-
-// A mismatch must surface as Protocol on at least one rank. Over TCP the rank
-// that notices first withdraws its unsent frames, so its peer may only see its
-// deadline pass (Timeout); the in-process world always delivers, so there both
-// ranks may notice.
-void expectMismatchNoticed(Bootstrap& b, const std::function<void()>& call, bool mayReturn, int tag) {
-  b.setTimeout(milliseconds(1000));
-  bool sawProtocol = false;
+// A mismatch ends the world, over TCP and in process alike: each rank sees
+// Protocol itself, or Aborted carrying the noticing rank's Protocol text (a
+// broadcast root that only sent may return and learn it on its next call).
+void expectMismatchEndsWorld(Bootstrap& b, const std::function<void()>& call, bool mayReturn) {
+  b.setTimeout(milliseconds(2000));
+  const std::string other = std::to_string(1 - b.rank());
   try {
     call();
-    check(mayReturn, "the collective returned on a rank that must notice or time out");
+    check(mayReturn, "the mismatched collective returned");
   } catch (const tether::Error& e) {
-    check(e.code() == ErrorCode::Protocol || e.code() == ErrorCode::Timeout,
-          std::string("mismatch: unexpected error ") + e.what());
-    sawProtocol = e.code() == ErrorCode::Protocol;
-    if (sawProtocol) check(e.rank() == b.rank() && e.peer() == 1 - b.rank(), "rank and peer set");
+    if (e.code() == ErrorCode::Protocol) {
+      check(e.rank() == b.rank() && e.peer() == 1 - b.rank(), std::string("rank and peer set: ") + e.what());
+      check(contains(e.what(), "allgather"), std::string("names the operation: ") + e.what());
+    } else {
+      check(e.code() == ErrorCode::Aborted && contains(e.what(), "aborted by rank " + other) &&
+                contains(e.what(), "allgather"),
+            std::string("not Protocol, so Aborted by the noticing rank: ") + e.what());
+    }
   }
-  b.setTimeout(milliseconds(5000));
-  check(anyRank(b, sawProtocol, tag), "no rank reported Protocol for the mismatch");
+  // The world is aborted: a receive nobody serves ends with Aborted, not its deadline.
+  int value = 0;
+  auto after = errorFrom([&] { b.recv(&value, sizeof value, 1 - b.rank(), 77); });
+  expectCode(after, ErrorCode::Aborted, "a receive after the mismatch");
 }
 
 std::vector<Scenario> scenarios() {
@@ -134,17 +122,16 @@ std::vector<Scenario> scenarios() {
     b.allgather(all, sizeof(int));
     check(all[0] == 1 && all[1] == 2 && all[2] == 3, "allgather after subset barrier");
   }});
-  list.push_back({"different collectives at one id: Protocol on a rank that notices", 2, [](Bootstrap& b) {
+  list.push_back({"different collectives at one id: Protocol, then the world is aborted", 2, [](Bootstrap& b) {
     std::vector<unsigned char> buffer(64);
-    expectMismatchNoticed(b, [&] {
+    expectMismatchEndsWorld(b, [&] {
       if (b.rank() == 0) b.broadcast(buffer.data(), 64, 0);
       else b.allgather(buffer.data(), 32);
-    }, /*mayReturn=*/b.rank() == 0, 40);
+    }, /*mayReturn=*/b.rank() == 0);
   }});
-  list.push_back({"one collective with different sizes: Protocol on a rank that notices", 2, [](Bootstrap& b) {
+  list.push_back({"one collective with different sizes: Protocol, then the world is aborted", 2, [](Bootstrap& b) {
     std::vector<unsigned char> buffer(64);
-    expectMismatchNoticed(b, [&] { b.allgather(buffer.data(), b.rank() == 0 ? 32 : 16); },
-                          /*mayReturn=*/false, 41);
+    expectMismatchEndsWorld(b, [&] { b.allgather(buffer.data(), b.rank() == 0 ? 32 : 16); }, /*mayReturn=*/false);
   }});
   list.push_back({"send/recv size mismatch: Protocol", 2, [](Bootstrap& b) {
     b.setTimeout(milliseconds(5000));
@@ -159,17 +146,40 @@ std::vector<Scenario> scenarios() {
     }
     p2pRendezvous(b, 42);
   }});
-  list.push_back({"a rank that never calls: Timeout on the others", 3, [](Bootstrap& b) {
+  list.push_back({"a rank that never calls: Timeout, then the world is aborted", 3, [](Bootstrap& b) {
+    b.setTimeout(milliseconds(200));
+    int value = 0;
     if (b.rank() != 2) {
-      b.setTimeout(milliseconds(200));
       int all[3] = {};
       auto e = errorFrom([&] { b.allgather(all, sizeof(int)); });
-      expectCode(e, ErrorCode::Timeout, "allgather without rank 2");
+      // The first rank to time out aborts the world; the other may see that first.
+      check(e.code() == ErrorCode::Timeout || (e.code() == ErrorCode::Aborted && contains(e.what(), "timed out")),
+            std::string("allgather without rank 2: ") + e.what());
       check(contains(e.what(), "rank " + std::to_string(b.rank())) && contains(e.what(), "allgather"),
             std::string("names rank and op: ") + e.what());
-      b.setTimeout(milliseconds(5000));
     }
-    p2pRendezvous(b, 43);  // rank 2 stays until the others have timed out
+    b.setTimeout(milliseconds(5000));
+    auto after = errorFrom([&] { b.recv(&value, sizeof value, (b.rank() + 1) % 3, 43); });
+    expectCode(after, ErrorCode::Aborted, "a receive after the failed world collective");
+    check(contains(after.what(), "timed out"), std::string("the abort carries the timeout: ") + after.what());
+  }});
+  list.push_back({"a failed child collective does not abort the world", 3, [](Bootstrap& b) {
+    b.setTimeout(milliseconds(5000));
+    auto child = b.split(b.rank() == 2 ? Bootstrap::kNoColor : 0, 0);
+    if (child) {
+      // Over TCP the rank that notices first withdraws its unsent frame; its
+      // peer then only sees its deadline pass (a child's failure is not
+      // propagated as an abort).
+      child->setTimeout(milliseconds(300));
+      std::vector<unsigned char> buffer(64);
+      auto e = errorFrom([&] { child->allgather(buffer.data(), child->rank() == 0 ? 8 : 4); });
+      check(e.code() == ErrorCode::Protocol || e.code() == ErrorCode::Timeout,
+            std::string("child allgather with different sizes: ") + e.what());
+    }
+    int all[3] = {0, 0, 0};
+    all[b.rank()] = b.rank() + 1;
+    b.allgather(all, sizeof(int));
+    check(all[0] + all[1] + all[2] == 6, "world allgather after the child failed");
   }});
   list.push_back({"abort reaches the other rank; later calls fail too", 2, [](Bootstrap& b) {
     b.setTimeout(milliseconds(5000));

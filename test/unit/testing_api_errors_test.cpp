@@ -29,13 +29,24 @@ struct Outcome {
 };
 }  // namespace
 
+// The first rank to time out aborts the world (as TcpBootstrap does for a
+// failed world collective), so a rank may see that abort before its own deadline.
 TEST_CASE("a rank that never calls makes the others time out, naming rank, peer and op", "[testing-api]") {
   InProcessWorld world(3);
   std::vector<Outcome> outcomes(3);
   std::vector<long long> elapsedMs(3, 0);
   world.run([&](Bootstrap& b) {
-    if (b.rank() == 2) return;
     b.setTimeout(milliseconds(200));
+    if (b.rank() == 2) {  // never joins; learns of the failure through the abort
+      b.setTimeout(milliseconds(5000));
+      int value = 0;
+      try {
+        b.recv(&value, sizeof value, 0, 0);
+      } catch (const Error& e) {
+        outcomes[2].record(e);
+      }
+      return;
+    }
     const auto start = Clock::now();
     std::vector<int> all(3);
     try {
@@ -44,16 +55,60 @@ TEST_CASE("a rank that never calls makes the others time out, naming rank, peer 
       outcomes[b.rank()].record(e);
     }
     elapsedMs[b.rank()] = std::chrono::duration_cast<milliseconds>(Clock::now() - start).count();
+    // A failed collective leaves the communicator unusable for collectives.
+    auto after = errorFrom([&] { b.barrier(); });
+    check(after.code() == ErrorCode::Protocol &&
+              contains(after.what(), "barrier#2: communicator unusable after an earlier collective failed: rank "),
+          std::string("after a timeout: ") + after.what());
   });
+  int timedOut = 0;
   for (int r = 0; r < 2; ++r) {
+    CAPTURE(r, outcomes[r].message);
     REQUIRE(outcomes[r].threw);
-    REQUIRE(outcomes[r].code == ErrorCode::Timeout);
     REQUIRE(outcomes[r].rank == r);
-    REQUIRE(outcomes[r].peer == 2);
-    REQUIRE(contains(outcomes[r].message, "rank " + std::to_string(r) + ": allgather#1 from peer 2"));
-    REQUIRE(elapsedMs[r] >= 190);   // the deadline was honoured ...
-    REQUIRE(elapsedMs[r] < 10000);  // ... and ended the wait
+    REQUIRE(elapsedMs[r] < 10000);  // the deadline ended the wait
+    if (outcomes[r].code == ErrorCode::Timeout) {
+      ++timedOut;
+      REQUIRE(outcomes[r].peer == 2);
+      REQUIRE(contains(outcomes[r].message, "rank " + std::to_string(r) + ": allgather#1 from peer 2: timed out after 200 ms"));
+      REQUIRE(elapsedMs[r] >= 190);  // the deadline was honoured
+    } else {
+      REQUIRE(outcomes[r].code == ErrorCode::Aborted);
+      REQUIRE(contains(outcomes[r].message, "aborted by rank " + std::to_string(1 - r) + ": rank " +
+                                                std::to_string(1 - r) + ": allgather#1 from peer 2: timed out"));
+    }
   }
+  REQUIRE(timedOut >= 1);
+  REQUIRE(outcomes[2].code == ErrorCode::Aborted);
+  REQUIRE(contains(outcomes[2].message, "rank 2: recv(tag 0) from peer 0: aborted by rank "));
+  REQUIRE(contains(outcomes[2].message, "timed out after 200 ms"));
+}
+
+TEST_CASE("a failed child collective does not abort ranks outside the child", "[testing-api]") {
+  InProcessWorld world(3);
+  std::vector<Outcome> outcomes(3);
+  std::vector<int> gathered(3, -1);
+  world.run([&](Bootstrap& b) {
+    b.setTimeout(milliseconds(2000));
+    auto child = b.split(b.rank() == 2 ? Bootstrap::kNoColor : 0, 0);
+    if (child) {
+      std::vector<unsigned char> buffer(64);
+      try {
+        child->allgather(buffer.data(), child->rank() == 0 ? 8 : 4);
+      } catch (const Error& e) {
+        outcomes[b.rank()].record(e);
+      }
+    }
+    int all[3] = {0, 0, 0};
+    all[b.rank()] = b.rank() + 1;
+    b.allgather(all, sizeof(int));  // the world communicator still works
+    gathered[b.rank()] = all[0] + all[1] + all[2];
+  });
+  REQUIRE(outcomes[0].code == ErrorCode::Protocol);
+  REQUIRE(outcomes[1].code == ErrorCode::Protocol);
+  REQUIRE(contains(outcomes[0].message, "rank 0 (world 0): allgather#1 from peer 1"));
+  REQUIRE_FALSE(outcomes[2].threw);
+  REQUIRE(gathered == std::vector<int>{6, 6, 6});
 }
 
 TEST_CASE("recv times out when nothing is sent", "[testing-api]") {
@@ -90,9 +145,9 @@ TEST_CASE("abort from another thread wakes this rank and every other rank", "[te
   aborter.join();
   REQUIRE(Clock::now() - start < std::chrono::seconds(10));  // not the 300 s default
   REQUIRE(outcomes[0].code == ErrorCode::Aborted);
-  REQUIRE(outcomes[0].peer == -1);  // this rank's own abort
+  REQUIRE(outcomes[0].peer == 0);  // this rank's own abort
   REQUIRE(contains(outcomes[0].message, "rank 0: barrier#1 from peer "));
-  REQUIRE(contains(outcomes[0].message, ": aborted: operator pressed stop"));
+  REQUIRE(contains(outcomes[0].message, ": aborted on this rank: operator pressed stop"));
   for (int r : {1, 2}) {
     REQUIRE(outcomes[r].threw);
     REQUIRE(outcomes[r].code == ErrorCode::Aborted);
@@ -140,34 +195,48 @@ TEST_CASE("a body that throws aborts the other ranks instead of letting them wai
   REQUIRE(Clock::now() - start < std::chrono::seconds(10));
 }
 
-TEST_CASE("different collectives at the same id are a Protocol error naming both", "[testing-api]") {
+TEST_CASE("different collectives at the same id: Protocol naming both, then the world is aborted", "[testing-api]") {
   InProcessWorld world(2);
   std::vector<Outcome> outcomes(2);
   world.run([&](Bootstrap& b) {
     b.setTimeout(milliseconds(2000));
     std::vector<unsigned char> buffer(64);
+    int go = 1;
     try {
       b.barrier();  // #1 agrees
-      if (b.rank() == 0) b.broadcast(buffer.data(), 64, 0);  // #2
-      else b.allgather(buffer.data(), 32);                   // #2
+      if (b.rank() == 0) {
+        b.broadcast(buffer.data(), 64, 0);  // #2: the root only sends
+        b.send(&go, sizeof go, 1, 9);       // rank 1 starts #2 only now: rank 1 notices
+      } else {
+        b.recv(&go, sizeof go, 0, 9);
+        b.allgather(buffer.data(), 32);  // #2
+      }
     } catch (const Error& e) {
       outcomes[b.rank()].record(e);
     }
   });
-  // The root only sends; it notices too if rank 1's allgather message is already there.
-  if (outcomes[0].threw) {
-    REQUIRE(outcomes[0].code == ErrorCode::Protocol);
-    REQUIRE(contains(outcomes[0].message, "rank 0: broadcast#2 from peer 1: peer called allgather#2 (32 bytes)"));
-  }
+  REQUIRE_FALSE(outcomes[0].threw);
   REQUIRE(outcomes[1].code == ErrorCode::Protocol);
+  REQUIRE(outcomes[1].rank == 1);
   REQUIRE(outcomes[1].peer == 0);
   REQUIRE(contains(outcomes[1].message,
-                   "rank 1: allgather#2 from peer 0: peer called broadcast#2 root 0 (64 bytes)"));
-  REQUIRE(contains(outcomes[1].message, "(64 bytes), expected allgather#2 (32 bytes)"));
-  // The failed collective leaves rank 1's communicator unusable.
-  auto after = errorFrom([&] { world.bootstrap(1)->barrier(); });
-  REQUIRE(after.code() == ErrorCode::Protocol);
-  REQUIRE(contains(after.what(), "barrier#3: communicator unusable"));
+                   "rank 1: allgather#2 from peer 0: peer called broadcast#2 root 0 (64 bytes), "
+                   "expected allgather#2 (32 bytes)"));
+  // Like TcpBootstrap, the rank that noticed aborted the world with that error as reason.
+  // Rank 1's communicator refuses further collectives ...
+  auto next = errorFrom([&] { world.bootstrap(1)->barrier(); });
+  REQUIRE(next.code() == ErrorCode::Protocol);
+  REQUIRE(contains(next.what(), "rank 1: barrier#3: communicator unusable after an earlier collective failed: "
+                                "rank 1: allgather#2 from peer 0"));
+  // ... and, like TcpBootstrap, the rank that noticed aborted the world with that error as reason.
+  int value = 0;
+  auto mine = errorFrom([&] { world.bootstrap(1)->recv(&value, sizeof value, 0, 0); });
+  REQUIRE(mine.code() == ErrorCode::Aborted);
+  REQUIRE(contains(mine.what(), "rank 1: recv(tag 0) from peer 0: aborted on this rank: rank 1: allgather#2"));
+  auto theirs = errorFrom([&] { world.bootstrap(0)->send(&value, sizeof value, 1, 0); });
+  REQUIRE(theirs.code() == ErrorCode::Aborted);
+  REQUIRE(theirs.peer() == 1);
+  REQUIRE(contains(theirs.what(), "aborted by rank 1: rank 1: allgather#2"));
 }
 
 TEST_CASE("a mismatch is noticed even from a peer we are not waiting on", "[testing-api]") {
@@ -190,23 +259,36 @@ TEST_CASE("a mismatch is noticed even from a peer we are not waiting on", "[test
                                         "expected broadcast#1 root 0 (4 bytes)"));
 }
 
-TEST_CASE("the same collective with different sizes is a Protocol error on both sides", "[testing-api]") {
-  InProcessWorld world(2);
-  std::vector<Outcome> outcomes(2);
-  world.run([&](Bootstrap& b) {
-    b.setTimeout(milliseconds(2000));
-    std::vector<unsigned char> buffer(64);
-    try {
-      b.allgather(buffer.data(), b.rank() == 0 ? 32 : 16);
-    } catch (const Error& e) {
-      outcomes[b.rank()].record(e);
+// With both ranks waiting, whichever notices first aborts the other: each rank
+// ends with Protocol itself or Aborted carrying the noticing rank's Protocol text.
+TEST_CASE("the same collective with different sizes: Protocol naming both sizes", "[testing-api]") {
+  for (int round = 0; round < 20; ++round) {
+    InProcessWorld world(2);
+    std::vector<Outcome> outcomes(2);
+    world.run([&](Bootstrap& b) {
+      b.setTimeout(milliseconds(2000));
+      std::vector<unsigned char> buffer(64);
+      try {
+        b.allgather(buffer.data(), b.rank() == 0 ? 32 : 16);
+      } catch (const Error& e) {
+        outcomes[b.rank()].record(e);
+      }
+    });
+    const char* seenBy0 = "peer called allgather#1 (16 bytes), expected allgather#1 (32 bytes)";
+    const char* seenBy1 = "peer called allgather#1 (32 bytes), expected allgather#1 (16 bytes)";
+    REQUIRE((outcomes[0].code == ErrorCode::Protocol || outcomes[1].code == ErrorCode::Protocol));
+    for (int r = 0; r < 2; ++r) {
+      CAPTURE(round, r, outcomes[r].message);
+      REQUIRE(outcomes[r].threw);
+      if (outcomes[r].code == ErrorCode::Protocol) {
+        REQUIRE(contains(outcomes[r].message, r == 0 ? seenBy0 : seenBy1));
+      } else {
+        REQUIRE(outcomes[r].code == ErrorCode::Aborted);
+        REQUIRE(contains(outcomes[r].message, "aborted by rank " + std::to_string(1 - r)));
+        REQUIRE(contains(outcomes[r].message, r == 0 ? seenBy1 : seenBy0));
+      }
     }
-  });
-  REQUIRE(outcomes[0].code == ErrorCode::Protocol);
-  REQUIRE(contains(outcomes[0].message, "peer called allgather#1 (16 bytes)"));
-  REQUIRE(contains(outcomes[0].message, "expected allgather#1 (32 bytes)"));
-  REQUIRE(outcomes[1].code == ErrorCode::Protocol);
-  REQUIRE(contains(outcomes[1].message, "peer called allgather#1 (32 bytes)"));
+  }
 }
 
 TEST_CASE("alltoallv counts that disagree between sender and receiver are a Protocol error", "[testing-api]") {
@@ -223,7 +305,8 @@ TEST_CASE("alltoallv counts that disagree between sender and receiver are a Prot
       outcomes[b.rank()].record(e);
     }
   });
-  REQUIRE_FALSE(outcomes[0].threw);
+  // Rank 0's exchange is consistent; it only learns of the failure through the abort.
+  REQUIRE((!outcomes[0].threw || outcomes[0].code == ErrorCode::Aborted));
   REQUIRE(outcomes[1].code == ErrorCode::Protocol);
   REQUIRE(contains(outcomes[1].message, "peer called alltoallv#1 (4 bytes to us)"));
   REQUIRE(contains(outcomes[1].message, "expected alltoallv#1 (6 bytes to us)"));

@@ -168,18 +168,19 @@ class InProcessBootstrap : public Bootstrap {
     detail::OpStamp op;
     op.name = name;
     op.id = count;
-    endpoint_.throwIfAborted(name + "#" + std::to_string(count));
     detail::ChannelKey key;
     key.channel = detail::Channel::SubsetBarrier;
     key.group = groupId;
     key.sequence = count;
-    const auto until = endpoint_.deadline();
-    for (int p : group) {
-      if (p != rank()) endpoint_.post(p, key, stamped(op, 0, nullptr, 0), describe(op, p, "to"));
-    }
-    for (int p : group) {
-      if (p != rank()) endpoint_.receiveCollective(key, op, 0, p, 0, until);
-    }
+    guarded(name + "#" + std::to_string(count), /*abortWorldOnFailure=*/false, [&] {
+      const auto until = endpoint_.deadline();
+      for (int p : group) {
+        if (p != rank()) endpoint_.post(p, key, stamped(op, 0, nullptr, 0), describe(op, p, "to"));
+      }
+      for (int p : group) {
+        if (p != rank()) endpoint_.receiveCollective(key, op, 0, p, 0, until);
+      }
+    });
   }
 
   std::shared_ptr<Bootstrap> split(int color, int key) override {
@@ -239,30 +240,53 @@ class InProcessBootstrap : public Bootstrap {
     op.root = root;
     op.bytes = bytes;
     op.perPairBytes = op.name == "alltoallv";
-    std::string broken;
     {
       std::lock_guard<std::mutex> lock(stateMutex_);
       op.id = nextCollectiveId_++;
-      broken = brokenBy_;
     }
-    const std::string where = op.name + "#" + std::to_string(op.id);
-    endpoint_.throwIfAborted(where);
-    if (!broken.empty()) {
-      endpoint_.fail(brokenCode_, where, -1, "communicator unusable after an earlier failed collective (" + broken + ")");
-    }
-    try {
+    guarded(op.name + "#" + std::to_string(op.id), /*abortWorldOnFailure=*/endpoint_.comm() == 0, [&] {
       body(op, endpoint_.deadline());
       detail::ChannelKey key;
       key.channel = detail::Channel::Collective;
       key.sequence = op.id;
       endpoint_.rejectForeignCalls(key, op);
-    } catch (const Error& error) {
+    });
+  }
+
+  // Every collective (subset barriers too), as in TcpBootstrap: refused with
+  // Protocol once one has failed; a failure marks the communicator broken.
+  template <class Body>
+  void guarded(const std::string& where, bool abortWorldOnFailure, Body body) {
+    std::string broken;
+    {
       std::lock_guard<std::mutex> lock(stateMutex_);
-      if (brokenBy_.empty()) {
-        brokenBy_ = error.what();
-        brokenCode_ = error.code();
+      broken = brokenBy_;
+    }
+    if (!broken.empty()) {
+      endpoint_.fail(ErrorCode::Protocol, where, -1,
+                     "communicator unusable after an earlier collective failed: " + broken);
+    }
+    endpoint_.throwIfAborted(where);
+    try {
+      body();
+    } catch (const Error& error) {
+      {
+        std::lock_guard<std::mutex> lock(stateMutex_);
+        if (brokenBy_.empty()) brokenBy_ = error.what();
       }
+      if (abortWorldOnFailure) abortIfFatal(error);
       throw;
+    }
+  }
+
+  // Like TcpBootstrap: a collective of the world communicator that failed here
+  // leaves every other rank waiting for steps this rank will never send, so
+  // the world is aborted with the error as reason. Child communicators and
+  // subset barriers must not stop ranks outside them; p2p concerns two ranks.
+  void abortIfFatal(const Error& error) {
+    const ErrorCode code = error.code();
+    if (code == ErrorCode::Protocol || code == ErrorCode::Timeout || code == ErrorCode::PeerLost) {
+      endpoint_.world()->abortAll(endpoint_.worldRank(), error.what());
     }
   }
 
@@ -360,7 +384,6 @@ class InProcessBootstrap : public Bootstrap {
   std::mutex stateMutex_;  // guards the counters below
   std::uint64_t nextCollectiveId_ = 1;
   std::string brokenBy_;  // first failed collective's message; empty while usable
-  ErrorCode brokenCode_ = ErrorCode::Protocol;
   std::map<std::vector<int>, std::uint64_t> subsetBarriers_;
 };
 

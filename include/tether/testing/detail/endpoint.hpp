@@ -166,7 +166,9 @@ class Endpoint {
   void throwIfAbortedLocked(const std::string& where) const {
     const RankMailbox& box = mailbox();
     if (!box.aborted) return;
-    if (box.abortedBy == worldRank()) fail(ErrorCode::Aborted, where, -1, "aborted: " + box.abortReason);
+    if (box.abortedBy == worldRank()) {
+      fail(ErrorCode::Aborted, where, box.abortedBy, "aborted on this rank: " + box.abortReason);
+    }
     if (box.abortedBy < 0) {
       fail(ErrorCode::Aborted, where, -1, "aborted by InProcessWorld::abortAll: " + box.abortReason);
     }
