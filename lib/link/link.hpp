@@ -42,7 +42,8 @@ class Link : public std::enable_shared_from_this<Link> {
   bool idle() const { return queue_.empty() && inFlight_ == 0; }
 
   // Dialing -> Up: starts the read loop and flushes frames queued meanwhile.
-  void attach(tcp::socket socket);
+  void attach(tcp::socket socket, bool dialedByUs);
+  bool dialedByUs() const { return dialedByUs_; }
   void enqueue(OutFrame frame);
   // Drop the op's frames and receive target; if one is half on the wire, the
   // stream is unusable and the link closes.
@@ -64,6 +65,7 @@ class Link : public std::enable_shared_from_this<Link> {
   std::string remote_;
   std::unique_ptr<tcp::socket> socket_;
   bool goodbye_ = false;
+  bool dialedByUs_ = false;
 
   // Writing.
   std::deque<OutFrame> queue_;
