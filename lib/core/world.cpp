@@ -27,8 +27,18 @@ World::World(WorldConfig config)
 
 std::shared_ptr<World> World::create(WorldConfig config) {
   auto deadline = Clock::now() + config.timeout;
-  std::shared_ptr<World> w(new World(std::move(config)));
-  w->start();
+  std::shared_ptr<World> w;
+  int rank = config.rank;
+  try {
+    w.reset(new World(std::move(config)));
+    w->start();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    // Out of descriptors (epoll, eventfd, sockets) or threads: a System error
+    // naming the rank, not a bare boost/std exception.
+    throw Error(ErrorCode::System, fmt::format("rank {}: cannot start: {}", rank, e.what()), rank);
+  }
   if (!w->initDone_.waitUntil(deadline)) {
     asio::post(w->io_, [raw = w.get()] {
       raw->finishInit(std::make_exception_ptr(
@@ -39,10 +49,13 @@ std::shared_ptr<World> World::create(WorldConfig config) {
   try {
     w->initDone_.rethrowIfFailed();
   } catch (const std::exception& e) {
-    // Tell the ranks that did get this far why, instead of letting them wait
-    // for their own deadline; ~World then drains the notice and closes.
-    std::string reason = e.what();
-    asio::post(w->io_, [raw = w.get(), reason] { raw->abortOnProgress(raw->rank(), reason, true); });
+    // The root knows who is missing: tell the ranks that did register why,
+    // instead of letting them wait for their own deadline. ~World then drains
+    // the notice and closes.
+    if (w->rank() == 0) {
+      std::string reason = e.what();
+      asio::post(w->io_, [raw = w.get(), reason] { raw->abortOnProgress(raw->rank(), reason, true); });
+    }
     throw;
   }
   return w;
@@ -104,9 +117,12 @@ void World::shutdown() {
     acceptor_.close(ignored);
     // Links still dialling carry queued frames too (a last small send is
     // fire-and-forget): they get the goodbye behind them and are waited for.
+    // After a failed rendezvous nothing queued is worth waiting for.
+    for (auto& l : links_)
+      if (l && l->state() == Link::State::Dialing && !initOk_) l->fail("shutting down after a failed rendezvous");
     for (auto& l : links_)
       if (l && l->state() != Link::State::Closed) sendControl(*l, wire::Kind::Goodbye, {});
-    // Let queued frames reach the peers (bounded), then close.
+    // Let queued frames reach the peers and be read (bounded), then close.
     drainTimer_.emplace(io_);
     drainTimer_->expires_after(std::min(cfg_.timeout, std::chrono::milliseconds(5000)));
     drainTimer_->async_wait([this, done](boost::system::error_code) {
@@ -123,8 +139,10 @@ void World::shutdown() {
 }
 
 void World::onLinkIdle() {
+  // Done when every link is closed or its peer confirmed reading our goodbye
+  // (and so every frame before it).
   for (auto& l : links_)
-    if (l && l->state() != Link::State::Closed && !l->idle()) return;
+    if (l && l->state() != Link::State::Closed && !l->goodbyeAcked()) return;
   if (drainTimer_) drainTimer_->cancel();
 }
 
@@ -148,7 +166,7 @@ void World::run(const std::shared_ptr<Op>& op, std::function<asio::awaitable<voi
         comms_[op->comm].op = nullptr;
       }
       if (e && !op->error) failOp(*op, e);  // withdraw what it still had posted
-      if (e && op->coll) propagateIfFatal(e);
+      if (e && op->coll && op->comm == cfg_.worldId) abortAfterFailedCollective(e);
       activeOps_.erase(op.get());
       op->active = false;
       done->complete(e);
@@ -240,19 +258,6 @@ void World::abortOnProgress(int origin, const std::string& reason, bool notifyPe
   if (!initComplete_) finishInit(std::make_exception_ptr(abortedError("rendezvous")));
 }
 
-// A collective that broke the protocol (ranks disagree on the operation or its
-// size) cannot be recovered by anyone: tell every rank now rather than leave
-// the others to their deadlines. Peer loss and timeouts are not propagated —
-// each rank learns of those when it needs the peer (docs/design.md).
-void World::propagateIfFatal(std::exception_ptr e) {
-  try {
-    std::rethrow_exception(e);
-  } catch (const Error& err) {
-    if (err.code() == ErrorCode::Protocol) abortOnProgress(rank(), err.what(), true);
-  } catch (...) {
-  }
-}
-
 void World::sendControl(Link& link, wire::Kind kind, const std::vector<unsigned char>& payload) {
   OutFrame f;
   wire::FrameHeader h;
@@ -328,13 +333,36 @@ void World::onLinkDown(Link& link, const std::string& reason, bool graceful) {
   for (Op* op : activeOps_) {
     bool waits = std::any_of(op->posted.begin(), op->posted.end(),
                              [&](const match::Key& k) { return static_cast<int>(k.src) == p; });
-    if (waits) affected.push_back(op);
+    // A collective with p as a member cannot complete on every rank any more,
+    // even if this rank is not waiting on p right now (graceful: p finished).
+    bool member = !graceful && std::find(op->members.begin(), op->members.end(), p) != op->members.end();
+    if (waits || member) affected.push_back(op);
   }
   for (Op* op : link.opsWithQueuedFrames())
     if (std::find(affected.begin(), affected.end(), op) == affected.end()) affected.push_back(op);
   for (Op* op : affected) failOp(*op, std::make_exception_ptr(peerGoneError(p, op->name)));
-  if (!initComplete_ && (p == 0 || rank() == 0))
+  if (!initComplete_ && (p == 0 || rank() == 0)) {
     finishInit(std::make_exception_ptr(peerGoneError(p, "rendezvous")));
+    // The rendezvous cannot complete without p: tell the ranks already
+    // registered now rather than let them wait for their deadline.
+    if (rank() == 0) abortOnProgress(0, fmt::format("rendezvous failed: lost rank {}: {}", p, reason), true);
+  }
+}
+
+// A world collective that failed here leaves every other rank waiting for
+// steps this rank will never send: send them an abort notice (origin: this
+// rank, reason: the error) so they fail now with Aborted instead of at their
+// deadline. Only the world communicator: a child communicator's failure must
+// not stop ranks outside it, and point-to-point failures concern two ranks.
+void World::abortAfterFailedCollective(std::exception_ptr e) {
+  if (abortHandled_) return;
+  try {
+    std::rethrow_exception(e);
+  } catch (const Error& err) {
+    if (err.code() == ErrorCode::PeerLost || err.code() == ErrorCode::Protocol || err.code() == ErrorCode::Timeout)
+      abortOnProgress(rank(), err.what(), true);
+  } catch (...) {
+  }
 }
 
 Error World::peerGoneError(int peer, const std::string& opName) const {

@@ -120,7 +120,7 @@ class World {
   void shutdown();
 
   asio::awaitable<void> acceptLoop();
-  asio::awaitable<void> serveIncoming(tcp::socket socket);
+  asio::awaitable<void> serveIncoming(tcp::socket socket, tcp::endpoint from);
   asio::awaitable<void> dialPeer(int peer, tcp::endpoint ep, bool retryRefused);
   std::shared_ptr<Link> linkFor(int peer);
 
@@ -131,8 +131,8 @@ class World {
   void finishInit(std::exception_ptr e);
 
   void abortOnProgress(int origin, const std::string& reason, bool notifyPeers);
+  void abortAfterFailedCollective(std::exception_ptr e);
   Error abortedError(const std::string& opName) const;
-  void propagateIfFatal(std::exception_ptr e);
   void sendControl(Link& link, wire::Kind kind, const std::vector<unsigned char>& payload);
   void wake(Op& op);
   void deliverLocal(const wire::FrameHeader& h, const void* payload);
@@ -170,6 +170,7 @@ class World {
   std::unordered_map<std::uint64_t, CommState> comms_;
   bool shuttingDown_ = false;
   bool initComplete_ = false;
+  bool initOk_ = false;
   bool abortHandled_ = false;
   std::optional<asio::steady_timer> drainTimer_;  // shutdown waits on it
 

@@ -77,6 +77,10 @@ void World::postRecv(Op& op, const match::Key& key, void* buf, std::size_t len) 
     return;
   }
   if (key.src != static_cast<std::uint32_t>(rank()) && peers_[key.src].gone) throw peerGoneError(key.src, op.name);
+  // A point-to-point receive from a rank we never talked to opens the link now
+  // (the sender would open it anyway), so that rank's death shows as a refused
+  // dial or EOF -> PeerLost instead of a wait until the deadline.
+  if (key.kind == wire::Kind::P2P && key.src != static_cast<std::uint32_t>(rank())) linkFor(static_cast<int>(key.src));
   mailbox_.post(key, match::Posted{buf, len, &op});
   op.posted.push_back(key);
   ++op.outstanding;
@@ -89,11 +93,15 @@ asio::awaitable<void> World::settle(Op& op) {
       [&op](auto handler) { op.waiter.emplace(std::move(handler)); }, asio::use_awaitable);
 }
 
+// Resumes the operation's coroutine right here, on the progress thread, rather
+// than through the scheduler's queue: one wake-up per message, no extra
+// epoll round. Callers (frame delivery, write completion, failOp) hold no
+// iterators across this call.
 void World::wake(Op& op) {
   if (!op.waiter || (!op.error && op.outstanding > 0)) return;
   auto handler = std::move(*op.waiter);
   op.waiter.reset();
-  asio::post(io_, [h = std::move(handler), e = op.error]() mutable { std::move(h)(e); });
+  std::move(handler)(op.error);
 }
 
 void World::failOp(Op& op, std::exception_ptr e) {
@@ -123,6 +131,11 @@ void World::setCurrentCollective(std::uint64_t comm, std::uint64_t coll, Op* op)
     failOp(*op, e);
     return;
   }
+  // A member that already died (not one that said goodbye) means this
+  // collective cannot complete: fail now, naming it, instead of at the deadline.
+  for (int m : op->members)
+    if (m != rank() && peers_[m].gone && !peers_[m].graceful)
+      return failOp(*op, std::make_exception_ptr(peerGoneError(m, op->name)));
   checkStashedAgainst(*op);
 }
 
@@ -255,7 +268,14 @@ void World::onControlFrame(Link& link, const wire::FrameHeader& h, std::vector<u
         return;
       }
       case wire::Kind::Goodbye:
+        // Everything the peer sent before this has been read: say so, so it
+        // can close without a reset destroying frames still in our buffers.
         link.markGoodbye();
+        sendControl(link, wire::Kind::GoodbyeAck, {});
+        return;
+      case wire::Kind::GoodbyeAck:
+        link.markGoodbyeAcked();
+        linkIdle();
         return;
       case wire::Kind::Heartbeat:
         return;

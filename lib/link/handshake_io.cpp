@@ -5,6 +5,8 @@
 // socket for at most that long.
 #include <netinet/tcp.h>
 
+#include <fmt/format.h>
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -72,8 +74,9 @@ asio::awaitable<void> World::acceptLoop() {
   for (;;) {
     boost::system::error_code ec;
     tcp::socket s(io_);
+    tcp::endpoint from;  // filled by accept(2): still known if the peer resets at once
     try {
-      s = co_await acceptor_.async_accept(asio::use_awaitable);
+      s = co_await acceptor_.async_accept(from, asio::use_awaitable);
     } catch (const boost::system::system_error& e) {
       ec = e.code();
     }
@@ -86,15 +89,13 @@ asio::awaitable<void> World::acceptLoop() {
       co_await t.async_wait(asio::use_awaitable);
       continue;
     }
-    asio::co_spawn(io_, serveIncoming(std::move(s)), asio::detached);
+    asio::co_spawn(io_, serveIncoming(std::move(s), from), asio::detached);
   }
 }
 
-asio::awaitable<void> World::serveIncoming(tcp::socket socket) {
+asio::awaitable<void> World::serveIncoming(tcp::socket socket, tcp::endpoint from) {
   auto sock = std::make_shared<tcp::socket>(std::move(socket));
-  boost::system::error_code ec;
-  auto ep = sock->remote_endpoint(ec);
-  std::string remote = ec ? "?" : toString(ep);
+  std::string remote = toString(from);
   Watchdog watchdog(io_, sock, Clock::now() + cfg_.handshakeTimeout);
   std::string failure;
   try {
@@ -150,7 +151,9 @@ asio::awaitable<void> World::serveIncoming(tcp::socket socket) {
 asio::awaitable<void> World::dialPeer(int peer, tcp::endpoint ep, bool retryRefused) {
   auto deadline = Clock::now() + (retryRefused ? cfg_.timeout : cfg_.handshakeTimeout);
   auto backoff = std::chrono::milliseconds(10);
+  int attempts = 0;
   for (;;) {
+    ++attempts;
     auto sock = std::make_shared<tcp::socket>(io_);
     std::string failure;
     bool retry = false;
@@ -195,8 +198,12 @@ asio::awaitable<void> World::dialPeer(int peer, tcp::endpoint ep, bool retryRefu
       } catch (const boost::system::system_error& e) {
         auto code = e.code();
         failure = *watchdog.expired ? "no answer within the handshake deadline" : code.message();
+        // A root that is not up yet, or a network that is not yet routable at
+        // job start, are worth retrying until the init deadline.
         retry = retryRefused && (code == asio::error::connection_refused || *watchdog.expired ||
-                                 code == asio::error::connection_reset || code == asio::error::eof);
+                                 code == asio::error::connection_reset || code == asio::error::eof ||
+                                 code == asio::error::network_unreachable ||
+                                 code == asio::error::host_unreachable || code == asio::error::timed_out);
       } catch (const std::exception& e) {
         failure = e.what();
       }
@@ -209,6 +216,17 @@ asio::awaitable<void> World::dialPeer(int peer, tcp::endpoint ep, bool retryRefu
       co_await t.async_wait(asio::use_awaitable);
       backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
       continue;
+    }
+    if (retry && !initComplete_) {
+      // Retries to the root ran out: the rendezvous timed out; say where the
+      // root was supposed to be and what the last attempt got.
+      finishInit(std::make_exception_ptr(
+          Error(ErrorCode::Timeout,
+                fmt::format("rank {}: rendezvous timed out after {} ms: could not reach the root at {} ({} attempts; "
+                            "last: {})",
+                            rank(), cfg_.timeout.count(), toString(ep), attempts, failure),
+                rank(), peer)));
+      co_return;
     }
     onDialFailed(peer, "cannot connect to rank " + std::to_string(peer) + " at " + toString(ep) + ": " + failure,
                  true);
