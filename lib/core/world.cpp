@@ -151,7 +151,10 @@ void World::run(const std::shared_ptr<Op>& op, std::function<asio::awaitable<voi
       if (e && op->coll && op->comm == cfg_.worldId) abortAfterFailedCollective(e);
       activeOps_.erase(op.get());
       op->active = false;
-      done->complete(e);
+      if (op->draining > 0)  // a link still uses its buffer (Link::abandon)
+        op->afterDrain = [done, e] { done->complete(e); };
+      else
+        done->complete(e);
     });
   });
   if (!done->waitUntil(deadline)) {

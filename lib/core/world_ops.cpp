@@ -104,6 +104,13 @@ void World::failOp(Op& op, std::exception_ptr e) {
   wake(op);
 }
 
+void World::releaseDrain(Op& op) {
+  if (--op.draining > 0 || !op.afterDrain) return;
+  auto then = std::move(op.afterDrain);
+  op.afterDrain = nullptr;
+  then();
+}
+
 void World::completeReferencedSend(Op& op) {
   if (op.error) return;
   --op.outstanding;
