@@ -143,6 +143,10 @@ TEST_CASE("a rank killed at a random point of a random collective: every survivo
       CHECK(res[r].exitCode == 0);
       if (res[r].exitCode == 0 && slots[victim].eventUs.load() != 0) {
         auto us = slots[r].eventUs.load() - slots[victim].eventUs.load();
+        if (us > 100000)
+          std::printf("slow report: trial %d (%d ranks, %s of %zu bytes, victim %d): rank %d took %.1f ms, code %s\n", t,
+                      n, collName(coll), bytes, victim, r, us / 1000.0,
+                      toString(static_cast<ErrorCode>(slots[r].code.load())));
         worstUs = std::max(worstUs, us);
         sumUs += us;
         ++reports;
