@@ -46,7 +46,15 @@ std::shared_ptr<World> World::create(WorldConfig config) {
     });
     w->initDone_.wait();
   }
-  w->initDone_.rethrowIfFailed();  // ~World shuts everything down on the way out
+  try {
+    w->initDone_.rethrowIfFailed();
+  } catch (const std::exception& e) {
+    // Tell the ranks that did get this far why, instead of letting them wait
+    // for their own deadline; ~World then drains the notice and closes.
+    std::string reason = e.what();
+    asio::post(w->io_, [raw = w.get(), reason] { raw->abortOnProgress(raw->rank(), reason, true); });
+    throw;
+  }
   return w;
 }
 
@@ -104,8 +112,10 @@ void World::shutdown() {
     shuttingDown_ = true;
     boost::system::error_code ignored;
     acceptor_.close(ignored);
+    // Links still dialling carry queued frames too (a last small send is
+    // fire-and-forget): they get the goodbye behind them and are waited for.
     for (auto& l : links_)
-      if (l && l->state() == Link::State::Up) sendControl(*l, wire::Kind::Goodbye, {});
+      if (l && l->state() != Link::State::Closed) sendControl(*l, wire::Kind::Goodbye, {});
     // Let queued frames reach the peers (bounded), then close.
     drainTimer_.emplace(io_);
     drainTimer_->expires_after(std::min(cfg_.timeout, std::chrono::milliseconds(5000)));
@@ -124,7 +134,7 @@ void World::shutdown() {
 
 void World::onLinkIdle() {
   for (auto& l : links_)
-    if (l && l->state() == Link::State::Up && !l->idle()) return;
+    if (l && l->state() != Link::State::Closed && !l->idle()) return;
   if (drainTimer_) drainTimer_->cancel();
 }
 
@@ -270,6 +280,8 @@ std::optional<wire::Reject> World::admit(int peer, const wire::Hello&, const std
                                                          rank(), nranks())};
   if (shuttingDown_) return wire::Reject{RejectCode::ShuttingDown, "this rank is shutting down"};
   auto& l = links_[peer];
+  if (l && l->state() == Link::State::Up && l->dialedByUs() && peer > rank())
+    return wire::Reject{RejectCode::Simultaneous, "both ranks dialled; the lower rank's connection is kept"};
   if (peers_[peer].gone || (l && l->state() == Link::State::Up)) {
     std::string why = fmt::format("rank {} is already connected{}", peer,
                                   l && !l->remote().empty() ? " from " + l->remote() : std::string());
@@ -284,7 +296,7 @@ std::optional<wire::Reject> World::admit(int peer, const wire::Hello&, const std
   return std::nullopt;
 }
 
-void World::attach(int peer, tcp::socket socket) {
+void World::attach(int peer, tcp::socket socket, bool dialedByUs) {
   auto& l = links_[peer];
   if (!l) l = std::make_shared<Link>(*this, peer);
   if (l->state() != Link::State::Dialing) {
@@ -292,7 +304,7 @@ void World::attach(int peer, tcp::socket socket) {
     socket.close(ignored);
     return;
   }
-  l->attach(std::move(socket));
+  l->attach(std::move(socket), dialedByUs);
   log::trace(rank(), "link to rank {} is up ({})", peer, l->remote());
 }
 
@@ -300,6 +312,7 @@ void World::onDialFailed(int peer, const std::string& reason, bool) {
   auto& l = links_[peer];
   if (!l || l->state() != Link::State::Dialing) return;
   l->fail(reason);
+  linkIdle();
 }
 
 void World::onLinkDown(Link& link, const std::string& reason, bool graceful) {
@@ -309,7 +322,7 @@ void World::onLinkDown(Link& link, const std::string& reason, bool graceful) {
   st.gone = true;
   st.graceful = graceful;
   st.reason = reason;
-  if (shuttingDown_) return;
+  if (shuttingDown_) return onLinkIdle();
   if (!graceful) log::warn(rank(), "lost {}: {}", describeRank(p), reason);
   std::vector<Op*> affected;
   for (Op* op : activeOps_) {

@@ -109,7 +109,7 @@ class World {
   // Decides whether an authenticated incoming link from `peer` is accepted;
   // returns nullopt when accepted, else the reject to send.
   std::optional<wire::Reject> admit(int peer, const wire::Hello& hello, const std::string& remote);
-  void attach(int peer, tcp::socket socket);
+  void attach(int peer, tcp::socket socket, bool dialedByUs);
   void onDialFailed(int peer, const std::string& reason, bool final);
 
   // Collective bookkeeping: the collective id now running on communicator `comm`.
@@ -137,7 +137,8 @@ class World {
   Error abortedError(const std::string& opName) const;
   void sendControl(Link& link, wire::Kind kind, const std::vector<unsigned char>& payload);
   void wake(Op& op);
-  void deliverLocal(Op& op, const wire::FrameHeader& h, const void* payload);
+  void deliverLocal(const wire::FrameHeader& h, const void* payload);
+  bool deliverToPosted(int src, const wire::FrameHeader& h, const unsigned char* payload);
   Error protocolError(const std::string& what) const;
   void reportProtocol(std::uint64_t comm, const Error& e);
   void checkStashedAgainst(Op& op);

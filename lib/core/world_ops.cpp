@@ -16,9 +16,10 @@ namespace tether {
 
 void World::sendFrame(Op& op, int dst, const wire::FrameHeader& h, const void* payload, bool reference) {
   if (op.error) std::rethrow_exception(op.error);
-  if (dst == rank()) return deliverLocal(op, h, payload);
+  if (dst == rank()) return deliverLocal(h, payload);
   auto link = linkFor(dst);
   if (!link) throw peerGoneError(dst, op.name);
+  log::trace(rank(), "queue {} to rank {}", wire::describe(h), dst);
   OutFrame f;
   wire::encodeHeader(h, f.header.data());
   f.len = h.length;
@@ -33,29 +34,35 @@ void World::sendFrame(Op& op, int dst, const wire::FrameHeader& h, const void* p
   link->enqueue(std::move(f));
 }
 
-// A message to ourselves goes through the same matching as one from a peer.
-void World::deliverLocal(Op& op, const wire::FrameHeader& h, const void* payload) {
-  auto key = match::keyOf(static_cast<std::uint32_t>(rank()), h);
-  auto* p = static_cast<const unsigned char*>(payload);
-  if (auto posted = mailbox_.claimPosted(key)) {
-    Op* owner = const_cast<Op*>(static_cast<const Op*>(posted->owner));
-    auto it = std::find(owner->posted.begin(), owner->posted.end(), key);
-    if (it != owner->posted.end()) owner->posted.erase(it);
-    if (posted->len != h.length) {
-      failOp(*owner, std::make_exception_ptr(Error(
-                         ErrorCode::Protocol,
-                         fmt::format("rank {}: {}: rank {} sent {} bytes, this receive expects {}", rank(),
-                                     owner->name, rank(), h.length, posted->len),
-                         rank(), rank())));
-      return;
-    }
-    if (h.length) std::memcpy(posted->buf, p, h.length);
-    --owner->outstanding;
-    wake(*owner);
-    return;
+// Hands a complete frame to the oldest receive posted under its key; false if
+// there is none.
+bool World::deliverToPosted(int src, const wire::FrameHeader& h, const unsigned char* payload) {
+  auto key = match::keyOf(static_cast<std::uint32_t>(src), h);
+  auto posted = mailbox_.claimPosted(key);
+  if (!posted) return false;
+  Op* owner = const_cast<Op*>(static_cast<const Op*>(posted->owner));
+  auto it = std::find(owner->posted.begin(), owner->posted.end(), key);
+  if (it != owner->posted.end()) owner->posted.erase(it);
+  if (posted->len != h.length) {
+    failOp(*owner, std::make_exception_ptr(Error(
+                       ErrorCode::Protocol,
+                       fmt::format("rank {}: {}: rank {} sent {}, this rank expects {} bytes", rank(), owner->name,
+                                   src, wire::describe(h), posted->len),
+                       rank(), src)));
+    return true;
   }
-  (void)op;
-  mailbox_.stash(key, match::Stashed{h, std::vector<unsigned char>(p, p + h.length)});
+  if (h.length) std::memcpy(posted->buf, payload, h.length);
+  --owner->outstanding;
+  wake(*owner);
+  return true;
+}
+
+// A message to ourselves goes through the same matching as one from a peer.
+void World::deliverLocal(const wire::FrameHeader& h, const void* payload) {
+  auto* p = static_cast<const unsigned char*>(payload);
+  if (deliverToPosted(rank(), h, p)) return;
+  mailbox_.stash(match::keyOf(static_cast<std::uint32_t>(rank()), h),
+                 match::Stashed{h, std::vector<unsigned char>(p, p + h.length)});
 }
 
 void World::postRecv(Op& op, const match::Key& key, void* buf, std::size_t len) {
@@ -181,6 +188,7 @@ void World::reportProtocol(std::uint64_t comm, const Error& e) {
 
 Target World::onDataHeader(Link& link, const wire::FrameHeader& h) {
   auto key = match::keyOf(static_cast<std::uint32_t>(link.peer()), h);
+  log::trace(rank(), "frame {} from rank {}", wire::describe(h), link.peer());
   if (auto p = mailbox_.claimPosted(key)) {
     Op* op = const_cast<Op*>(static_cast<const Op*>(p->owner));
     auto it = std::find(op->posted.begin(), op->posted.end(), key);
@@ -231,6 +239,8 @@ void World::onDataComplete(Link& link, const wire::FrameHeader& h, const Target&
       }
       break;
     case Target::Where::Stash: {
+      // A receive may have been posted while the payload was arriving.
+      if (deliverToPosted(link.peer(), h, stashed.data())) break;
       auto key = match::keyOf(static_cast<std::uint32_t>(link.peer()), h);
       if (!mailbox_.stash(key, match::Stashed{h, std::move(stashed)}))
         reportProtocol(h.comm, Error(ErrorCode::Protocol,

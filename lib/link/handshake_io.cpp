@@ -134,7 +134,7 @@ asio::awaitable<void> World::serveIncoming(tcp::socket socket, tcp::endpoint fro
     co_await writeFrame(*sock, wire::Kind::Welcome, wire::encode(welcome));
     if (*watchdog.expired) throw std::runtime_error("handshake deadline passed");
     watchdog.timer.cancel();
-    attach(static_cast<int>(hello.rank), std::move(*sock));
+    attach(static_cast<int>(hello.rank), std::move(*sock), /*dialedByUs=*/false);
     co_return;
   } catch (const boost::system::system_error& e) {
     failure = *watchdog.expired ? "no complete handshake within " +
@@ -195,7 +195,7 @@ asio::awaitable<void> World::dialPeer(int peer, tcp::endpoint ep, bool retryRefu
           throw std::runtime_error("the listener could not prove the secret (not a member of this world)");
         if (*watchdog.expired) throw std::runtime_error("handshake deadline passed");
         watchdog.timer.cancel();
-        attach(peer, std::move(*sock));
+        attach(peer, std::move(*sock), /*dialedByUs=*/true);
         co_return;
       } catch (const boost::system::system_error& e) {
         auto code = e.code();
@@ -210,8 +210,7 @@ asio::awaitable<void> World::dialPeer(int peer, tcp::endpoint ep, bool retryRefu
         failure = e.what();
       }
     }
-    if (shuttingDown_ || aborted_.load()) co_return;
-    if (retry && Clock::now() + backoff < deadline) {
+    if (retry && !shuttingDown_ && !aborted_.load() && Clock::now() + backoff < deadline) {
       log::trace(rank(), "rank {} at {} not ready ({}); retrying in {} ms", peer, toString(ep), failure,
                  backoff.count());
       asio::steady_timer t(io_);

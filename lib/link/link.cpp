@@ -21,8 +21,9 @@ constexpr std::size_t kMaxGather = 64;  // frames per writev
 
 Link::Link(World& world, int peer) : world_(world), peer_(peer), rbuf_(kReadAhead) {}
 
-void Link::attach(tcp::socket socket) {
+void Link::attach(tcp::socket socket, bool dialedByUs) {
   if (state_ != State::Dialing) return;
+  dialedByUs_ = dialedByUs;
   boost::system::error_code ec;
   auto ep = socket.remote_endpoint(ec);
   remote_ = ec ? std::string("?") : toString(ep);

@@ -43,7 +43,8 @@ class Link : public std::enable_shared_from_this<Link> {
   bool idle() const { return queue_.empty() && inFlight_ == 0; }
 
   // Dialing -> Up: starts the read loop and flushes frames queued meanwhile.
-  void attach(tcp::socket socket);
+  void attach(tcp::socket socket, bool dialedByUs);
+  bool dialedByUs() const { return dialedByUs_; }
   void enqueue(OutFrame frame);
   // Drop the op's frames and receive target. A frame already being written
   // from (or read into) the op's buffer is finished first; the op is held
@@ -66,6 +67,7 @@ class Link : public std::enable_shared_from_this<Link> {
   std::string remote_;
   std::unique_ptr<tcp::socket> socket_;
   bool goodbye_ = false;
+  bool dialedByUs_ = false;
 
   // Writing.
   std::deque<OutFrame> queue_;

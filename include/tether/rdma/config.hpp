@@ -1,0 +1,44 @@
+// tether/rdma/config.hpp — tunables of the QP bring-up, read from the environment.
+//
+// Variables (defaults in brackets; docs/rdma.md explains each):
+//   TETHER_IB_HCA          device[:port] to use            [first device with an active port]
+//   TETHER_IB_GID_INDEX    GID index to use, 0..255        [chosen, see gid.hpp]
+//   TETHER_IB_ADDR_FAMILY  AF_INET or AF_INET6 for RoCE    [AF_INET]
+//   TETHER_IB_TIMEOUT      local ACK timeout, 4.096us*2^x  [20, about 4.3 s]
+//   TETHER_IB_RETRY_CNT    transport retries, 0..7         [7]
+//   TETHER_IB_RNR_RETRY    RNR retries, 0..7 (7 = forever) [7]
+//   TETHER_IB_MIN_RNR_TIMER RNR NAK timer code, 0..31      [12, 0.64 ms]
+//   TETHER_IB_SL           service level, 0..15            [0]
+//   TETHER_IB_TC           traffic class, 0..255           [0]
+//   TETHER_IB_RD_ATOMIC    outstanding RDMA reads, 1..16   [1]
+// A malformed or out-of-range value is Error{InvalidArgument} naming the variable.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace tether::rdma {
+
+struct Config {
+  std::string hca;     // device name; empty: first device with an active port
+  int hcaPort = 0;     // 0: first active port of the device
+  int gidIndex = -1;   // -1: choose
+  int addressFamily;   // AF_INET or AF_INET6
+  uint8_t timeout = 20;
+  uint8_t retryCount = 7;
+  uint8_t rnrRetry = 7;
+  uint8_t minRnrTimer = 12;
+  uint8_t serviceLevel = 0;
+  uint8_t trafficClass = 0;
+  uint8_t hopLimit = 255;
+  uint8_t rdAtomic = 1;
+  int queueDepth = 128;  // send/recv work requests per QP; CQ holds depth * QPs
+
+  Config();
+  static Config fromEnvironment();
+};
+
+// Parses "mlx5_0" or "mlx5_0:1" into config.hca / config.hcaPort; throws InvalidArgument.
+void parseHca(const std::string& text, Config& config);
+
+}  // namespace tether::rdma

@@ -1,0 +1,229 @@
+// tether/testing/detail/endpoint.hpp — one rank's view of one in-process communicator.
+//
+// Posts and takes messages on the shared mailboxes, with the call's deadline,
+// abort handling and errors that name rank, peer and operation — the in-process
+// counterpart of the TCP link layer. Header-only, C++17.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <climits>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tether/error.hpp"
+#include "tether/testing/detail/message.hpp"
+#include "tether/testing/detail/world_state.hpp"
+
+namespace tether {
+namespace testing {
+namespace detail {
+
+class Endpoint {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  Endpoint(std::shared_ptr<WorldState> world, std::uint64_t comm, std::vector<int> members,
+           int rank, std::chrono::milliseconds timeout)
+      : world_(std::move(world)), comm_(comm), members_(std::move(members)), rank_(rank),
+        timeoutMs_(timeout.count()) {}
+
+  int rank() const { return rank_; }
+  int size() const { return static_cast<int>(members_.size()); }
+  int worldRank() const { return members_[static_cast<std::size_t>(rank_)]; }
+  int worldRankOf(int rank) const { return members_[static_cast<std::size_t>(rank)]; }
+  std::uint64_t comm() const { return comm_; }
+  const std::vector<int>& members() const { return members_; }
+  const std::shared_ptr<WorldState>& world() const { return world_; }
+
+  std::chrono::milliseconds timeout() const { return std::chrono::milliseconds(timeoutMs_.load()); }
+  void setTimeout(std::chrono::milliseconds timeout) { timeoutMs_.store(timeout.count()); }
+
+  // The deadline of a call starting now (clamped so that huge timeouts cannot overflow).
+  Clock::time_point deadline() const {
+    const std::chrono::milliseconds cap = std::chrono::hours(24 * 365 * 10);
+    return Clock::now() + std::min(timeout(), cap);
+  }
+
+  // "rank 1", or "rank 1 (world 3)" on a child communicator.
+  std::string who() const {
+    std::string text = "rank " + std::to_string(rank_);
+    if (comm_ != 0) text += " (world " + std::to_string(worldRank()) + ")";
+    return text;
+  }
+
+  [[noreturn]] void fail(ErrorCode code, const std::string& where, int peer,
+                         const std::string& what) const {
+    throw Error(code, who() + ": " + where + ": " + what, rank_, peer);
+  }
+
+  void throwIfAborted(const std::string& where) const {
+    std::lock_guard<std::mutex> lock(world_->mutex);
+    throwIfAbortedLocked(where);
+  }
+
+  // Copies the message into the peer's mailbox (send is buffered, like a socket buffer).
+  void post(int peer, ChannelKey key, Message message, const std::string& where) const {
+    key.comm = comm_;
+    key.source = rank_;
+    std::lock_guard<std::mutex> lock(world_->mutex);
+    throwIfAbortedLocked(where);
+    world_->deliverLocked(worldRankOf(peer), key, std::move(message));
+  }
+
+  // Point-to-point receive: the oldest posted recv for (peer, tag) takes the
+  // oldest message for it; sizes must agree.
+  void receivePointToPoint(void* data, std::size_t bytes, int peer, int tag,
+                           const std::string& where) const {
+    const auto until = deadline();
+    ChannelKey key;
+    key.comm = comm_;
+    key.channel = Channel::PointToPoint;
+    key.sequence = static_cast<std::uint64_t>(tag);
+    key.source = peer;
+
+    std::unique_lock<std::mutex> lock(world_->mutex);
+    RankMailbox& box = mailbox();
+    throwIfAbortedLocked(where);
+    const std::uint64_t ticket = box.nextTicket++;
+    box.postedRecvs[key].push_back(ticket);
+    PostedRecvGuard guard{box, key, ticket};
+
+    waitLocked(lock, until, where, peer, [&] {
+      return box.postedRecvs[key].front() == ticket && box.inbox.count(key) != 0;
+    });
+    Message message = popLocked(box, key);
+    if (message.payload.size() != bytes) {
+      fail(ErrorCode::Protocol, where, peer,
+           "peer sent " + std::to_string(message.payload.size()) + " bytes, expected " +
+               std::to_string(bytes) + " bytes");
+    }
+    if (bytes != 0) std::memcpy(data, message.payload.data(), bytes);
+  }
+
+  // Collective receive of `step` from `peer`. Any message of the same call id
+  // stamped with a different operation is a Protocol error naming both sides.
+  std::vector<unsigned char> receiveCollective(ChannelKey key, const OpStamp& expected, int step,
+                                               int peer, std::size_t payloadBytes,
+                                               Clock::time_point until) const {
+    key.comm = comm_;
+    key.source = peer;
+    const std::string where = expected.name + "#" + std::to_string(expected.id) +
+                              " from peer " + std::to_string(peer);
+
+    std::unique_lock<std::mutex> lock(world_->mutex);
+    RankMailbox& box = mailbox();
+    waitLocked(lock, until, where, peer, [&] {
+      rejectForeignCallsLocked(box, key, expected);
+      return box.inbox.count(key) != 0;
+    });
+    Message message = popLocked(box, key);
+    if (!message.op.sameCallAs(expected) || message.op.bytes != expected.bytes) {
+      fail(ErrorCode::Protocol, where, peer,
+           "peer called " + message.op.describe() + ", expected " + expected.describe());
+    }
+    if (message.step != step || message.payload.size() != payloadBytes) {
+      fail(ErrorCode::Protocol, where, peer,
+           "peer sent step " + std::to_string(message.step) + " (" +
+               std::to_string(message.payload.size()) + " bytes), expected step " +
+               std::to_string(step) + " (" + std::to_string(payloadBytes) + " bytes)");
+    }
+    return std::move(message.payload);
+  }
+
+  // After a collective: a message of the same call id stamped with another
+  // operation means a peer called something else (it would never be received).
+  void rejectForeignCalls(ChannelKey key, const OpStamp& expected) const {
+    key.comm = comm_;
+    std::lock_guard<std::mutex> lock(world_->mutex);
+    rejectForeignCallsLocked(mailbox(), key, expected);
+  }
+
+ private:
+  // Removes a recv's ticket however it ends, so later recvs for the key can proceed.
+  struct PostedRecvGuard {
+    RankMailbox& box;
+    ChannelKey key;
+    std::uint64_t ticket;
+    ~PostedRecvGuard() {
+      auto it = box.postedRecvs.find(key);
+      if (it == box.postedRecvs.end()) return;
+      auto& queue = it->second;
+      queue.erase(std::remove(queue.begin(), queue.end(), ticket), queue.end());
+      if (queue.empty()) box.postedRecvs.erase(it);
+      box.wake.notify_all();
+    }
+  };
+
+  RankMailbox& mailbox() const { return *world_->mailboxes[static_cast<std::size_t>(worldRank())]; }
+
+  void throwIfAbortedLocked(const std::string& where) const {
+    const RankMailbox& box = mailbox();
+    if (!box.aborted) return;
+    if (box.abortedBy == worldRank()) fail(ErrorCode::Aborted, where, -1, "aborted: " + box.abortReason);
+    if (box.abortedBy < 0) {
+      fail(ErrorCode::Aborted, where, -1, "aborted by InProcessWorld::abortAll: " + box.abortReason);
+    }
+    fail(ErrorCode::Aborted, where, box.abortedBy,
+         "aborted by rank " + std::to_string(box.abortedBy) + ": " + box.abortReason);
+  }
+
+  // Sleeps on this rank's condition variable until ready(), an abort, or the deadline.
+  template <class Ready>
+  void waitLocked(std::unique_lock<std::mutex>& lock, Clock::time_point until,
+                  const std::string& where, int peer, Ready ready) const {
+    RankMailbox& box = mailbox();
+    for (;;) {
+      throwIfAbortedLocked(where);
+      if (ready()) return;
+      if (box.wake.wait_until(lock, until) == std::cv_status::timeout) {
+        throwIfAbortedLocked(where);
+        if (ready()) return;
+        fail(ErrorCode::Timeout, where, peer,
+             "timed out after " + std::to_string(timeout().count()) + " ms");
+      }
+    }
+  }
+
+  void rejectForeignCallsLocked(const RankMailbox& box, ChannelKey key,
+                                const OpStamp& expected) const {
+    key.source = INT_MIN;
+    for (auto it = box.inbox.lower_bound(key); it != box.inbox.end(); ++it) {
+      const ChannelKey& found = it->first;
+      if (found.comm != key.comm || found.channel != key.channel || found.group != key.group ||
+          found.sequence != key.sequence) {
+        break;
+      }
+      if (it->second.empty() || it->second.front().op.sameCallAs(expected)) continue;
+      fail(ErrorCode::Protocol,
+           expected.name + "#" + std::to_string(expected.id) + " from peer " +
+               std::to_string(found.source),
+           found.source,
+           "peer called " + it->second.front().op.describe() + ", expected " + expected.describe());
+    }
+  }
+
+  static Message popLocked(RankMailbox& box, const ChannelKey& key) {
+    auto it = box.inbox.find(key);
+    Message message = std::move(it->second.front());
+    it->second.pop_front();
+    if (it->second.empty()) box.inbox.erase(it);
+    return message;
+  }
+
+  std::shared_ptr<WorldState> world_;
+  std::uint64_t comm_;
+  std::vector<int> members_;  // world rank of each communicator rank
+  int rank_;
+  std::atomic<long long> timeoutMs_;
+};
+
+}  // namespace detail
+}  // namespace testing
+}  // namespace tether

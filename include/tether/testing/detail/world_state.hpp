@@ -1,0 +1,86 @@
+// tether/testing/detail/world_state.hpp — the shared state of an in-process world.
+//
+// One mutex guards every mailbox; each rank sleeps on its own condition
+// variable (wait_until with the call's deadline — no polling). A rank's mailbox
+// is the in-process stand-in for the TCP streams from all its peers. Header-only, C++17.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdlib>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "tether/testing/detail/message.hpp"
+
+namespace tether {
+namespace testing {
+namespace detail {
+
+struct RankMailbox {
+  std::condition_variable wake;
+  std::map<ChannelKey, std::deque<Message>> inbox;
+  // Point-to-point receives posted per key, in posting order: only the oldest
+  // may take the next message, which makes recv non-overtaking across threads.
+  std::map<ChannelKey, std::deque<std::uint64_t>> postedRecvs;
+  std::uint64_t nextTicket = 0;
+
+  bool aborted = false;
+  std::string abortReason;
+  int abortedBy = -1;  // world rank that called abort(), -1: the world itself
+};
+
+struct WorldState {
+  WorldState(int worldSize, int ranksPerNode)
+      : nranks(worldSize), nranksPerNode(ranksPerNode), defaultTimeout(timeoutFromEnvironment()) {
+    for (int r = 0; r < nranks; ++r) mailboxes.push_back(std::make_unique<RankMailbox>());
+  }
+
+  const int nranks;
+  const int nranksPerNode;
+  const std::chrono::milliseconds defaultTimeout;
+  std::mutex mutex;
+  std::vector<std::unique_ptr<RankMailbox>> mailboxes;  // by world rank
+
+  int nodeOf(int worldRank) const { return worldRank / nranksPerNode; }
+
+  // Delivers a copy to `dstWorld`; caller holds `mutex`.
+  void deliverLocked(int dstWorld, const ChannelKey& key, Message message) {
+    RankMailbox& box = *mailboxes[static_cast<std::size_t>(dstWorld)];
+    box.inbox[key].push_back(std::move(message));
+    box.wake.notify_all();
+  }
+
+  // Marks every rank aborted (the first reason wins per rank) and wakes all
+  // waiters: like TCP, where the aborting rank sends an abort notice to its peers.
+  void abortAll(int byWorldRank, const std::string& reason) {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (auto& box : mailboxes) {
+      if (!box->aborted) {
+        box->aborted = true;
+        box->abortReason = reason;
+        box->abortedBy = byWorldRank;
+      }
+      box->wake.notify_all();
+    }
+  }
+
+  // TETHER_TIMEOUT_MS when set to a positive number, else 300 s (as TcpBootstrap).
+  static std::chrono::milliseconds timeoutFromEnvironment() {
+    if (const char* text = std::getenv("TETHER_TIMEOUT_MS")) {
+      char* end = nullptr;
+      long long value = std::strtoll(text, &end, 10);
+      if (end != text && *end == '\0' && value > 0) return std::chrono::milliseconds(value);
+    }
+    return std::chrono::milliseconds(300000);
+  }
+};
+
+}  // namespace detail
+}  // namespace testing
+}  // namespace tether

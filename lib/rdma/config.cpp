@@ -1,0 +1,90 @@
+// Reading the RDMA tunables from the environment; bad values are errors, never ignored.
+#include "tether/rdma/config.hpp"
+
+#include <sys/socket.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "tether/error.hpp"
+
+namespace tether::rdma {
+namespace {
+
+[[noreturn]] void bad(const char* name, std::string_view value, const std::string& want) {
+  throw Error(ErrorCode::InvalidArgument,
+              fmt::format("rdma config: {}=\"{}\" is not valid ({})", name, value, want));
+}
+
+int parseInt(const char* name, std::string_view text, int lo, int hi) {
+  int value = 0;
+  const auto* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || ptr != end || value < lo || value > hi)
+    bad(name, text, fmt::format("want an integer {}..{}", lo, hi));
+  return value;
+}
+
+// Applies the variable when it is set and non-empty.
+template <typename Apply>
+void fromEnv(const char* name, Apply apply) {
+  const char* value = std::getenv(name);
+  if (value != nullptr && *value != '\0') apply(std::string_view(value));
+}
+
+uint8_t u8(const char* name, std::string_view text, int lo, int hi) {
+  return static_cast<uint8_t>(parseInt(name, text, lo, hi));
+}
+
+}  // namespace
+
+Config::Config() : addressFamily(AF_INET) {}
+
+void parseHca(const std::string& text, Config& config) {
+  const auto colon = text.find(':');
+  const std::string name = text.substr(0, colon);
+  if (name.empty() || name.size() >= 64 || name.find_first_of(" ,^=") != std::string::npos)
+    bad("TETHER_IB_HCA", text, "want one device name, optionally :port, e.g. mlx5_0:1");
+  config.hca = name;
+  config.hcaPort = 0;
+  if (colon == std::string::npos) return;
+  const std::string_view port = std::string_view(text).substr(colon + 1);
+  int value = 0;
+  auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+  if (port.empty() || ec != std::errc() || ptr != port.data() + port.size() || value < 1 || value > 255)
+    bad("TETHER_IB_HCA", text, "want a port number 1..255 after ':', e.g. mlx5_0:1");
+  config.hcaPort = value;
+}
+
+Config Config::fromEnvironment() {
+  Config c;
+  fromEnv("TETHER_IB_HCA", [&](std::string_view v) { parseHca(std::string(v), c); });
+  fromEnv("TETHER_IB_GID_INDEX",
+          [&](std::string_view v) { c.gidIndex = parseInt("TETHER_IB_GID_INDEX", v, 0, 255); });
+  fromEnv("TETHER_IB_ADDR_FAMILY", [&](std::string_view v) {
+    if (v == "AF_INET" || v == "4") {
+      c.addressFamily = AF_INET;
+    } else if (v == "AF_INET6" || v == "6") {
+      c.addressFamily = AF_INET6;
+    } else {
+      bad("TETHER_IB_ADDR_FAMILY", v, "want AF_INET or AF_INET6");
+    }
+  });
+  fromEnv("TETHER_IB_TIMEOUT", [&](std::string_view v) { c.timeout = u8("TETHER_IB_TIMEOUT", v, 1, 31); });
+  fromEnv("TETHER_IB_RETRY_CNT",
+          [&](std::string_view v) { c.retryCount = u8("TETHER_IB_RETRY_CNT", v, 0, 7); });
+  fromEnv("TETHER_IB_RNR_RETRY",
+          [&](std::string_view v) { c.rnrRetry = u8("TETHER_IB_RNR_RETRY", v, 0, 7); });
+  fromEnv("TETHER_IB_MIN_RNR_TIMER",
+          [&](std::string_view v) { c.minRnrTimer = u8("TETHER_IB_MIN_RNR_TIMER", v, 0, 31); });
+  fromEnv("TETHER_IB_SL", [&](std::string_view v) { c.serviceLevel = u8("TETHER_IB_SL", v, 0, 15); });
+  fromEnv("TETHER_IB_TC", [&](std::string_view v) { c.trafficClass = u8("TETHER_IB_TC", v, 0, 255); });
+  fromEnv("TETHER_IB_RD_ATOMIC",
+          [&](std::string_view v) { c.rdAtomic = u8("TETHER_IB_RD_ATOMIC", v, 1, 16); });
+  return c;
+}
+
+}  // namespace tether::rdma

@@ -1,0 +1,187 @@
+// Every collective on forked local ranks, N = 1, 2, 3, 5, 8, 16, payloads
+// 0 B, 1 B, 4 KiB, 4 MiB, with every received byte checked.
+#include <catch2/catch.hpp>
+
+#include <sys/mman.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <thread>
+#include <numeric>
+#include <vector>
+
+#include "multiproc.hpp"
+
+using namespace tether;
+using test::expect;
+
+namespace {
+
+const std::vector<std::size_t> kSizes = {0, 1, 4096, 4u << 20};
+
+unsigned char pattern(int src, int dst, std::size_t i) {
+  return static_cast<unsigned char>(src * 131 + dst * 17 + i * 7 + (i >> 8));
+}
+
+TcpOptions opts() {
+  TcpOptions o;
+  o.timeout = std::chrono::milliseconds(60000);
+  return o;
+}
+
+void runChecked(int n, const std::function<void(TcpBootstrap&)>& body, const char* env = nullptr) {
+  auto res = test::runRanks(
+      n,
+      [&](int rank, const UniqueId& id) {
+        if (env) ::putenv(const_cast<char*>(env));
+        TcpBootstrap b(rank, n, id, opts());
+        body(b);
+        b.barrier();
+      },
+      std::chrono::seconds(120));
+  INFO("n=" << n << "\n" << test::summary(res));
+  REQUIRE(test::allOk(res));
+}
+
+void checkAllgather(TcpBootstrap& b) {
+  const int n = b.size(), r = b.rank();
+  for (auto bytes : kSizes) {
+    std::vector<unsigned char> buf(n * bytes, 0xEE);
+    for (std::size_t i = 0; i < bytes; ++i) buf[r * bytes + i] = pattern(r, -1, i);
+    b.allgather(buf.data(), bytes);
+    for (int s = 0; s < n; ++s)
+      for (std::size_t i = 0; i < bytes; ++i)
+        if (buf[s * bytes + i] != pattern(s, -1, i))
+          expect(false, "allgather " + std::to_string(bytes) + " B: block of rank " + std::to_string(s) +
+                            " byte " + std::to_string(i));
+  }
+}
+
+void checkAlltoall(TcpBootstrap& b) {
+  const int n = b.size(), r = b.rank();
+  for (auto bytes : kSizes) {
+    std::vector<unsigned char> send(n * bytes), recv(n * bytes, 0xEE);
+    for (int d = 0; d < n; ++d)
+      for (std::size_t i = 0; i < bytes; ++i) send[d * bytes + i] = pattern(r, d, i);
+    b.alltoall(send.data(), recv.data(), bytes);
+    for (int s = 0; s < n; ++s)
+      for (std::size_t i = 0; i < bytes; ++i)
+        if (recv[s * bytes + i] != pattern(s, r, i))
+          expect(false, "alltoall " + std::to_string(bytes) + " B from rank " + std::to_string(s) + " byte " +
+                            std::to_string(i));
+  }
+}
+
+// Rank s sends count(s, d) bytes to rank d: uneven, some zero.
+std::size_t vcount(int s, int d, std::size_t scale) { return ((s * 7 + d * 3) % 5) * scale; }
+
+void checkAlltoallv(TcpBootstrap& b) {
+  const int n = b.size(), r = b.rank();
+  for (std::size_t scale : {std::size_t{1}, std::size_t{1000}, std::size_t{300000}}) {
+    std::vector<std::size_t> sc(n), sd(n), rc(n), rd(n);
+    std::size_t st = 0, rt = 0;
+    for (int p = 0; p < n; ++p) {
+      sc[p] = vcount(r, p, scale);
+      sd[p] = st;
+      st += sc[p];
+      rc[p] = vcount(p, r, scale);
+      rd[p] = rt;
+      rt += rc[p];
+    }
+    std::vector<unsigned char> send(st + 1), recv(rt + 1, 0xEE);
+    for (int d = 0; d < n; ++d)
+      for (std::size_t i = 0; i < sc[d]; ++i) send[sd[d] + i] = pattern(r, d, i);
+    b.alltoallv(send.data(), sc.data(), sd.data(), recv.data(), rc.data(), rd.data());
+    for (int s = 0; s < n; ++s)
+      for (std::size_t i = 0; i < rc[s]; ++i)
+        if (recv[rd[s] + i] != pattern(s, r, i))
+          expect(false, "alltoallv scale " + std::to_string(scale) + " from rank " + std::to_string(s));
+  }
+}
+
+void checkBroadcast(TcpBootstrap& b) {
+  const int n = b.size(), r = b.rank();
+  for (auto bytes : kSizes) {
+    for (int root : {0, n - 1, n / 2}) {
+      std::vector<unsigned char> buf(bytes, 0xEE);
+      if (r == root)
+        for (std::size_t i = 0; i < bytes; ++i) buf[i] = pattern(root, -2, i);
+      b.broadcast(buf.data(), bytes, root);
+      for (std::size_t i = 0; i < bytes; ++i)
+        if (buf[i] != pattern(root, -2, i))
+          expect(false, "broadcast " + std::to_string(bytes) + " B from root " + std::to_string(root) + " byte " +
+                            std::to_string(i));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("allgather on forked ranks", "[multiproc][allgather]") {
+  int n = GENERATE(1, 2, 3, 5, 8, 16);
+  runChecked(n, checkAllgather);
+}
+
+TEST_CASE("allgather with each algorithm forced", "[multiproc][allgather]") {
+  const char* env = GENERATE("TETHER_ALGO_ALLGATHER=ring", "TETHER_ALGO_ALLGATHER=bruck");
+  int n = GENERATE(3, 8);
+  INFO(env);
+  runChecked(n, checkAllgather, env);
+}
+
+TEST_CASE("alltoall on forked ranks", "[multiproc][alltoall]") {
+  int n = GENERATE(1, 2, 3, 5, 8, 16);
+  runChecked(n, checkAlltoall);
+}
+
+TEST_CASE("alltoall with each window forced", "[multiproc][alltoall]") {
+  const char* env = GENERATE("TETHER_ALGO_ALLTOALL=linear", "TETHER_ALGO_ALLTOALL=pairwise");
+  INFO(env);
+  runChecked(5, checkAlltoall, env);
+}
+
+TEST_CASE("alltoallv on forked ranks", "[multiproc][alltoallv]") {
+  int n = GENERATE(1, 2, 3, 5, 8, 16);
+  runChecked(n, checkAlltoallv);
+}
+
+TEST_CASE("broadcast on forked ranks", "[multiproc][broadcast]") {
+  int n = GENERATE(1, 2, 3, 5, 8, 16);
+  runChecked(n, checkBroadcast);
+}
+
+TEST_CASE("broadcast with each algorithm forced", "[multiproc][broadcast]") {
+  const char* env = GENERATE("TETHER_ALGO_BROADCAST=pipeline", "TETHER_ALGO_BROADCAST=binomial");
+  INFO(env);
+  runChecked(5, checkBroadcast, env);
+}
+
+TEST_CASE("barrier: no rank leaves before every rank has entered", "[multiproc][barrier]") {
+  int n = GENERATE(1, 2, 3, 5, 8, 16);
+  constexpr int kRounds = 5;
+  // Shared with the forked ranks: entry and exit times (monotonic clock, the
+  // same across processes) of every rank in every round.
+  auto* times = static_cast<std::int64_t*>(
+      ::mmap(nullptr, sizeof(std::int64_t) * 2 * kRounds * 16, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  REQUIRE(times != MAP_FAILED);
+  auto now = [] { return std::chrono::steady_clock::now().time_since_epoch().count(); };
+  runChecked(n, [&](TcpBootstrap& b) {
+    for (int round = 0; round < kRounds; ++round) {
+      // A different straggler each round.
+      if (b.rank() == round % b.size()) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      times[(round * 16 + b.rank()) * 2] = now();
+      b.barrier();
+      times[(round * 16 + b.rank()) * 2 + 1] = now();
+    }
+  });
+  for (int round = 0; round < kRounds; ++round) {
+    std::int64_t lastEntry = 0, firstExit = INT64_MAX;
+    for (int r = 0; r < n; ++r) {
+      lastEntry = std::max(lastEntry, times[(round * 16 + r) * 2]);
+      firstExit = std::min(firstExit, times[(round * 16 + r) * 2 + 1]);
+    }
+    INFO("round " << round);
+    CHECK(firstExit >= lastEntry);
+  }
+  ::munmap(times, sizeof(std::int64_t) * 2 * kRounds * 16);
+}

@@ -1,0 +1,177 @@
+// Deadlines, abort and protocol errors on forked ranks: each ends in a clear
+// tether::Error, never a hang or a wrong payload.
+#include <catch2/catch.hpp>
+
+#include <thread>
+#include <vector>
+
+#include "multiproc.hpp"
+
+using namespace tether;
+using test::expect;
+
+namespace {
+
+TcpOptions opts(int ms) {
+  TcpOptions o;
+  o.timeout = std::chrono::milliseconds(ms);
+  return o;
+}
+
+// Runs `call`, which must throw tether::Error with `code` and a message
+// containing `needle`; returns the message.
+std::string expectError(ErrorCode code, const std::string& needle, const std::function<void()>& call,
+                        ErrorCode alternative) {
+  try {
+    call();
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    expect(e.code() == code || e.code() == alternative,
+           std::string("error code ") + toString(e.code()) + " (wanted " + toString(code) + "): " + msg);
+    expect(msg.find(needle) != std::string::npos, "message '" + msg + "' lacks '" + needle + "'");
+    return msg;
+  }
+  expect(false, std::string("no error; wanted ") + toString(code));
+  return {};
+}
+
+std::string expectError(ErrorCode code, const std::string& needle, const std::function<void()>& call) {
+  return expectError(code, needle, call, code);
+}
+
+void require(const std::vector<test::RankResult>& res) {
+  INFO(test::summary(res));
+  REQUIRE(test::allOk(res));
+}
+
+}  // namespace
+
+TEST_CASE("a rank that never shows up: Timeout on the others, naming it", "[multiproc][errors]") {
+  require(test::runRanks(3, [](int rank, const UniqueId& id) {
+    if (rank == 2) return;  // never joins
+    // The root gives up first and tells rank 1 why.
+    if (rank == 0)
+      expectError(ErrorCode::Timeout, "missing ranks: 2", [&] { TcpBootstrap b(rank, 3, id, opts(1000)); });
+    else
+      expectError(ErrorCode::Aborted, "aborted by rank 0: rank 0: rendezvous timed out after 1000 ms: 2 of 3 ranks "
+                                      "registered; missing ranks: 2",
+                  [&] { TcpBootstrap b(rank, 3, id, opts(20000)); });
+  }));
+}
+
+TEST_CASE("a receive nobody answers: Timeout naming the peer and operation", "[multiproc][errors]") {
+  require(test::runRanks(2, [](int rank, const UniqueId& id) {
+    TcpBootstrap b(rank, 2, id, opts(10000));
+    if (rank == 1) {
+      b.setTimeout(std::chrono::milliseconds(200));
+      int v;
+      expectError(ErrorCode::Timeout, "recv from rank 0 tag 9: timed out waiting for a message with tag 9 from rank 0",
+                  [&] { b.recv(&v, sizeof v, 0, 9); });
+      b.setTimeout(std::chrono::milliseconds(10000));
+      // The link still works: the late message is delivered to the next receive.
+    }
+    if (rank == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(400));
+      int v = 77;
+      b.send(&v, sizeof v, 1, 9);
+    } else {
+      int v = 0;
+      b.recv(&v, sizeof v, 0, 9);
+      expect(v == 77, "late message after a timed-out receive");
+    }
+    b.barrier();
+  }));
+}
+
+TEST_CASE("abort from another thread ends blocked calls here and on the peers", "[multiproc][errors]") {
+  require(test::runRanks(4, [](int rank, const UniqueId& id) {
+    TcpBootstrap b(rank, 4, id, opts(20000));
+    b.barrier();  // all links used so far are up
+    if (rank == 0) {
+      std::thread killer([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        b.abort("operator pressed stop");
+      });
+      int v;
+      expectError(ErrorCode::Aborted, "aborted on this rank: operator pressed stop", [&] { b.recv(&v, sizeof v, 1, 1); });
+      killer.join();
+      expectError(ErrorCode::Aborted, "operator pressed stop", [&] { b.barrier(); });  // future calls too
+    } else {
+      auto t0 = std::chrono::steady_clock::now();
+      expectError(ErrorCode::Aborted, "aborted by rank 0: operator pressed stop", [&] { b.barrier(); });
+      expect(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10), "abort arrives before the deadline");
+    }
+  }));
+}
+
+TEST_CASE("ranks calling different collectives get a Protocol error naming both", "[multiproc][errors]") {
+  require(test::runRanks(2, [](int rank, const UniqueId& id) {
+    TcpBootstrap b(rank, 2, id, opts(5000));
+    std::vector<int> v(2, rank);
+    // Whichever rank notices first fails with Protocol and sends an abort
+    // notice carrying its message; the other fails with Aborted and that text.
+    if (rank == 0)
+      expectError(ErrorCode::Protocol, "broadcast#1", [&] { b.allgather(v.data(), sizeof(int)); }, ErrorCode::Aborted);
+    else
+      expectError(ErrorCode::Protocol, "allgather#1", [&] { b.broadcast(v.data(), sizeof(int), 0); },
+                  ErrorCode::Aborted);
+    // Nothing more runs on a broken communicator.
+    expectError(ErrorCode::Protocol, "allgather#1", [&] { b.barrier(); }, ErrorCode::Aborted);
+  }));
+}
+
+TEST_CASE("a rank that only sends in a mismatched collective learns of it at its next call", "[multiproc][errors]") {
+  require(test::runRanks(2, [](int rank, const UniqueId& id) {
+    TcpBootstrap b(rank, 2, id, opts(5000));
+    std::vector<int> v(2, rank);
+    if (rank == 0) {
+      expectError(ErrorCode::Protocol, "broadcast#1", [&] { b.allgather(v.data(), sizeof(int)); });
+    } else {
+      // The root only sends: it notices during the call only if rank 0's frame
+      // happens to arrive before the call ends; otherwise at its next call.
+      expectError(ErrorCode::Protocol, "allgather#1", [&] {
+        b.broadcast(v.data(), sizeof(int), 1);
+        b.barrier();
+      }, ErrorCode::Aborted);
+    }
+  }));
+}
+
+TEST_CASE("different sizes in one collective: Protocol error, not truncation", "[multiproc][errors]") {
+  require(test::runRanks(2, [](int rank, const UniqueId& id) {
+    TcpBootstrap b(rank, 2, id, opts(5000));
+    std::vector<char> v(64, 1);
+    std::size_t bytes = rank == 0 ? 8 : 16;
+    expectError(ErrorCode::Protocol, "bytes), this rank expects", [&] { b.allgather(v.data(), bytes); },
+                ErrorCode::Aborted);
+  }));
+}
+
+TEST_CASE("p2p size mismatch: Protocol error naming both sizes", "[multiproc][errors]") {
+  require(test::runRanks(2, [](int rank, const UniqueId& id) {
+    TcpBootstrap b(rank, 2, id, opts(5000));
+    std::vector<char> v(64, 1);
+    if (rank == 0) b.send(v.data(), 32, 1, 4);
+    else expectError(ErrorCode::Protocol, "expects 16 bytes", [&] { b.recv(v.data(), 16, 0, 4); });
+  }));
+}
+
+TEST_CASE("invalid arguments are rejected before anything is sent", "[multiproc][errors]") {
+  require(test::runRanks(2, [](int rank, const UniqueId& id) {
+    TcpBootstrap b(rank, 2, id, opts(5000));
+    int v = 0;
+    expectError(ErrorCode::InvalidArgument, "out of range", [&] { b.send(&v, sizeof v, 2, 0); });
+    expectError(ErrorCode::InvalidArgument, "negative tag", [&] { b.recv(&v, sizeof v, 0, -1); });
+    expectError(ErrorCode::InvalidArgument, "null buffer", [&] { b.send(nullptr, 4, 0, 0); });
+    expectError(ErrorCode::InvalidArgument, "out of range", [&] { b.broadcast(&v, sizeof v, 5); });
+    b.barrier();  // still usable
+  }));
+  std::string msg;
+  try {
+    TcpBootstrap b(3, 2, TcpBootstrap::createUniqueId("127.0.0.1:0"));
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::InvalidArgument);
+    msg = e.what();
+  }
+  CHECK(msg.find("rank 3 of 2") != std::string::npos);
+}

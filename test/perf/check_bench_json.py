@@ -1,0 +1,36 @@
+#!/usr/bin/env python3
+"""Runs a benchmark with --json and checks each line: it parses, has every key,
+and its numbers are consistent (median <= p99 <= max, all positive).
+Usage: check_bench_json.py BENCH [ARGS...]"""
+import json
+import subprocess
+import sys
+
+KEYS = {"impl", "op", "nranks", "bytes", "iters", "init_ms", "first_us", "median_us", "p99_us", "max_us"}
+
+
+def main():
+    command = sys.argv[1:]
+    run = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=50)
+    sys.stderr.write(run.stderr)
+    if run.returncode != 0:
+        sys.exit(f"{command[0]} exited with {run.returncode}")
+    ops = [a for i, a in enumerate(command) if i > 0 and command[i - 1] == "--op"]
+    expected = len(ops[0].split(",")) if ops else 1
+    lines = [line for line in run.stdout.splitlines() if line.strip()]
+    if len(lines) != expected:
+        sys.exit(f"expected {expected} JSON lines, got {len(lines)}:\n{run.stdout}")
+    for line in lines:
+        record = json.loads(line)
+        missing = KEYS - record.keys()
+        if missing:
+            sys.exit(f"missing keys {sorted(missing)} in {line}")
+        if not 0 < record["median_us"] <= record["p99_us"] <= record["max_us"]:
+            sys.exit(f"inconsistent latencies in {line}")
+        if record["init_ms"] <= 0:
+            sys.exit(f"init_ms not positive in {line}")
+        print(line)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,204 @@
+// tether-bench: init time and per-op latency of TcpBootstrap with N local ranks.
+//
+//   tether-bench --nranks 8 --op allgather --bytes 64 --iters 1000 [--json]
+//
+// Makes the unique id before forking (TcpBootstrap::createUniqueId binds the
+// root port now, so the forked rank 0 adopts it without a race), forks one
+// process per rank and waits for them with a deadline. Each rank times every
+// iteration itself; after the loop the timings go to rank 0 over the bootstrap
+// and rank 0 prints the statistics (bench_common.hpp explains them).
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <vector>
+
+#include <tether/tether.hpp>
+
+#include "bench_common.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using bench::Op;
+
+double microsecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+}
+
+// Times `count` back-to-back calls of `op`; entry i is this rank's time for call i.
+std::vector<double> timeOp(tether::Bootstrap& b, Op op, std::size_t bytes, int count) {
+  const std::size_t n = static_cast<std::size_t>(b.size());
+  std::vector<unsigned char> data(op == Op::Allgather || op == Op::Alltoall ? n * bytes : bytes, 1);
+  std::vector<unsigned char> received(op == Op::Alltoall ? n * bytes : 0);
+  std::vector<double> times(static_cast<std::size_t>(count), 0.0);
+  const int pingTag = 1;
+  for (int i = 0; i < count; ++i) {
+    const auto start = Clock::now();
+    switch (op) {
+      case Op::Allgather: b.allgather(data.data(), bytes); break;
+      case Op::Alltoall: b.alltoall(data.data(), received.data(), bytes); break;
+      case Op::Barrier: b.barrier(); break;
+      case Op::Broadcast: b.broadcast(data.data(), bytes, 0); break;
+      case Op::Sendrecv:
+        if (b.rank() == 0) {
+          b.send(data.data(), bytes, 1, pingTag);
+          b.recv(data.data(), bytes, 1, pingTag);
+        } else if (b.rank() == 1) {
+          b.recv(data.data(), bytes, 0, pingTag);
+          b.send(data.data(), bytes, 0, pingTag);
+        }
+        break;
+    }
+    times[static_cast<std::size_t>(i)] = microsecondsSince(start);
+    if (op == Op::Sendrecv) times[static_cast<std::size_t>(i)] /= 2;  // half round trip
+  }
+  return times;
+}
+
+// Rank 0 collects every rank's record (init time, then per-iteration times).
+std::vector<std::vector<double>> gatherToRoot(tether::Bootstrap& b, const std::vector<double>& mine) {
+  const int gatherTag = 2;
+  std::vector<std::vector<double>> all;
+  if (b.rank() != 0) {
+    b.send(mine.data(), mine.size() * sizeof(double), 0, gatherTag);
+    return all;
+  }
+  all.push_back(mine);
+  for (int r = 1; r < b.size(); ++r) {
+    std::vector<double> theirs(mine.size());
+    b.recv(theirs.data(), theirs.size() * sizeof(double), r, gatherTag);
+    all.push_back(std::move(theirs));
+  }
+  return all;
+}
+
+int runRank(int rank, const bench::Options& options, const tether::UniqueId& id) {
+  tether::TcpOptions tcp;
+  tcp.timeout = std::chrono::milliseconds(options.timeoutMs);
+  const auto start = Clock::now();
+  tether::TcpBootstrap b(rank, options.nranks, id, tcp);
+  const double initUs = microsecondsSince(start);
+
+  for (Op op : options.ops) {
+    for (std::size_t bytes : bench::sizesFor(op, options.bytes)) {
+      std::vector<double> times = timeOp(b, op, bytes, options.warmup + options.iters);
+      // Record: [init, first call, timed calls...]
+      std::vector<double> record{initUs, times.front()};
+      record.insert(record.end(), times.end() - options.iters, times.end());
+      auto all = gatherToRoot(b, record);
+      if (rank != 0) continue;
+
+      bench::Result result;
+      result.impl = "tether";
+      result.op = op;
+      result.nranks = options.nranks;
+      result.bytes = bytes;
+      result.iters = options.iters;
+      std::vector<std::vector<double>> perRank;
+      for (const auto& r : all) {
+        result.initMs = std::max(result.initMs, r[0] / 1000.0);
+        result.firstUs = std::max(result.firstUs, r[1]);
+        perRank.emplace_back(r.begin() + 2, r.end());
+      }
+      if (op == Op::Sendrecv) perRank.resize(1);  // rank 0 timed the round trips
+      bench::summarize(perRank, result);
+      bench::print(result, options.json);
+    }
+  }
+  b.barrier();  // nobody tears down while a peer still reads
+  return 0;
+}
+
+// Waits for all children until the deadline (sigtimedwait on SIGCHLD: no polling);
+// kills the rest when it passes. Returns how many ranks failed.
+int waitForRanks(std::map<pid_t, int>& children, const sigset_t& chld, Clock::time_point deadline) {
+  int failed = 0;
+  while (!children.empty()) {
+    pid_t pid;
+    int status = 0;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+      auto it = children.find(pid);
+      if (it == children.end()) continue;
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        std::fprintf(stderr, "tether-bench: rank %d failed (%s %d)\n", it->second,
+                     WIFEXITED(status) ? "exit" : "signal",
+                     WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+        ++failed;
+      }
+      children.erase(it);
+    }
+    if (children.empty()) break;
+    const auto left = deadline - Clock::now();
+    if (left <= Clock::duration::zero()) {
+      for (const auto& child : children) {
+        std::fprintf(stderr, "tether-bench: rank %d still running at the deadline, killed\n", child.second);
+        kill(child.first, SIGKILL);
+        waitpid(child.first, nullptr, 0);
+        ++failed;
+      }
+      break;
+    }
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
+    timespec wait{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+    sigtimedwait(&chld, nullptr, &wait);  // woken by SIGCHLD, a timeout or EINTR: re-check
+  }
+  return failed;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bench::Options options;
+  try {
+    options = bench::parseOptions("tether-bench", argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tether-bench: %s\n", e.what());
+    return 2;
+  }
+  tether::UniqueId id;
+  try {
+    id = tether::TcpBootstrap::createUniqueId("127.0.0.1:0");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tether-bench: createUniqueId: %s\n", e.what());
+    return 1;
+  }
+
+  sigset_t chld, previous;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &chld, &previous);
+  std::fflush(nullptr);
+  // Long enough that a stuck call reports its own tether::Error before the kill.
+  const auto deadline = Clock::now() + std::chrono::milliseconds(2 * options.timeoutMs + 10000);
+  std::map<pid_t, int> children;
+  for (int rank = 0; rank < options.nranks; ++rank) {
+    pid_t pid = fork();
+    if (pid < 0) {
+      std::fprintf(stderr, "tether-bench: fork: %s\n", std::strerror(errno));
+      for (const auto& child : children) kill(child.first, SIGKILL);
+      waitForRanks(children, chld, Clock::now());
+      return 1;
+    }
+    if (pid == 0) {
+      sigprocmask(SIG_SETMASK, &previous, nullptr);
+      int code = 1;
+      try {
+        code = runRank(rank, options, id);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "tether-bench rank %d: %s\n", rank, e.what());
+      }
+      std::cout.flush();
+      std::fflush(nullptr);
+      _exit(code);
+    }
+    children[pid] = rank;
+  }
+  return waitForRanks(children, chld, deadline) == 0 ? 0 : 1;
+}

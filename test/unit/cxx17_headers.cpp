@@ -1,0 +1,32 @@
+// Compiled as C++17 with -Wpedantic -Werror: the public headers, including the
+// header-only testing API, must stay usable from C++17 runtimes. Links no
+// tether library code.
+#include <tether/tether.hpp>
+#include <tether/testing/in_process.hpp>
+
+#include <cstdio>
+#include <vector>
+
+static_assert(__cplusplus >= 201703L && __cplusplus < 202002L, "this check must build as C++17");
+
+int main() {
+  constexpr int kRanks = 4;
+  tether::testing::InProcessWorld world(kRanks);
+  std::vector<std::vector<long>> results(kRanks);
+  world.run([&](tether::Bootstrap& bootstrap) {
+    std::vector<long> all(kRanks, -1);
+    all[static_cast<std::size_t>(bootstrap.rank())] = 100L * bootstrap.rank() + 7;
+    bootstrap.allgather(all.data(), sizeof(long));
+    results[static_cast<std::size_t>(bootstrap.rank())] = all;
+  });
+  for (int r = 0; r < kRanks; ++r) {
+    for (int from = 0; from < kRanks; ++from) {
+      if (results[r][from] != 100L * from + 7) {
+        std::fprintf(stderr, "rank %d got %ld from %d\n", r, results[r][from], from);
+        return 1;
+      }
+    }
+  }
+  std::puts("C++17 allgather over InProcessWorld: ok");
+  return 0;
+}

@@ -1,0 +1,43 @@
+// Helpers for the InProcessWorld tests: rank bodies run on threads, where
+// Catch2 assertions are not thread-safe, so bodies record what they saw and
+// the main thread asserts afterwards.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <tether/error.hpp>
+
+namespace testing_api {
+
+// Throws from a rank body; InProcessWorld::run rethrows it on the main thread.
+inline void check(bool ok, const std::string& what) {
+  if (!ok) throw std::runtime_error(what);
+}
+
+// The tether::Error that `call` throws; a std::runtime_error if it returns.
+template <class Call>
+tether::Error errorFrom(Call call) {
+  try {
+    call();
+  } catch (const tether::Error& error) {
+    return error;
+  }
+  throw std::runtime_error("expected a tether::Error, the call returned");
+}
+
+// A deterministic byte for (source rank, destination rank, index).
+inline unsigned char pattern(int from, int to, std::size_t index) {
+  return static_cast<unsigned char>(from * 31 + to * 7 + static_cast<int>(index % 251) + 1);
+}
+
+inline bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+const std::vector<int> kWorldSizes = {1, 2, 3, 5, 8};
+
+}  // namespace testing_api
