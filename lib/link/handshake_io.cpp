@@ -228,6 +228,9 @@ asio::awaitable<void> World::dialPeer(int peer, tcp::endpoint ep, bool retryRefu
                             "last: {})",
                             rank(), cfg_.timeout.count(), toString(ep), attempts, failure),
                 rank(), peer)));
+      // Close the link too, so that shutdown does not wait for its queued registration.
+      onDialFailed(peer, "cannot connect to rank " + std::to_string(peer) + " at " + toString(ep) + ": " + failure,
+                   true);
       co_return;
     }
     // A peer that is closing its bootstrap left in order, as if it had said goodbye.
