@@ -125,7 +125,7 @@ RdmaFlowResult runRdmaFlow(Bootstrap& boot, const std::string& mode) {
   }
 
   // Declared in teardown order: memory regions and QPs go before the context, the context before verbs.
-  Context context(*verbs, Config::fromEnvironment(), me, n - 1);
+  Context context(*verbs, Config::fromEnvironment(me), me, n - 1);
   clock.mark("open-device");
   Mesh mesh = connectMesh(boot, context, [&](const char* phase) { clock.mark(phase); });
   result.qpsAtRts = mesh.connected();

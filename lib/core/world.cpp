@@ -49,10 +49,13 @@ std::shared_ptr<World> World::create(WorldConfig config) {
   try {
     w->initDone_.rethrowIfFailed();
   } catch (const std::exception& e) {
-    // Tell the ranks that did get this far why, instead of letting them wait
-    // for their own deadline; ~World then drains the notice and closes.
-    std::string reason = e.what();
-    asio::post(w->io_, [raw = w.get(), reason] { raw->abortOnProgress(raw->rank(), reason, true); });
+    // The root knows who is missing: tell the ranks that did register why,
+    // instead of letting them wait for their own deadline. ~World then drains
+    // the notice and closes.
+    if (w->rank() == 0) {
+      std::string reason = e.what();
+      asio::post(w->io_, [raw = w.get(), reason] { raw->abortOnProgress(raw->rank(), reason, true); });
+    }
     throw;
   }
   return w;
@@ -114,9 +117,12 @@ void World::shutdown() {
     acceptor_.close(ignored);
     // Links still dialling carry queued frames too (a last small send is
     // fire-and-forget): they get the goodbye behind them and are waited for.
+    // After a failed rendezvous nothing queued is worth waiting for.
+    for (auto& l : links_)
+      if (l && l->state() == Link::State::Dialing && !initOk_) l->fail("shutting down after a failed rendezvous");
     for (auto& l : links_)
       if (l && l->state() != Link::State::Closed) sendControl(*l, wire::Kind::Goodbye, {});
-    // Let queued frames reach the peers (bounded), then close.
+    // Let queued frames reach the peers and be read (bounded), then close.
     drainTimer_.emplace(io_);
     drainTimer_->expires_after(std::min(cfg_.timeout, std::chrono::milliseconds(5000)));
     drainTimer_->async_wait([this, done](boost::system::error_code) {
@@ -133,8 +139,10 @@ void World::shutdown() {
 }
 
 void World::onLinkIdle() {
+  // Done when every link is closed or its peer confirmed reading our goodbye
+  // (and so every frame before it).
   for (auto& l : links_)
-    if (l && l->state() != Link::State::Closed && !l->idle()) return;
+    if (l && l->state() != Link::State::Closed && !l->goodbyeAcked()) return;
   if (drainTimer_) drainTimer_->cancel();
 }
 

@@ -172,6 +172,7 @@ class World {
   std::unordered_map<std::uint64_t, CommState> comms_;
   bool shuttingDown_ = false;
   bool initComplete_ = false;
+  bool initOk_ = false;
   bool abortHandled_ = false;
   std::optional<asio::steady_timer> drainTimer_;  // shutdown waits on it
 

@@ -94,11 +94,15 @@ asio::awaitable<void> World::settle(Op& op) {
       [&op](auto handler) { op.waiter.emplace(std::move(handler)); }, asio::use_awaitable);
 }
 
+// Resumes the operation's coroutine right here, on the progress thread, rather
+// than through the scheduler's queue: one wake-up per message, no extra
+// epoll round. Callers (frame delivery, write completion, failOp) hold no
+// iterators across this call.
 void World::wake(Op& op) {
   if (!op.waiter || (!op.error && op.outstanding > 0)) return;
   auto handler = std::move(*op.waiter);
   op.waiter.reset();
-  asio::post(io_, [h = std::move(handler), e = op.error]() mutable { std::move(h)(e); });
+  std::move(handler)(op.error);
 }
 
 void World::failOp(Op& op, std::exception_ptr e) {
@@ -267,7 +271,14 @@ void World::onControlFrame(Link& link, const wire::FrameHeader& h, std::vector<u
         return;
       }
       case wire::Kind::Goodbye:
+        // Everything the peer sent before this has been read: say so, so it
+        // can close without a reset destroying frames still in our buffers.
         link.markGoodbye();
+        sendControl(link, wire::Kind::GoodbyeAck, {});
+        return;
+      case wire::Kind::GoodbyeAck:
+        link.markGoodbyeAcked();
+        linkIdle();
         return;
       case wire::Kind::Heartbeat:
         return;

@@ -39,6 +39,8 @@ class Link : public std::enable_shared_from_this<Link> {
   const std::string& remote() const { return remote_; }
   bool goodbyeReceived() const { return goodbye_; }
   void markGoodbye() { goodbye_ = true; }
+  void markGoodbyeAcked() { goodbyeAcked_ = true; }
+  bool goodbyeAcked() const { return goodbyeAcked_; }
   // Nothing queued or being written.
   bool idle() const { return queue_.empty() && inFlight_ == 0; }
 
@@ -67,6 +69,7 @@ class Link : public std::enable_shared_from_this<Link> {
   std::string remote_;
   std::unique_ptr<tcp::socket> socket_;
   bool goodbye_ = false;
+  bool goodbyeAcked_ = false;
   bool dialedByUs_ = false;
 
   // Writing.

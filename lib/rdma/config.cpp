@@ -43,6 +43,10 @@ uint8_t u8(const char* name, std::string_view text, int lo, int hi) {
 
 Config::Config() : addressFamily(AF_INET) {}
 
+namespace {
+Config fromEnvironmentUnranked();
+}  // namespace
+
 void parseHca(const std::string& text, Config& config) {
   const auto colon = text.find(':');
   const std::string name = text.substr(0, colon);
@@ -59,7 +63,17 @@ void parseHca(const std::string& text, Config& config) {
   config.hcaPort = value;
 }
 
-Config Config::fromEnvironment() {
+Config Config::fromEnvironment(int rank) {
+  try {
+    return fromEnvironmentUnranked();
+  } catch (const Error& e) {
+    if (rank < 0) throw;
+    throw Error(e.code(), fmt::format("rank {}: {}", rank, e.what()), rank);
+  }
+}
+
+namespace {
+Config fromEnvironmentUnranked() {
   Config c;
   fromEnv("TETHER_IB_HCA", [&](std::string_view v) { parseHca(std::string(v), c); });
   fromEnv("TETHER_IB_GID_INDEX",
@@ -86,5 +100,6 @@ Config Config::fromEnvironment() {
           [&](std::string_view v) { c.rdAtomic = u8("TETHER_IB_RD_ATOMIC", v, 1, 16); });
   return c;
 }
+}  // namespace
 
 }  // namespace tether::rdma

@@ -60,6 +60,7 @@ void World::onTable(int peer, std::vector<wire::PeerAddress> table) {
 void World::finishInit(std::exception_ptr e) {
   if (initComplete_) return;
   initComplete_ = true;
+  initOk_ = !e;
   initDone_.complete(e);
 }
 

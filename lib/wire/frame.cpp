@@ -36,6 +36,7 @@ const char* kindName(Kind k) {
     case Kind::Abort: return "abort";
     case Kind::Goodbye: return "goodbye";
     case Kind::Heartbeat: return "heartbeat";
+    case Kind::GoodbyeAck: return "goodbye-ack";
   }
   return "unknown";
 }
@@ -53,7 +54,7 @@ const char* opName(OpCode op) {
   return "unknown-op";
 }
 
-bool isKnownKind(std::uint8_t k) { return k >= 1 && k <= 11; }
+bool isKnownKind(std::uint8_t k) { return k >= 1 && k <= 12; }
 
 void encodeHeader(const FrameHeader& h, unsigned char* out) {
   put<std::uint32_t>(out, 0, kMagic);

@@ -28,6 +28,7 @@ enum class Kind : std::uint8_t {
   Abort = 9,      // the sender aborted; payload is the reason
   Goodbye = 10,   // orderly close follows
   Heartbeat = 11, // liveness; no payload
+  GoodbyeAck = 12, // every frame before the goodbye has been read; the sender may close
 };
 
 // Collective operation codes, carried in the tag field of Collective frames so a

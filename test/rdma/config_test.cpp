@@ -96,3 +96,15 @@ TEST_CASE("an empty variable means unset", "[rdma][config]") {
   ::setenv("TETHER_IB_GID_INDEX", "", 1);
   CHECK(Config::fromEnvironment().gidIndex == -1);
 }
+
+TEST_CASE("a known rank prefixes the message", "[rdma][config]") {
+  CleanEnv env;
+  ::setenv("TETHER_IB_TIMEOUT", "40", 1);
+  try {
+    Config::fromEnvironment(5);
+    FAIL("accepted");
+  } catch (const tether::Error& e) {
+    CHECK(e.rank() == 5);
+    CHECK_THAT(e.what(), Catch::StartsWith("rank 5: rdma config: TETHER_IB_TIMEOUT=\"40\""));
+  }
+}

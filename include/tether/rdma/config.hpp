@@ -35,7 +35,8 @@ struct Config {
   int queueDepth = 128;  // send/recv work requests per QP; CQ holds depth * QPs
 
   Config();
-  static Config fromEnvironment();
+  // `rank` (when known) prefixes error messages.
+  static Config fromEnvironment(int rank = -1);
 };
 
 // Parses "mlx5_0" or "mlx5_0:1" into config.hca / config.hcaPort; throws InvalidArgument.
