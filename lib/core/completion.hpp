@@ -51,6 +51,8 @@ class Completion {
     }
   }
 
+  bool isDone() const { return state_.load(std::memory_order_acquire) == kDone; }
+
   void rethrowIfFailed() const {
     if (state_.load(std::memory_order_acquire) == kDone && error_) std::rethrow_exception(error_);
   }

@@ -39,12 +39,12 @@ std::shared_ptr<World> World::create(WorldConfig config) {
     // naming the rank, not a bare boost/std exception.
     throw Error(ErrorCode::System, fmt::format("rank {}: cannot start: {}", rank, e.what()), rank);
   }
-  if (!w->initDone_.waitUntil(deadline)) {
+  if (!w->driver_.waitUntil(w->initDone_, deadline)) {
     asio::post(w->io_, [raw = w.get()] {
       raw->finishInit(std::make_exception_ptr(
           Error(ErrorCode::Timeout, raw->rendezvousTimeoutText(), raw->rank(), raw->rank() == 0 ? -1 : 0)));
     });
-    w->initDone_.wait();
+    w->driver_.wait(w->initDone_);
   }
   try {
     w->initDone_.rethrowIfFailed();
@@ -99,7 +99,7 @@ void World::start() {
   log::info(rank(), "listening on {} (advertised as {})", toString(local), toString(advertised));
 
   work_.emplace(io_.get_executor());
-  progress_ = std::thread([this] { io_.run(); });
+  driver_.start();
   asio::post(io_, [this] {
     asio::co_spawn(io_, acceptLoop(), asio::detached);
     startRendezvous();
@@ -109,7 +109,7 @@ void World::start() {
 World::~World() { shutdown(); }
 
 void World::shutdown() {
-  if (!progress_.joinable()) return;
+  if (!work_) return;
   auto done = std::make_shared<Completion>();
   asio::post(io_, [this, done] {
     shuttingDown_ = true;
@@ -132,10 +132,9 @@ void World::shutdown() {
     });
     onLinkIdle();
   });
-  done->wait();
+  driver_.wait(*done);
+  driver_.stop();
   work_.reset();
-  io_.stop();
-  progress_.join();
 }
 
 void World::onLinkIdle() {
@@ -175,7 +174,7 @@ void World::run(const std::shared_ptr<Op>& op, std::function<asio::awaitable<voi
         done->complete(e);
     });
   });
-  if (!done->waitUntil(deadline)) {
+  if (!driver_.waitUntil(*done, deadline)) {
     asio::post(io_, [this, op] {
       if (!op->active) return;
       failOp(*op, std::make_exception_ptr(Error(
@@ -183,7 +182,7 @@ void World::run(const std::shared_ptr<Op>& op, std::function<asio::awaitable<voi
                       fmt::format("rank {}: {}: timed out {}", rank(), op->name, pendingDescription(*op)), rank(),
                       op->posted.empty() ? -1 : static_cast<int>(op->posted.front().src))));
     });
-    done->wait();
+    driver_.wait(*done);
   }
   done->rethrowIfFailed();
 }
@@ -301,6 +300,11 @@ std::optional<wire::Reject> World::admit(int peer, const wire::Hello&, const std
   }
   if (l && l->state() == Link::State::Dialing && peer > rank())
     return wire::Reject{RejectCode::Simultaneous, "both ranks dialled; the lower rank's connection is kept"};
+  // Reserve the link now: a send to this peer while our welcome is on its way
+  // must wait for this connection, not dial a second one (which the peer,
+  // still waiting for our welcome, could accept too — each side would then
+  // keep a different connection).
+  if (!l) l = std::make_shared<Link>(*this, peer);
   return std::nullopt;
 }
 

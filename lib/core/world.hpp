@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/completion.hpp"
+#include "core/driver.hpp"
 #include "core/op.hpp"
 #include "match/mailbox.hpp"
 #include "tether/error.hpp"
@@ -151,7 +152,7 @@ class World {
   WorldConfig cfg_;
   asio::io_context io_{1};
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
-  std::thread progress_;
+  Driver driver_{io_};  // runs io_: the calling thread during a call, else a background thread
   tcp::acceptor acceptor_;
 
   // Progress-thread state.

@@ -98,6 +98,7 @@ asio::awaitable<void> World::serveIncoming(tcp::socket socket, tcp::endpoint fro
   std::string remote = toString(from);
   Watchdog watchdog(io_, sock, Clock::now() + cfg_.handshakeTimeout);
   std::string failure;
+  int admitted = -1;  // the rank whose link this connection is to become
   try {
     configureSocket(*sock, cfg_);
     wire::Challenge challenge;
@@ -130,6 +131,7 @@ asio::awaitable<void> World::serveIncoming(tcp::socket socket, tcp::endpoint fro
       sock->close(ignored);
       co_return;
     }
+    admitted = static_cast<int>(hello.rank);
     wire::Welcome welcome{wire::welcomeProof(cfg_.secret, challenge, hello)};
     co_await writeFrame(*sock, wire::Kind::Welcome, wire::encode(welcome));
     if (*watchdog.expired) throw std::runtime_error("handshake deadline passed");
@@ -146,6 +148,9 @@ asio::awaitable<void> World::serveIncoming(tcp::socket socket, tcp::endpoint fro
   if (!shuttingDown_) log::warn(rank(), "dropped incoming connection from {}: {}", remote, failure);
   boost::system::error_code ignored;
   sock->close(ignored);
+  // The link admit() reserved will not come up this way: release its waiters.
+  if (admitted >= 0) onDialFailed(admitted, "handshake with rank " + std::to_string(admitted) + " from " + remote +
+                                                " failed: " + failure, true);
 }
 
 asio::awaitable<void> World::dialPeer(int peer, tcp::endpoint ep, bool retryRefused) {

@@ -1,0 +1,103 @@
+#include "core/driver.hpp"
+
+#include "core/env.hpp"
+
+namespace tether {
+
+Driver::Driver(boost::asio::io_context& io)
+    : io_(io), callerRuns_(env::getInt("TETHER_CALLER_PROGRESS", 1) != 0) {}
+
+void Driver::start() {
+  thread_ = std::thread([this] { backgroundLoop(); });
+}
+
+void Driver::stop() {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+    if (holder_ == Holder::Background) io_.stop();
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void Driver::backgroundLoop() {
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    if (holder_ != Holder::None || wanting_ > 0) {  // a caller is taking over
+      cv_.wait(lock);
+      continue;
+    }
+    if (!wakeNow_) {
+      auto due = lastRelease_ + kLinger;
+      if (Clock::now() < due) {  // a caller just left; it is likely back soon
+        cv_.wait_until(lock, due);
+        continue;
+      }
+    }
+    holder_ = Holder::Background;
+    wakeNow_ = false;
+    io_.restart();  // under the lock: a caller's stop() cannot come before it
+    lock.unlock();
+    io_.run();  // until a caller (or stop) calls io_.stop()
+    lock.lock();
+    holder_ = Holder::None;
+    cv_.notify_all();
+  }
+}
+
+// Under `lock`. True: this thread holds the baton. False: another caller
+// holds it and this thread is registered as a waiter.
+bool Driver::takeBaton(std::unique_lock<std::mutex>& lock) {
+  ++wanting_;  // keeps the background thread from taking the baton back meanwhile
+  for (;;) {
+    if (holder_ == Holder::None) {
+      --wanting_;
+      holder_ = Holder::Caller;
+      return true;
+    }
+    if (holder_ == Holder::Caller) {
+      --wanting_;
+      ++waiters_;
+      return false;
+    }
+    io_.stop();  // the background thread leaves run() after its current handler
+    cv_.wait(lock);
+  }
+}
+
+void Driver::releaseBaton() {
+  {
+    std::lock_guard lock(mutex_);
+    holder_ = Holder::None;
+    lastRelease_ = Clock::now();
+    if (waiters_ > 0) wakeNow_ = true;  // their operations still need progress
+  }
+  cv_.notify_all();
+}
+
+bool Driver::waitUntil(Completion& done, Clock::time_point deadline) {
+  if (done.isDone()) return true;
+  std::unique_lock lock(mutex_);
+  if (!callerRuns_) {  // TETHER_CALLER_PROGRESS=0: the background thread does all the work
+    wakeNow_ = true;
+    cv_.notify_all();
+    lock.unlock();
+    return done.waitUntil(deadline);
+  }
+  if (takeBaton(lock)) {
+    io_.restart();
+    lock.unlock();
+    while (!done.isDone() && Clock::now() < deadline) io_.run_one_until(deadline);
+    releaseBaton();
+    return done.isDone();
+  }
+  lock.unlock();
+  bool ok = done.waitUntil(deadline);
+  lock.lock();
+  --waiters_;
+  return ok;
+}
+
+}  // namespace tether
