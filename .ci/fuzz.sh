@@ -10,18 +10,24 @@ cd "$(dirname "$0")/.."
 FUZZ_SECONDS=${FUZZ_SECONDS:-20}
 BUILD_DIR=${BUILD_DIR:-build-fuzz}
 
-if ! command -v clang++ >/dev/null || ! ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
-  apt-get install -y -q clang libclang-rt-14-dev >/dev/null
-fi
+need=()
+for p in clang libclang-rt-14-dev libibverbs-dev; do dpkg -s "$p" >/dev/null 2>&1 || need+=("$p"); done
+if [ ${#need[@]} -gt 0 ]; then apt-get install -y -q "${need[@]}" >/dev/null; fi
 
 if [ ! -d "$BUILD_DIR" ]; then
-  CC=clang CXX=clang++ meson setup "$BUILD_DIR" -Dfuzz=true -Dexamples=false -Drdma=disabled \
+  CC=clang CXX=clang++ meson setup "$BUILD_DIR" -Dfuzz=true -Dexamples=false \
     -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized \
     "-Dcpp_args=['-fsanitize=fuzzer-no-link','-fno-sanitize=function']"
 fi
 # (-fno-sanitize=function: clang 14's UBSan function check cannot compile the
 # library's coroutines: "Cannot represent a difference across sections".)
 targets=(frame_header handshake unique_id)
+# The RDMA record target exists when the RDMA module is built (libibverbs-dev).
+if ninja -C "$BUILD_DIR" -t targets all | grep -q '^test/fuzz/fuzz_rdma_records:'; then
+  targets+=(rdma_records)
+else
+  echo "note: no fuzz_rdma_records (RDMA module not built: libibverbs-dev missing?)"
+fi
 ninja -C "$BUILD_DIR" -j"${NINJA_JOBS:-2}" "${targets[@]/#/test/fuzz/fuzz_}"
 
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1

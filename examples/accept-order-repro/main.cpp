@@ -11,11 +11,16 @@
 //
 // --busy-receiver makes the receiver spin between accepts so the accept queue
 // fills; --busy-cpus keeps cores busy the way softirq-loaded CPUs are;
-// --backlog sets the listen() queue length.
+// --backlog sets the listen() queue length. --listen-netns / --sender-netns
+// put the listener and the senders into existing network namespaces (Linux,
+// root), so connections cross a veth pair — the receive path of a real NIC
+// (per-CPU backlog, softirq) instead of loopback.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -73,6 +78,17 @@ std::map<std::string, long long> tcpExtCounters() {
   return out;
 }
 
+// Moves the calling thread into /var/run/netns/NAME (no-op for "").
+void enterNetns(const std::string& name) {
+  if (name.empty()) return;
+  std::string path = "/var/run/netns/" + name;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail("open " + path);
+  int rc = ::setns(fd, CLONE_NEWNET);
+  ::close(fd);
+  if (rc != 0) fail("setns " + name);
+}
+
 void spinFor(std::chrono::microseconds d) {
   // Deliberately burns CPU: this program simulates a busy host.
   auto until = Clock::now() + d;
@@ -120,6 +136,8 @@ int main(int argc, char** argv) {
       ("backlog", "listen() backlog", cxxopts::value<int>()->default_value("4096"))
       ("host", "IPv4 address to listen on and connect to", cxxopts::value<std::string>()->default_value("127.0.0.1"))
       ("port", "port to listen on (0: any free port)", cxxopts::value<int>()->default_value("0"))
+      ("listen-netns", "network namespace of the listener", cxxopts::value<std::string>()->default_value(""))
+      ("sender-netns", "network namespace of the senders", cxxopts::value<std::string>()->default_value(""))
       ("timeout-ms", "give up when no connection arrives for this long", cxxopts::value<int>()->default_value("10000"))
       ("h,help", "show this help");
   try {
@@ -136,6 +154,8 @@ int main(int argc, char** argv) {
     const auto host = args["host"].as<std::string>();
     if (perSender <= 0 || senders <= 0) throw std::invalid_argument("--connections and --senders must be > 0");
 
+    const auto senderNetns = args["sender-netns"].as<std::string>();
+    enterNetns(args["listen-netns"].as<std::string>());
     int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (listener < 0) fail("socket");
     int one = 1;
@@ -159,6 +179,12 @@ int main(int argc, char** argv) {
     auto start = Clock::now();
     for (int s = 0; s < senders; ++s) {
       senderThreads.emplace_back([&, s] {
+        try {
+          enterNetns(senderNetns);
+        } catch (const std::exception& e) {
+          if (sendErrors.fetch_add(perSender) == 0) std::cerr << "sender " << s << ": " << e.what() << '\n';
+          return;
+        }
         for (int i = 0; i < perSender; ++i) {
           try {
             sendOne(addr, Record{static_cast<std::uint32_t>(s), static_cast<std::uint32_t>(i)});

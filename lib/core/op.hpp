@@ -5,6 +5,7 @@
 #include <boost/asio/any_completion_handler.hpp>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,10 +32,12 @@ class Op {
   std::optional<Waiter> waiter;        // the coroutine waiting in settle()
   std::vector<match::Key> posted;      // receives still in the mailbox
   bool active = false;                 // registered with the world
-  // A collective's group as world ranks (empty for point-to-point): losing any
-  // of them fails the collective even when it is not waiting on that rank
-  // right now, because the collective can no longer complete everywhere.
-  std::vector<int> members;
+  // A failed op whose frame a link is writing from (or reading into) its
+  // buffer right now: the call returns only once that transfer ends, so the
+  // link need not cut the stream mid-frame (which the peer would take for
+  // this rank's death) and the caller's buffer is never used after return.
+  int draining = 0;
+  std::function<void()> afterDrain;
 };
 
 }  // namespace tether

@@ -93,6 +93,8 @@ class World {
   void failOp(Op& op, std::exception_ptr e);
   void finishOp(Op& op);  // checks for leftover frames of a collective
   void completeReferencedSend(Op& op);
+  // A link finished (or gave up) a transfer of a failed op's buffer.
+  void releaseDrain(Op& op);
 
   // Link callbacks.
   bool shuttingDown() const { return shuttingDown_; }

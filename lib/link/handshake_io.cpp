@@ -157,6 +157,7 @@ asio::awaitable<void> World::dialPeer(int peer, tcp::endpoint ep, bool retryRefu
     auto sock = std::make_shared<tcp::socket>(io_);
     std::string failure;
     bool retry = false;
+    bool peerClosing = false;  // it refused us because its bootstrap is being destroyed
     {
       Watchdog watchdog(io_, sock, std::min(deadline, Clock::now() + cfg_.handshakeTimeout));
       try {
@@ -179,6 +180,7 @@ asio::awaitable<void> World::dialPeer(int peer, tcp::endpoint ep, bool retryRefu
         auto reply = co_await readFrame(*sock, wire::kMaxControlPayload);
         if (reply.header.kind == wire::Kind::Reject) {
           auto r = wire::decodeReject(reply.payload);
+          peerClosing = r.code == wire::RejectCode::ShuttingDown;
           if (r.code == wire::RejectCode::Simultaneous) {
             log::trace(rank(), "rank {} keeps its own connection to us", peer);
             co_return;  // its dial becomes the link
@@ -226,8 +228,13 @@ asio::awaitable<void> World::dialPeer(int peer, tcp::endpoint ep, bool retryRefu
                             "last: {})",
                             rank(), cfg_.timeout.count(), toString(ep), attempts, failure),
                 rank(), peer)));
+      // Close the link too, so that shutdown does not wait for its queued registration.
+      onDialFailed(peer, "cannot connect to rank " + std::to_string(peer) + " at " + toString(ep) + ": " + failure,
+                   true);
       co_return;
     }
+    // A peer that is closing its bootstrap left in order, as if it had said goodbye.
+    if (peerClosing && links_[peer] && links_[peer]->state() == Link::State::Dialing) links_[peer]->markGoodbye();
     onDialFailed(peer, "cannot connect to rank " + std::to_string(peer) + " at " + toString(ep) + ": " + failure,
                  true);
     co_return;

@@ -7,6 +7,7 @@
 #include <boost/asio/write.hpp>
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "core/endpoint.hpp"
 #include "core/log.hpp"
@@ -54,8 +55,10 @@ void Link::startWrite() {
                       if (ec) return self->fail("write failed: " + ec.message());
                       for (std::size_t i = 0; i < self->inFlight_; ++i) {
                         Op* op = self->queue_.front().op;
+                        bool abandoned = self->queue_.front().abandoned;
                         self->queue_.pop_front();
-                        if (op) self->world_.completeReferencedSend(*op);
+                        if (op && abandoned) self->world_.releaseDrain(*op);
+                        else if (op) self->world_.completeReferencedSend(*op);
                       }
                       self->inFlight_ = 0;
                       self->startWrite();
@@ -70,16 +73,25 @@ std::vector<Op*> Link::opsWithQueuedFrames() const {
   return ops;
 }
 
-void Link::abandon(const Op* op) {
-  for (std::size_t i = 0; i < queue_.size(); ++i) {
-    if (queue_[i].op != op) continue;
-    if (i < inFlight_) return fail("send of an abandoned operation was half written");
-  }
+void Link::abandon(Op* op) {
+  if (state_ == State::Closed) return;  // fail() releases what is left
+  // Cutting a half-written or half-read frame would close a healthy link and
+  // make the peer report this rank as lost; the transfer ends soon (the peer
+  // is reading / sending it), so let it finish and hold the op until then.
+  for (std::size_t i = 0; i < inFlight_; ++i)
+    if (queue_[i].op == op && !queue_[i].abandoned) {
+      queue_[i].abandoned = true;
+      ++op->draining;
+    }
   queue_.erase(std::remove_if(queue_.begin() + static_cast<std::ptrdiff_t>(inFlight_), queue_.end(),
                               [&](const OutFrame& f) { return f.op == op; }),
                queue_.end());
   if (pendingOp_ == op) {
-    if (directRead_) return fail("receive of an abandoned operation was half read");
+    if (directRead_ && !drainingRead_) {
+      drainingRead_ = op;
+      ++op->draining;
+      return;
+    }
     pendingOp_ = nullptr;
     pendingDst_ = nullptr;
   }
@@ -96,6 +108,10 @@ void Link::fail(const std::string& reason) {
   }
   (void)wasUp;
   world_.onLinkDown(*this, reason, goodbye_);
+  // The socket is closed: nothing touches the ops' buffers any more.
+  for (std::size_t i = 0; i < inFlight_ && i < queue_.size(); ++i)
+    if (queue_[i].op && queue_[i].abandoned) world_.releaseDrain(*queue_[i].op);
+  if (drainingRead_) world_.releaseDrain(*std::exchange(drainingRead_, nullptr));
   queue_.clear();
   inFlight_ = 0;
 }
@@ -162,6 +178,10 @@ asio::awaitable<void> Link::readLoop() {
                       : t.where == Target::Where::Stash ? stash.data()
                                                         : nullptr;
         co_await readPayload(h->length);
+        if (drainingRead_) {  // abandoned during the direct read: its buffer is free now
+          world_.releaseDrain(*std::exchange(drainingRead_, nullptr));
+          t = Target{};
+        }
         if (t.where == Target::Where::Posted && pendingOp_ == nullptr) t = Target{};  // abandoned meanwhile
         pendingOp_ = nullptr;
         pendingDst_ = nullptr;

@@ -26,6 +26,7 @@ struct OutFrame {
   const void* ref = nullptr;         // the caller's payload (op waits until written)
   std::size_t len = 0;
   Op* op = nullptr;                  // set only for referenced payloads
+  bool abandoned = false;            // op failed while this frame was being written
 };
 
 class Link : public std::enable_shared_from_this<Link> {
@@ -47,9 +48,10 @@ class Link : public std::enable_shared_from_this<Link> {
   void attach(tcp::socket socket, bool dialedByUs);
   bool dialedByUs() const { return dialedByUs_; }
   void enqueue(OutFrame frame);
-  // Drop the op's frames and receive target; if one is half on the wire, the
-  // stream is unusable and the link closes.
-  void abandon(const Op* op);
+  // Drop the op's frames and receive target. A frame already being written
+  // from (or read into) the op's buffer is finished first; the op is held
+  // (Op::draining) until then.
+  void abandon(Op* op);
   // Closes the link and reports it down to the world once.
   void fail(const std::string& reason);
   // Ops with referenced frames still queued (they cannot complete any more).
@@ -80,6 +82,7 @@ class Link : public std::enable_shared_from_this<Link> {
   const Op* pendingOp_ = nullptr;      // op whose payload is arriving now
   unsigned char* pendingDst_ = nullptr; // where it goes (nullptr: discard)
   bool directRead_ = false;            // the socket is reading into pendingDst_
+  Op* drainingRead_ = nullptr;         // abandoned op whose direct read is still running
 };
 
 }  // namespace tether

@@ -128,6 +128,7 @@ void ChaosProxy::State::closeAll() {
   boost::system::error_code ignored;
   acceptor.close(ignored);
   if (windowTimer) windowTimer->cancel();
+  if (drainTimer) drainTimer->cancel();
   auto sessions = live;  // close() erases from `live`
   for (auto& [id, weak] : sessions) {
     if (auto session = weak.lock()) session->close();
@@ -167,10 +168,26 @@ void ChaosProxy::setTarget(const std::string& target) {
   });
 }
 
-void ChaosProxy::stop() {
+void ChaosProxy::State::drainThenClose(std::chrono::steady_clock::time_point deadline, bool quietOnce) {
+  boost::system::error_code ignored;
+  acceptor.close(ignored);
+  bool quiet = busyPumps == 0;
+  if ((quiet && quietOnce) || std::chrono::steady_clock::now() >= deadline) {
+    closeAll();
+    return;
+  }
+  if (!drainTimer) drainTimer.emplace(io);
+  drainTimer->expires_after(std::chrono::milliseconds(5));
+  drainTimer->async_wait([self = shared_from_this(), deadline, quiet](const boost::system::error_code&) {
+    self->drainThenClose(deadline, quiet);
+  });
+}
+
+void ChaosProxy::stop(std::chrono::milliseconds drain) {
   if (!state_->running) return;
   state_->running = false;
-  asio::post(state_->io, [state = state_] { state->closeAll(); });
+  auto deadline = std::chrono::steady_clock::now() + drain;
+  asio::post(state_->io, [state = state_, deadline] { state->drainThenClose(deadline); });
   state_->thread.join();
 }
 

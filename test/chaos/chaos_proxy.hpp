@@ -77,8 +77,10 @@ class ChaosProxy {
   void start(const std::string& target, const std::string& listen = "127.0.0.1:0");
   // Thread-safe; releases parked connections.
   void setTarget(const std::string& target);
-  // Closes the listener and every connection, joins the thread. Idempotent.
-  void stop();
+  // Closes the listener, lets bytes the proxy already holds reach their
+  // receivers (as the network would after a sender exits) for up to `drain`,
+  // then closes every connection and joins the thread. Idempotent.
+  void stop(std::chrono::milliseconds drain = std::chrono::milliseconds(2000));
 
   // The address clients should connect to, "host:port" (valid after start).
   std::string endpoint() const;

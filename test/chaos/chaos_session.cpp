@@ -76,12 +76,14 @@ void Session::readMore(Pump& pump) {
         }
         pump.filled = n;
         pump.sent = 0;
+        self->state_.busyPumps++;
         self->forwardPiece(pump);
       });
 }
 
 void Session::forwardPiece(Pump& pump) {
   if (pump.sent == pump.filled) {
+    state_.busyPumps--;
     readMore(pump);
     return;
   }
@@ -123,6 +125,8 @@ void Session::writePiece(Pump& pump, std::size_t bytes) {
         if (ec) {
           // The receiving side is gone: stop this direction only, so the other
           // one still delivers what it already holds.
+          self->state_.busyPumps--;
+          pump.filled = pump.sent = 0;
           self->pumpFinished(pump, false);
           return;
         }
@@ -147,6 +151,8 @@ void Session::close() {
   holdTimer_.cancel();
   for (Pump* pump : {&toTarget_, &toClient_}) {
     if (pump->timer) pump->timer->cancel();
+    if (pump->sent < pump->filled) state_.busyPumps--;  // dropped, no longer held
+    pump->filled = pump->sent = 0;
   }
   client_.close(ignored);
   upstream_.close(ignored);

@@ -57,6 +57,9 @@ struct ChaosProxy::State : std::enable_shared_from_this<ChaosProxy::State> {
   bool connecting = false;
   std::map<std::uint64_t, std::weak_ptr<Session>> live;
   bool closing = false;
+  // Pumps holding bytes they have read but not yet written (io thread only).
+  std::size_t busyPumps = 0;
+  std::optional<asio::steady_timer> drainTimer;
 
   void acceptNext();
   // A session finished its hold: pool it for shuffling or queue it.
@@ -66,6 +69,9 @@ struct ChaosProxy::State : std::enable_shared_from_this<ChaosProxy::State> {
   // accept queue sees them in queue order.
   void connectNext();
   void closeAll();
+  // Closes the listener now; calls closeAll once no pump holds bytes (seen
+  // twice in a row) or `deadline` passes.
+  void drainThenClose(std::chrono::steady_clock::time_point deadline, bool quietOnce = false);
 };
 
 // One proxied connection: client socket, upstream socket, two pumps.

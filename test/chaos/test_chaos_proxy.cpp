@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <thread>
@@ -256,4 +257,28 @@ TEST_CASE("all behaviours at once: every stream's bytes arrive intact and in ord
   CHECK(stats.accepted == kStreams);
   CHECK(stats.bytes == 2 * kStreams * kBytes);
   CHECK(stats.pieces > stats.bytes / 700);
+}
+
+TEST_CASE("stop drains: bytes the proxy holds still reach the receiver after the sender is gone",
+          "[chaos]") {
+  ChaosOptions options;
+  options.fragmentBytes = {1, 4};
+  options.delayPiecesUs = {500, 500};  // ~100 pieces: ~50 ms to trickle through
+  Target target;
+  auto proxy = std::make_unique<ChaosProxy>(options);
+  proxy->start(target.address());
+  std::vector<unsigned char> data(250);
+  std::iota(data.begin(), data.end(), 0);
+  {
+    auto client = connectTo("127.0.0.1", proxy->port());
+    writeAll(client.get(), data.data(), data.size());
+  }  // the sender closes at once
+  auto sink = acceptBefore(target.listener.get(), after(kDeadline));
+  std::thread stopper([&] { proxy->stop(); });  // while the bytes are still trickling
+  std::vector<unsigned char> got(data.size());
+  readExact(sink.get(), got.data(), got.size(), after(kDeadline));
+  unsigned char extra = 0;
+  CHECK(readSome(sink.get(), &extra, 1, after(kDeadline)) == 0);  // then a clean end of stream
+  stopper.join();
+  CHECK(got == data);
 }

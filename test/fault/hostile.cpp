@@ -389,10 +389,10 @@ TEST_CASE("hostile connections at a non-root rank's listener and a duplicate ran
   allgatherWorks(w, n);  // links 0-1, 0-2, 1-2 are up
 
   auto cases = strangerCases(member, w.listenerPort(1));
-  // A member of the world (it knows the secret) claiming rank 2, which is
-  // already connected to rank 1.
-  cases.push_back({"duplicate of connected rank 2", 0, kHandshakeMs / 2, [member](RawClient& c, ProbeResult& r) {
-                     c.send(fault::frameBytes(wire::Kind::Hello, helloFor(challenge(c), member, 2, member.secret)));
+  // A member of the world (it knows the secret) claiming rank 0, which is
+  // already connected to rank 1 (rank 1 dialled it at rendezvous).
+  cases.push_back({"duplicate of connected rank 0", 0, kHandshakeMs / 2, [member](RawClient& c, ProbeResult& r) {
+                     c.send(fault::frameBytes(wire::Kind::Hello, helloFor(challenge(c), member, 0, member.secret)));
                      readReject(c, r);
                    }});
   auto results = probeAll(cases, w.listenerPort(1));

@@ -95,7 +95,8 @@ TEST_CASE("a rank killed at a random point of a random collective: every survivo
     const int killAfterUs = std::uniform_int_distribution<int>(0, 30000)(rng);
     INFO("seed " << seed << " trial " << t << ": " << n << " ranks, kill rank " << victim << " " << killAfterUs
                  << " us into " << collName(coll) << " of " << bytes << " bytes");
-    fault::SharedSlots slots(n);
+    fault::SharedSlots slots(n + 1);  // slot n counts the survivors that reported
+    slots[n].code = 0;
     auto res = test::runRanks(
         n,
         [&](int rank, const UniqueId& id) {
@@ -119,6 +120,13 @@ TEST_CASE("a rank killed at a random point of a random collective: every survivo
               test::expect(namesVictim(e, victim),
                            "survivor should name rank " + std::to_string(victim) + ", got [" + toString(e.code()) +
                                "] " + e.what());
+              // Stay until every survivor has reported: a survivor that closes
+              // its bootstrap at once could otherwise be the first thing a slower
+              // one notices ("lost rank S: it closed its bootstrap").
+              slots[n].code.fetch_add(1);
+              auto until = fault::nowUs() + 20000000;
+              while (slots[n].code.load() < n - 1 && fault::nowUs() < until)
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
               return;
             }
           }
@@ -135,6 +143,10 @@ TEST_CASE("a rank killed at a random point of a random collective: every survivo
       CHECK(res[r].exitCode == 0);
       if (res[r].exitCode == 0 && slots[victim].eventUs.load() != 0) {
         auto us = slots[r].eventUs.load() - slots[victim].eventUs.load();
+        if (us > 100000)
+          std::printf("slow report: trial %d (%d ranks, %s of %zu bytes, victim %d): rank %d took %.1f ms, code %s\n", t,
+                      n, collName(coll), bytes, victim, r, us / 1000.0,
+                      toString(static_cast<ErrorCode>(slots[r].code.load())));
         worstUs = std::max(worstUs, us);
         sumUs += us;
         ++reports;

@@ -44,6 +44,16 @@ def unique_id(family=4, port=29500):
     return bytes(b)
 
 
+def qp_record(src=5, dst=3, qpn=0x1c2, psn=0x51f00, lid=0, link_layer=2, mtu=3, gid_last=1, flags=0):
+    gid = bytes(15) + bytes([gid_last])
+    return struct.pack('<IHHIIIIHBBBBBB16sB15s', 0x52505154, 1, 64, src, dst, qpn, psn, lid, 1, link_layer, mtu, 0,
+                       1, 1, gid, flags, bytes(15))
+
+
+def mr_record(rank=5, rkey=0x1234, addr=0x7f0000001000, length=1 << 20):
+    return struct.pack('<IHHIIQQ', 0x52524D54, 1, 32, rank, rkey, addr, length)
+
+
 corpora = {
     'frame_header': {
         'hello': header(KIND['hello'], len(hello)),
@@ -65,6 +75,16 @@ corpora = {
         'stream': b'\x06' + header(KIND['challenge'], len(challenge)) + challenge + header(KIND['hello'], len(hello))
                   + hello + header(KIND['welcome'], len(welcome)) + welcome,
         'short_hello': b'\x01' + hello[:20],
+    },
+    'rdma_records': {
+        'qp_roce': b'\x00' + qp_record(),
+        'qp_ib': b'\x00' + qp_record(lid=9, link_layer=1, gid_last=0),
+        'qp_roce_grh': b'\x01' + qp_record(),
+        'qp_zeroed': b'\x00' + bytes(64),
+        'qp_swapped_ranks': b'\x00' + qp_record(src=3, dst=5),
+        'qp_placeholder': b'\x00' + qp_record(qpn=0, flags=1),
+        'mr': b'\x00' + mr_record(),
+        'mr_short': b'\x00' + mr_record(length=16),
     },
     'unique_id': {
         'v4': unique_id().hex().encode(),

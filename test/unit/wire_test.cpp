@@ -1,0 +1,153 @@
+// Frame header and handshake messages: byte layout, round trips, and every
+// rejection path of the decoders.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+
+#include "core/crypto.hpp"
+#include "wire/frame.hpp"
+#include "wire/handshake.hpp"
+
+using namespace tether;
+using namespace tether::wire;
+
+TEST_CASE("frame header: little-endian layout, byte by byte", "[unit][wire]") {
+  FrameHeader h;
+  h.kind = Kind::Collective;
+  h.comm = 0x0102030405060708ULL;
+  h.coll = 0x1112131415161718ULL;
+  h.step = 0x21222324;
+  h.tag = static_cast<std::uint32_t>(OpCode::Alltoall);
+  h.length = 0x3132333435363738ULL;
+  auto b = encodeHeader(h);
+  const unsigned char expected[kHeaderBytes] = {
+      0x54, 0x54, 0x48, 0x52,                          // magic "TTHR"
+      0x01, 0x00,                                      // version 1
+      0x08,                                            // kind Collective
+      0x00,                                            // flags
+      0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,  // comm
+      0x18, 0x17, 0x16, 0x15, 0x14, 0x13, 0x12, 0x11,  // coll
+      0x24, 0x23, 0x22, 0x21,                          // step
+      0x02, 0x00, 0x00, 0x00,                          // tag (alltoall)
+      0x38, 0x37, 0x36, 0x35, 0x34, 0x33, 0x32, 0x31,  // length
+  };
+  CHECK(std::memcmp(b.data(), expected, kHeaderBytes) == 0);
+  std::string why;
+  auto d = decodeHeader(b.data(), ~0ULL, &why);
+  REQUIRE(d);
+  CHECK(d->kind == Kind::Collective);
+  CHECK(d->comm == h.comm);
+  CHECK(d->coll == h.coll);
+  CHECK(d->step == h.step);
+  CHECK(d->tag == h.tag);
+  CHECK(d->length == h.length);
+  CHECK(describe(*d).find("alltoall#1230066625199609624 step 555885348") == 0);
+}
+
+TEST_CASE("frame header: decoder rejects what is not a frame", "[unit][wire]") {
+  FrameHeader h;
+  h.kind = Kind::P2P;
+  h.length = 100;
+  auto good = encodeHeader(h);
+  std::string why;
+
+  auto b = good;
+  b[0] = 'G';
+  CHECK_FALSE(decodeHeader(b.data(), 1 << 20, &why));
+  CHECK(why.find("bad magic") != std::string::npos);
+
+  b = good;
+  b[4] = 2;
+  CHECK_FALSE(decodeHeader(b.data(), 1 << 20, &why));
+  CHECK(why.find("protocol version 2") != std::string::npos);
+
+  for (unsigned char kind : {0, 13, 255}) {
+    b = good;
+    b[6] = kind;
+    CHECK_FALSE(decodeHeader(b.data(), 1 << 20, &why));
+    CHECK(why.find("unknown frame kind") != std::string::npos);
+  }
+
+  // Data frames: the configured maximum; control frames: 64 KiB whatever it is.
+  CHECK_FALSE(decodeHeader(good.data(), 99, &why));
+  CHECK(why.find("claims 100 payload bytes (limit 99)") != std::string::npos);
+  CHECK(decodeHeader(good.data(), 100, &why));
+  h.kind = Kind::Hello;
+  h.length = kMaxControlPayload + 1;
+  b = encodeHeader(h);
+  CHECK_FALSE(decodeHeader(b.data(), 1ULL << 40, &why));
+  CHECK(why.find("hello frame claims") != std::string::npos);
+}
+
+TEST_CASE("handshake messages round-trip and reject truncation", "[unit][wire]") {
+  Hello h;
+  h.rank = 7;
+  h.nranks = 16;
+  h.world = 0xabcdef;
+  h.nonce.fill(3);
+  h.proof.fill(9);
+  auto bytes = encode(h);
+  CHECK(bytes.size() == 4 + 4 + 8 + 16 + 32);
+  auto d = decodeHello(bytes);
+  CHECK(d.rank == 7);
+  CHECK(d.nranks == 16);
+  CHECK(d.world == 0xabcdef);
+  CHECK(d.nonce == h.nonce);
+  CHECK(d.proof == h.proof);
+  auto cut = bytes;
+  cut.pop_back();
+  CHECK_THROWS(decodeHello(cut));
+  auto longer = bytes;
+  longer.push_back(0);
+  CHECK_THROWS(decodeHello(longer));
+
+  Reject r{RejectCode::DuplicateRank, "rank 3 is already connected"};
+  auto rd = decodeReject(encode(r));
+  CHECK(rd.code == RejectCode::DuplicateRank);
+  CHECK(rd.reason == r.reason);
+
+  std::vector<PeerAddress> table(3);
+  for (std::uint8_t i = 0; i < 3; ++i) {
+    table[i].family = 4;
+    table[i].addr[0] = 127;
+    table[i].addr[3] = i;
+    table[i].port = static_cast<std::uint16_t>(1000 + i);
+    table[i].hostId = 42;
+  }
+  auto t = decodeTable(encodeTable(table), 3);
+  REQUIRE(t.size() == 3);
+  CHECK(t[2].port == 1002);
+  CHECK(t[2].addr[3] == 2);
+  CHECK_THROWS(decodeTable(encodeTable(table), 4));  // wrong world size
+  table[1].port = 0;
+  CHECK_THROWS(decodeTable(encodeTable(table), 3));  // port 0 is no address
+}
+
+TEST_CASE("handshake proofs: bound to secret, nonces and ranks", "[unit][wire]") {
+  Secret secret{};
+  secret.fill(1);
+  Challenge c;
+  c.rank = 0;
+  c.nonce.fill(5);
+  Hello h;
+  h.rank = 3;
+  h.nranks = 4;
+  h.world = 99;
+  h.nonce.fill(6);
+  auto p = helloProof(secret, c, h);
+  CHECK(p == helloProof(secret, c, h));
+  CHECK(p != welcomeProof(secret, c, h));  // the two directions differ
+
+  Secret other = secret;
+  other[15] ^= 1;
+  CHECK(p != helloProof(other, c, h));  // wrong secret
+  auto c2 = c;
+  c2.nonce[0] ^= 1;
+  CHECK(p != helloProof(secret, c2, h));  // a replay against a fresh challenge fails
+  auto h2 = h;
+  h2.rank = 2;
+  CHECK(p != helloProof(secret, c, h2));  // cannot be re-used for another rank
+  h2 = h;
+  h2.nranks = 5;
+  CHECK(p != helloProof(secret, c, h2));
+}
