@@ -5,7 +5,7 @@
 namespace tether {
 
 Driver::Driver(boost::asio::io_context& io)
-    : io_(io), callerRuns_(env::getInt("TETHER_CALLER_PROGRESS", 1) != 0) {}
+    : io_(io), callerRuns_(env::getInt("TETHER_CALLER_PROGRESS", 0) != 0) {}
 
 void Driver::start() {
   thread_ = std::thread([this] { backgroundLoop(); });

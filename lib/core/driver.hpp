@@ -49,7 +49,7 @@ class Driver {
   int wanting_ = 0;        // callers waiting for the background thread to hand over
   bool wakeNow_ = false;   // the background thread should take over at once
   bool stopping_ = false;
-  const bool callerRuns_;  // TETHER_CALLER_PROGRESS (default 1)
+  const bool callerRuns_;  // TETHER_CALLER_PROGRESS (default 0: experimental)
   Clock::time_point lastRelease_{};
   std::thread thread_;
 };
