@@ -32,6 +32,10 @@ class Op {
   std::optional<Waiter> waiter;        // the coroutine waiting in settle()
   std::vector<match::Key> posted;      // receives still in the mailbox
   bool active = false;                 // registered with the world
+  // A collective's group as world ranks (empty for point-to-point): losing any
+  // of them fails the collective even when it is not waiting on that rank
+  // right now, because the collective can no longer complete everywhere.
+  std::vector<int> members;
   // A failed op whose frame a link is writing from (or reading into) its
   // buffer right now: the call returns only once that transfer ends, so the
   // link need not cut the stream mid-frame (which the peer would take for

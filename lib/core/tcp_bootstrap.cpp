@@ -30,6 +30,7 @@ std::chrono::milliseconds defaultTimeout(std::chrono::milliseconds given) {
 asio::awaitable<void> collectiveBody(World* w, coll::Group g, Op* opp,
                                      std::function<asio::awaitable<void>(coll::Context&)> algo) {
   Op& op = *opp;
+  op.members = g.worldRanks;
   w->setCurrentCollective(g.comm, op.coll, &op);
   coll::Context ctx(*w, op, g);
   co_await algo(ctx);

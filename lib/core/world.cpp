@@ -340,7 +340,10 @@ void World::onLinkDown(Link& link, const std::string& reason, bool graceful) {
   for (Op* op : activeOps_) {
     bool waits = std::any_of(op->posted.begin(), op->posted.end(),
                              [&](const match::Key& k) { return static_cast<int>(k.src) == p; });
-    if (waits) affected.push_back(op);
+    // A collective with p as a member cannot complete on every rank any more,
+    // even if this rank is not waiting on p right now (graceful: p finished).
+    bool member = !graceful && std::find(op->members.begin(), op->members.end(), p) != op->members.end();
+    if (waits || member) affected.push_back(op);
   }
   for (Op* op : link.opsWithQueuedFrames())
     if (std::find(affected.begin(), affected.end(), op) == affected.end()) affected.push_back(op);

@@ -77,11 +77,10 @@ void World::postRecv(Op& op, const match::Key& key, void* buf, std::size_t len) 
     return;
   }
   if (key.src != static_cast<std::uint32_t>(rank()) && peers_[key.src].gone) throw peerGoneError(key.src, op.name);
-  // A receive from a rank we never talked to opens the link now (the sender
-  // would open it anyway), so that rank's death shows here as a refused dial
-  // or EOF -> PeerLost instead of a wait until the deadline, and its abort
-  // notices reach every rank that waits on it.
-  if (key.src != static_cast<std::uint32_t>(rank())) linkFor(static_cast<int>(key.src));
+  // A point-to-point receive from a rank we never talked to opens the link now
+  // (the sender would open it anyway), so that rank's death shows as a refused
+  // dial or EOF -> PeerLost instead of a wait until the deadline.
+  if (key.kind == wire::Kind::P2P && key.src != static_cast<std::uint32_t>(rank())) linkFor(static_cast<int>(key.src));
   mailbox_.post(key, match::Posted{buf, len, &op});
   op.posted.push_back(key);
   ++op.outstanding;
@@ -139,6 +138,11 @@ void World::setCurrentCollective(std::uint64_t comm, std::uint64_t coll, Op* op)
     failOp(*op, e);
     return;
   }
+  // A member that already died (not one that said goodbye) means this
+  // collective cannot complete: fail now, naming it, instead of at the deadline.
+  for (int m : op->members)
+    if (m != rank() && peers_[m].gone && !peers_[m].graceful)
+      return failOp(*op, std::make_exception_ptr(peerGoneError(m, op->name)));
   checkStashedAgainst(*op);
 }
 
