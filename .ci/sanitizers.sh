@@ -25,8 +25,9 @@ export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:report_signal_unsaf
 
 configure() {  # dir, sanitize
   if [ ! -d "$1" ]; then
-    meson setup "$1" -Db_sanitize="$2" -Db_lundef=false -Dbuildtype=debugoptimized -Dexamples=false \
-      -Dcpp_args=-fno-omit-frame-pointer
+    # -O1 -g1: sanitized builds compile in a fraction of -O2 -g's time (CI budget).
+    meson setup "$1" -Db_sanitize="$2" -Db_lundef=false -Dbuildtype=plain -Dexamples=false \
+      "-Dcpp_args=['-O1','-g1','-fno-omit-frame-pointer']"
   fi
 }
 
