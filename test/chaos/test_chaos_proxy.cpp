@@ -153,9 +153,11 @@ TEST_CASE("fragment: a stream arrives as many small reads, bytes intact", "[chao
   Target target;
   ChaosProxy proxy(options);
   auto reads = readsAtTarget(proxy, target, 300);
-  CHECK(*std::max_element(reads.begin(), reads.end()) <= 3);
-  CHECK(reads.size() >= 100);
+  // The proxy's own count is exact: 300 bytes in pieces of at most 3. What the
+  // target's reads see depends on scheduling (a slow reader, e.g. under TSan,
+  // can find two pieces queued), so only a loose bound is checked there.
   CHECK(proxy.stats().pieces >= 100);
+  CHECK(reads.size() >= 30);
 }
 
 TEST_CASE("fragment {1,1}: every byte is its own write", "[chaos]") {
