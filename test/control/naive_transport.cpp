@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "chaos_proxy.hpp"  // splitHostPort
+#include "plain_socket.hpp"
 
 namespace tether::control {
 
@@ -53,18 +54,7 @@ void readExact(int fd, void* data, std::size_t bytes, NaiveRank::Clock::time_poi
   }
 }
 
-void writeAll(int fd, const void* data, std::size_t bytes) {
-  auto* p = static_cast<const char*>(data);
-  while (bytes > 0) {
-    ssize_t n = ::send(fd, p, bytes, MSG_NOSIGNAL);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail("send");
-    }
-    p += n;
-    bytes -= static_cast<std::size_t>(n);
-  }
-}
+using chaos::testnet::writeAll;  // the proxy tests' socket helper
 
 }  // namespace
 
