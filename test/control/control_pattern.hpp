@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdlib>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -15,6 +16,23 @@
 namespace tether::control {
 
 inline constexpr std::size_t kBlockBytes = 64;
+
+// Ranks, rounds and seed of a control run; both halves (naive and tether) read
+// the same variables so that they run the same pattern.
+struct ControlSettings {
+  int nranks;
+  int rounds;
+  std::uint64_t seed;
+};
+
+inline ControlSettings controlSettings() {
+  auto envInt = [](const char* name, int fallback) {
+    const char* v = std::getenv(name);
+    return v ? std::atoi(v) : fallback;
+  };
+  return {envInt("TETHER_CONTROL_RANKS", 4), envInt("TETHER_CONTROL_ROUNDS", 40),
+          static_cast<std::uint64_t>(envInt("TETHER_CONTROL_SEED", 1))};
+}
 
 // The adversity both transports face: accepts handed over in shuffled
 // batches, new connections held back for a random time, streams cut and delayed.

@@ -17,17 +17,11 @@ using namespace std::chrono_literals;
 
 namespace {
 
-int envInt(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v ? std::atoi(v) : fallback;
-}
 
 }  // namespace
 
 TEST_CASE("naive transport through the chaos proxy: swapped payloads are detected", "[control]") {
-  const int nranks = envInt("TETHER_CONTROL_RANKS", 4);
-  const int rounds = envInt("TETHER_CONTROL_ROUNDS", 40);
-  const std::uint64_t seed = static_cast<std::uint64_t>(envInt("TETHER_CONTROL_SEED", 1));
+  const auto [nranks, rounds, seed] = controlSettings();
 
   std::vector<std::unique_ptr<NaiveRank>> ranks;
   std::vector<std::unique_ptr<chaos::ChaosProxy>> proxies;

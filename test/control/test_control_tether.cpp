@@ -18,10 +18,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-int envInt(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v ? std::atoi(v) : fallback;
-}
 
 // Gives tether the naive transport's shape: alltoall, then a barrier whose
 // tokens travel as tagged messages with tags restarting at 0 every call.
@@ -48,9 +44,7 @@ struct TetherTransport {
 }  // namespace
 
 TEST_CASE("tether through the same chaos proxy: no swapped payloads", "[control]") {
-  const int nranks = envInt("TETHER_CONTROL_RANKS", 4);
-  const int rounds = envInt("TETHER_CONTROL_ROUNDS", 40);
-  const std::uint64_t seed = static_cast<std::uint64_t>(envInt("TETHER_CONTROL_SEED", 1));
+  const auto [nranks, rounds, seed] = controlSettings();
 
   UniqueId id = TcpBootstrap::createUniqueId("127.0.0.1:0");
   std::vector<std::unique_ptr<chaos::ChaosProxy>> proxies;
