@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "collectives/context.hpp"
+#include "collectives/knomial.hpp"
 
 namespace tether::coll {
 
@@ -58,37 +59,25 @@ boost::asio::awaitable<void> allgatherLinear(Context& c, unsigned char* data, st
 
 namespace tether::coll {
 
-// Tree: binomial gather to rank 0, then binomial broadcast of the whole
-// buffer. 2(N-1) messages in all instead of Bruck's N*ceil(log2 N): fewer
-// system calls and wake-ups per operation, at twice the rounds. Wins when
-// ranks outnumber cores and CPU time, not wire latency, is the bottleneck.
-boost::asio::awaitable<void> allgatherTree(Context& c, unsigned char* data, std::size_t bytes) {
+// Tree: gather up a k-nomial tree to rank 0, then broadcast the whole buffer
+// back down: 2(N-1) messages in all instead of Bruck's N*ceil(log2 N). Each
+// rank posts the receives from all its children at once and sends up when
+// they are in, so a rank wakes about once per phase. Wins when ranks
+// outnumber cores and CPU time (system calls, wake-ups), not wire latency,
+// is the bottleneck; a large radix makes the tree flat (fewest hops).
+boost::asio::awaitable<void> allgatherTree(Context& c, unsigned char* data, std::size_t bytes, int radix) {
   const int n = c.size(), r = c.rank();
-  for (int mask = 1; mask < n; mask <<= 1) {
-    if (r & mask) {  // hand everything gathered so far to the parent
-      int count = std::min(mask, n - r);
-      c.send(r - mask, 0, data + static_cast<std::size_t>(r) * bytes, static_cast<std::size_t>(count) * bytes);
-      co_await c.settle();
-      break;
-    }
-    if (r + mask < n) {
-      int count = std::min(mask, n - (r + mask));
-      c.recv(r + mask, 0, data + static_cast<std::size_t>(r + mask) * bytes, static_cast<std::size_t>(count) * bytes);
-      co_await c.settle();
-    }
+  const auto node = knomialNode(r, n, radix);
+  auto block = [&](int first) { return data + static_cast<std::size_t>(first) * bytes; };
+  for (const auto& ch : node.children) c.recv(ch.rank, 0, block(ch.rank), static_cast<std::size_t>(ch.span) * bytes);
+  co_await c.settle();
+  const std::size_t all = static_cast<std::size_t>(n) * bytes;
+  if (node.parent >= 0) {
+    c.send(node.parent, 0, block(r), static_cast<std::size_t>(node.span) * bytes);
+    c.recv(node.parent, 1, data, all);  // step 1: the broadcast (a distinct key)
+    co_await c.settle();
   }
-  // Step numbers of the broadcast follow the gather's (distinct keys).
-  int mask = 1;
-  while (mask < n) {
-    if (r & mask) {
-      c.recv(r - mask, 1, data, static_cast<std::size_t>(n) * bytes);
-      co_await c.settle();
-      break;
-    }
-    mask <<= 1;
-  }
-  for (mask >>= 1; mask > 0; mask >>= 1)
-    if (r + mask < n) c.send(r + mask, 1, data, static_cast<std::size_t>(n) * bytes);
+  for (const auto& ch : node.children) c.send(ch.rank, 1, data, all);
   co_await c.settle();
 }
 

@@ -1,6 +1,7 @@
 // Dissemination barrier: ceil(log2 N) rounds of empty frames; in round k each
 // rank signals r + 2^k and waits for r - 2^k.
 #include "collectives/context.hpp"
+#include "collectives/knomial.hpp"
 
 namespace tether::coll {
 
@@ -18,25 +19,18 @@ boost::asio::awaitable<void> barrierDissemination(Context& c) {
 
 namespace tether::coll {
 
-// Tree barrier: empty frames up a binomial tree to rank 0 and back down:
+// Tree barrier: empty frames up a k-nomial tree to rank 0 and back down:
 // 2(N-1) messages instead of N*ceil(log2 N), for when CPU time is scarce.
-boost::asio::awaitable<void> barrierTree(Context& c) {
-  const int n = c.size(), r = c.rank();
-  int mask = 1;
-  for (; mask < n; mask <<= 1) {
-    if (r & mask) {
-      c.send(r - mask, 0, nullptr, 0);
-      c.recv(r - mask, 1, nullptr, 0);  // the release comes back down the same edge
-      co_await c.settle();
-      break;
-    }
-    if (r + mask < n) {
-      c.recv(r + mask, 0, nullptr, 0);
-      co_await c.settle();
-    }
+boost::asio::awaitable<void> barrierTree(Context& c, int radix) {
+  const auto node = knomialNode(c.rank(), c.size(), radix);
+  for (const auto& ch : node.children) c.recv(ch.rank, 0, nullptr, 0);
+  co_await c.settle();
+  if (node.parent >= 0) {
+    c.send(node.parent, 0, nullptr, 0);
+    c.recv(node.parent, 1, nullptr, 0);  // the release comes back down the same edge
+    co_await c.settle();
   }
-  for (mask >>= 1; mask > 0; mask >>= 1)
-    if (r + mask < n) c.send(r + mask, 1, nullptr, 0);
+  for (const auto& ch : node.children) c.send(ch.rank, 1, nullptr, 0);
   co_await c.settle();
 }
 

@@ -42,7 +42,7 @@ class Context {
 boost::asio::awaitable<void> allgatherBruck(Context& c, unsigned char* data, std::size_t bytes);
 boost::asio::awaitable<void> allgatherRing(Context& c, unsigned char* data, std::size_t bytes);
 boost::asio::awaitable<void> allgatherLinear(Context& c, unsigned char* data, std::size_t bytes);
-boost::asio::awaitable<void> allgatherTree(Context& c, unsigned char* data, std::size_t bytes);
+boost::asio::awaitable<void> allgatherTree(Context& c, unsigned char* data, std::size_t bytes, int radix);
 boost::asio::awaitable<void> alltoallv(Context& c, const unsigned char* send, const std::size_t* sendCounts,
                                        const std::size_t* sendDispls, unsigned char* recv,
                                        const std::size_t* recvCounts, const std::size_t* recvDispls,
@@ -51,6 +51,6 @@ boost::asio::awaitable<void> broadcastBinomial(Context& c, unsigned char* data, 
 boost::asio::awaitable<void> broadcastPipeline(Context& c, unsigned char* data, std::size_t bytes, int root,
                                                std::size_t chunk);
 boost::asio::awaitable<void> barrierDissemination(Context& c);
-boost::asio::awaitable<void> barrierTree(Context& c);
+boost::asio::awaitable<void> barrierTree(Context& c, int radix);
 
 }  // namespace tether::coll

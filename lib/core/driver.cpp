@@ -1,11 +1,13 @@
 #include "core/driver.hpp"
 
+#include <algorithm>
+
 #include "core/env.hpp"
 
 namespace tether {
 
 Driver::Driver(boost::asio::io_context& io)
-    : io_(io), callerRuns_(env::getInt("TETHER_CALLER_PROGRESS", 0) != 0) {}
+    : io_(io), callerRuns_(env::getInt("TETHER_CALLER_PROGRESS", 1) != 0) {}
 
 void Driver::start() {
   thread_ = std::thread([this] { backgroundLoop(); });
@@ -24,9 +26,16 @@ void Driver::stop() {
 
 void Driver::backgroundLoop() {
   std::unique_lock lock(mutex_);
+  auto recheck = kLinger;  // how long to sleep while callers are busy
   while (!stopping_) {
-    if (holder_ != Holder::None || wanting_ > 0) {  // a caller is taking over
-      cv_.wait(lock);
+    if (holder_ != Holder::None || wanting_ > 0) {
+      // A caller runs the event loop. Releasing the baton does not wake this
+      // thread (that would cost every call a context switch): it looks again
+      // after a while, backing off while calls keep coming, and takes over
+      // at most kMaxRecheck after the last call left. Frames arriving
+      // meanwhile wait in the kernel's socket buffers.
+      cv_.wait_for(lock, recheck);
+      recheck = std::min(recheck * 2, kMaxRecheck);
       continue;
     }
     if (!wakeNow_) {
@@ -38,6 +47,7 @@ void Driver::backgroundLoop() {
     }
     holder_ = Holder::Background;
     wakeNow_ = false;
+    recheck = kLinger;
     io_.restart();  // under the lock: a caller's stop() cannot come before it
     lock.unlock();
     io_.run();  // until a caller (or stop) calls io_.stop()
@@ -68,13 +78,15 @@ bool Driver::takeBaton(std::unique_lock<std::mutex>& lock) {
 }
 
 void Driver::releaseBaton() {
+  bool wakeBackground;
   {
     std::lock_guard lock(mutex_);
     holder_ = Holder::None;
     lastRelease_ = Clock::now();
-    if (waiters_ > 0) wakeNow_ = true;  // their operations still need progress
+    wakeBackground = waiters_ > 0;  // their operations still need progress now
+    if (wakeBackground) wakeNow_ = true;
   }
-  cv_.notify_all();
+  if (wakeBackground) cv_.notify_all();
 }
 
 bool Driver::waitUntil(Completion& done, Clock::time_point deadline) {

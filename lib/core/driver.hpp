@@ -36,6 +36,7 @@ class Driver {
  private:
   enum class Holder { None, Background, Caller };
   static constexpr auto kLinger = std::chrono::milliseconds(2);
+  static constexpr auto kMaxRecheck = std::chrono::milliseconds(64);
 
   void backgroundLoop();
   bool takeBaton(std::unique_lock<std::mutex>& lock);
@@ -49,7 +50,7 @@ class Driver {
   int wanting_ = 0;        // callers waiting for the background thread to hand over
   bool wakeNow_ = false;   // the background thread should take over at once
   bool stopping_ = false;
-  const bool callerRuns_;  // TETHER_CALLER_PROGRESS (default 0: experimental)
+  const bool callerRuns_;  // TETHER_CALLER_PROGRESS (default 1)
   Clock::time_point lastRelease_{};
   std::thread thread_;
 };

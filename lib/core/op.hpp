@@ -18,10 +18,19 @@ class Op {
  public:
   using Waiter = boost::asio::any_completion_handler<void(std::exception_ptr)>;
 
-  Op(std::string name, std::uint64_t comm, std::uint64_t coll, std::uint32_t code = 0)
-      : name(std::move(name)), comm(comm), coll(coll), code(code) {}
+  enum class Kind { Collective, Send, Recv };
 
-  const std::string name;   // "allgather#12", "recv from 3 tag 7"
+  // A collective: `code` is its wire::OpCode, `coll` its collective id.
+  Op(std::uint64_t comm, std::uint64_t coll, std::uint32_t code)
+      : comm(comm), coll(coll), code(code), kind_(Kind::Collective) {}
+  // Point-to-point: `peer` and `tag` as the caller gave them.
+  Op(Kind kind, std::uint64_t comm, int peer, int tag)
+      : comm(comm), coll(0), code(0), kind_(kind), peer_(peer), tag_(tag) {}
+
+  // "allgather#12", "recv from rank 3 tag 7": how errors name the operation.
+  // Built on demand (only errors and logs need it), not on every call.
+  std::string name() const;
+
   const std::uint64_t comm;
   const std::uint64_t coll; // 0 for point-to-point
   const std::uint32_t code; // wire::OpCode of a collective, 0 for point-to-point
@@ -42,6 +51,10 @@ class Op {
   // this rank's death) and the caller's buffer is never used after return.
   int draining = 0;
   std::function<void()> afterDrain;
+
+ private:
+  const Kind kind_;
+  const int peer_ = -1, tag_ = -1;
 };
 
 }  // namespace tether

@@ -56,13 +56,12 @@ void requireBuffer(const void* p, std::size_t bytes, const char* op, int rank) {
 
 void TcpBootstrap::Impl::collective(wire::OpCode code, const coll::Group& g, std::uint64_t coll,
                                     std::function<asio::awaitable<void>(coll::Context&)> algo) {
-  auto name = fmt::format("{}#{}", wire::opName(code), coll);
+  auto op = std::make_shared<Op>(g.comm, coll, static_cast<std::uint32_t>(code));
   if (!brokenBy.empty())
     throw Error(ErrorCode::Protocol,
                 fmt::format("rank {}: {}: communicator unusable after an earlier collective failed: {}", group.rank,
-                            name, brokenBy),
+                            op->name(), brokenBy),
                 group.rank);
-  auto op = std::make_shared<Op>(name, g.comm, coll, static_cast<std::uint32_t>(code));
   World* w = world.get();
   try {
     world->run(op, [w, g, algo](Op& o) { return collectiveBody(w, g, &o, algo); }, deadline());
@@ -179,7 +178,7 @@ void TcpBootstrap::send(const void* data, std::size_t bytes, int peer, int tag) 
   h.comm = m.group.comm;
   h.tag = static_cast<std::uint32_t>(tag);
   h.length = bytes;
-  auto op = std::make_shared<Op>(fmt::format("send to rank {} tag {}", peer, tag), m.group.comm, 0);
+  auto op = std::make_shared<Op>(Op::Kind::Send, m.group.comm, peer, tag);
   World* w = m.world.get();
   int dst = m.group.worldRanks[peer];
   w->run(op, [w, dst, h, data](Op& o) { return sendBody(w, &o, dst, h, data); }, m.deadline());
@@ -192,7 +191,7 @@ void TcpBootstrap::recv(void* data, std::size_t bytes, int peer, int tag) {
   requireBuffer(data, bytes, "recv", rank());
   match::Key key{static_cast<std::uint32_t>(m.group.worldRanks[peer]), m.group.comm, wire::Kind::P2P, 0, 0,
                  static_cast<std::uint32_t>(tag)};
-  auto op = std::make_shared<Op>(fmt::format("recv from rank {} tag {}", peer, tag), m.group.comm, 0);
+  auto op = std::make_shared<Op>(Op::Kind::Recv, m.group.comm, peer, tag);
   World* w = m.world.get();
   w->run(op, [w, key, data, bytes](Op& o) { return recvBody(w, &o, key, data, bytes); }, m.deadline());
 }
@@ -203,12 +202,14 @@ void TcpBootstrap::allgather(void* allData, std::size_t bytesPerRank) {
   requireBuffer(allData, bytesPerRank, "allgather", rank());
   std::lock_guard lock(impl_->collMutex);
   auto* data = static_cast<unsigned char*>(allData);
-  auto algo = coll::selection().allgather(bytesPerRank, size(), impl_->cpuBound);
-  impl_->collective(wire::OpCode::Allgather, [data, bytesPerRank, algo](coll::Context& c) {
+  const auto& sel = coll::selection();
+  auto algo = sel.allgather(bytesPerRank, size(), impl_->cpuBound);
+  int radix = sel.treeRadix(size());
+  impl_->collective(wire::OpCode::Allgather, [data, bytesPerRank, algo, radix](coll::Context& c) {
     switch (algo) {
       case coll::AllgatherAlgo::Ring: return coll::allgatherRing(c, data, bytesPerRank);
       case coll::AllgatherAlgo::Linear: return coll::allgatherLinear(c, data, bytesPerRank);
-      case coll::AllgatherAlgo::Tree: return coll::allgatherTree(c, data, bytesPerRank);
+      case coll::AllgatherAlgo::Tree: return coll::allgatherTree(c, data, bytesPerRank, radix);
       default: return coll::allgatherBruck(c, data, bytesPerRank);
     }
   });
@@ -268,9 +269,11 @@ void TcpBootstrap::broadcast(void* data, std::size_t bytes, int root) {
 
 void TcpBootstrap::barrier() {
   std::lock_guard lock(impl_->collMutex);
-  auto algo = coll::selection().barrier(impl_->cpuBound);
-  impl_->collective(wire::OpCode::Barrier, [algo](coll::Context& c) {
-    return algo == coll::BarrierAlgo::Tree ? coll::barrierTree(c) : coll::barrierDissemination(c);
+  const auto& sel = coll::selection();
+  auto algo = sel.barrier(impl_->cpuBound);
+  int radix = sel.treeRadix(size());
+  impl_->collective(wire::OpCode::Barrier, [algo, radix](coll::Context& c) {
+    return algo == coll::BarrierAlgo::Tree ? coll::barrierTree(c, radix) : coll::barrierDissemination(c);
   });
 }
 

@@ -147,10 +147,10 @@ void World::onLinkIdle() {
 
 void World::run(const std::shared_ptr<Op>& op, std::function<asio::awaitable<void>(Op&)> body,
                 Clock::time_point deadline) {
-  throwIfAborted(op->name);
+  if (aborted_.load()) throw abortedError(op->name());
   auto done = std::make_shared<Completion>();
   asio::post(io_, [this, op, body = std::move(body), done]() mutable {
-    if (abortHandled_) return done->complete(std::make_exception_ptr(abortedError(op->name)));
+    if (abortHandled_) return done->complete(std::make_exception_ptr(abortedError(op->name())));
     activeOps_.insert(op.get());
     op->active = true;
     asio::co_spawn(io_, body(*op), [this, op, done](std::exception_ptr e) {
@@ -179,7 +179,7 @@ void World::run(const std::shared_ptr<Op>& op, std::function<asio::awaitable<voi
       if (!op->active) return;
       failOp(*op, std::make_exception_ptr(Error(
                       ErrorCode::Timeout,
-                      fmt::format("rank {}: {}: timed out {}", rank(), op->name, pendingDescription(*op)), rank(),
+                      fmt::format("rank {}: {}: timed out {}", rank(), op->name(), pendingDescription(*op)), rank(),
                       op->posted.empty() ? -1 : static_cast<int>(op->posted.front().src))));
     });
     driver_.wait(*done);
@@ -256,7 +256,7 @@ void World::abortOnProgress(int origin, const std::string& reason, bool notifyPe
       if (l && l->state() != Link::State::Closed && l->peer() != origin) sendControl(*l, wire::Kind::Abort, payload);
   }
   std::vector<Op*> ops(activeOps_.begin(), activeOps_.end());
-  for (Op* op : ops) failOp(*op, std::make_exception_ptr(abortedError(op->name)));
+  for (Op* op : ops) failOp(*op, std::make_exception_ptr(abortedError(op->name())));
   if (!initComplete_) finishInit(std::make_exception_ptr(abortedError("rendezvous")));
 }
 
@@ -347,7 +347,7 @@ void World::onLinkDown(Link& link, const std::string& reason, bool graceful) {
   }
   for (Op* op : link.opsWithQueuedFrames())
     if (std::find(affected.begin(), affected.end(), op) == affected.end()) affected.push_back(op);
-  for (Op* op : affected) failOp(*op, std::make_exception_ptr(peerGoneError(p, op->name)));
+  for (Op* op : affected) failOp(*op, std::make_exception_ptr(peerGoneError(p, op->name())));
   if (!initComplete_ && (p == 0 || rank() == 0)) {
     finishInit(std::make_exception_ptr(peerGoneError(p, "rendezvous")));
     // The rendezvous cannot complete without p: tell the ranks already

@@ -14,12 +14,21 @@
 
 namespace tether {
 
+std::string Op::name() const {
+  switch (kind_) {
+    case Kind::Send: return fmt::format("send to rank {} tag {}", peer_, tag_);
+    case Kind::Recv: return fmt::format("recv from rank {} tag {}", peer_, tag_);
+    case Kind::Collective: break;
+  }
+  return fmt::format("{}#{}", wire::opName(static_cast<wire::OpCode>(code)), coll);
+}
+
 void World::sendFrame(Op& op, int dst, const wire::FrameHeader& h, const void* payload, bool reference) {
   if (op.error) std::rethrow_exception(op.error);
   if (dst == rank()) return deliverLocal(h, payload);
   auto link = linkFor(dst);
-  if (!link) throw peerGoneError(dst, op.name);
-  log::trace(rank(), "queue {} to rank {}", wire::describe(h), dst);
+  if (!link) throw peerGoneError(dst, op.name());
+  if (log::enabled(LogLevel::Trace)) log::trace(rank(), "queue {} to rank {}", wire::describe(h), dst);
   OutFrame f;
   wire::encodeHeader(h, f.header.data());
   f.len = h.length;
@@ -46,7 +55,7 @@ bool World::deliverToPosted(int src, const wire::FrameHeader& h, const unsigned 
   if (posted->len != h.length) {
     failOp(*owner, std::make_exception_ptr(Error(
                        ErrorCode::Protocol,
-                       fmt::format("rank {}: {}: rank {} sent {}, this rank expects {} bytes", rank(), owner->name,
+                       fmt::format("rank {}: {}: rank {} sent {}, this rank expects {} bytes", rank(), owner->name(),
                                    src, wire::describe(h), posted->len),
                        rank(), src)));
     return true;
@@ -70,13 +79,13 @@ void World::postRecv(Op& op, const match::Key& key, void* buf, std::size_t len) 
   if (auto s = mailbox_.takeStashed(key)) {
     if (s->header.length != len)
       throw Error(ErrorCode::Protocol,
-                  fmt::format("rank {}: {}: rank {} sent {}, this rank expects {} bytes", rank(), op.name, key.src,
+                  fmt::format("rank {}: {}: rank {} sent {}, this rank expects {} bytes", rank(), op.name(), key.src,
                               wire::describe(s->header), len),
                   rank(), static_cast<int>(key.src));
     if (len) std::memcpy(buf, s->payload.data(), len);
     return;
   }
-  if (key.src != static_cast<std::uint32_t>(rank()) && peers_[key.src].gone) throw peerGoneError(key.src, op.name);
+  if (key.src != static_cast<std::uint32_t>(rank()) && peers_[key.src].gone) throw peerGoneError(key.src, op.name());
   // A point-to-point receive from a rank we never talked to opens the link now
   // (the sender would open it anyway), so that rank's death shows as a refused
   // dial or EOF -> PeerLost instead of a wait until the deadline.
@@ -142,7 +151,7 @@ void World::setCurrentCollective(std::uint64_t comm, std::uint64_t coll, Op* op)
   // collective cannot complete: fail now, naming it, instead of at the deadline.
   for (int m : op->members)
     if (m != rank() && peers_[m].gone && !peers_[m].graceful)
-      return failOp(*op, std::make_exception_ptr(peerGoneError(m, op->name)));
+      return failOp(*op, std::make_exception_ptr(peerGoneError(m, op->name())));
   checkStashedAgainst(*op);
 }
 
@@ -155,7 +164,7 @@ void World::checkStashedAgainst(Op& op) {
     if (k.tag != op.code)
       mismatch = Error(ErrorCode::Protocol,
                        fmt::format("rank {}: {}: rank {} is in {} — the ranks called different collectives", rank(),
-                                   op.name, k.src, wire::describe(s.header)),
+                                   op.name(), k.src, wire::describe(s.header)),
                        rank(), static_cast<int>(k.src));
   });
   if (mismatch) failOp(op, std::make_exception_ptr(*mismatch));
@@ -171,8 +180,8 @@ void World::finishOp(Op& op) {
   mailbox_.forEachStashed([&](const match::Key& k, const match::Stashed& s) {
     if (!extra && k.kind == wire::Kind::Collective && k.comm == op.comm && k.coll == op.coll)
       extra = Error(ErrorCode::Protocol,
-                    fmt::format("rank {}: {}: rank {} sent {} which this rank's {} never receives", rank(), op.name,
-                                k.src, wire::describe(s.header), op.name),
+                    fmt::format("rank {}: {}: rank {} sent {} which this rank's {} never receives", rank(), op.name(),
+                                k.src, wire::describe(s.header), op.name()),
                     rank(), static_cast<int>(k.src));
   });
   if (extra) {
@@ -192,7 +201,7 @@ void World::reportProtocol(std::uint64_t comm, const Error& e) {
 
 Target World::onDataHeader(Link& link, const wire::FrameHeader& h) {
   auto key = match::keyOf(static_cast<std::uint32_t>(link.peer()), h);
-  log::trace(rank(), "frame {} from rank {}", wire::describe(h), link.peer());
+  if (log::enabled(LogLevel::Trace)) log::trace(rank(), "frame {} from rank {}", wire::describe(h), link.peer());
   if (auto p = mailbox_.claimPosted(key)) {
     Op* op = const_cast<Op*>(static_cast<const Op*>(p->owner));
     auto it = std::find(op->posted.begin(), op->posted.end(), key);
@@ -200,7 +209,7 @@ Target World::onDataHeader(Link& link, const wire::FrameHeader& h) {
     if (h.length != p->len) {
       failOp(*op, std::make_exception_ptr(Error(
                       ErrorCode::Protocol,
-                      fmt::format("rank {}: {}: rank {} sent {}, this rank expects {} bytes", rank(), op->name,
+                      fmt::format("rank {}: {}: rank {} sent {}, this rank expects {} bytes", rank(), op->name(),
                                   link.peer(), wire::describe(h), p->len),
                       rank(), link.peer())));
       return Target{};
@@ -224,7 +233,7 @@ Target World::onDataHeader(Link& link, const wire::FrameHeader& h) {
         reportProtocol(h.comm, Error(ErrorCode::Protocol,
                                      fmt::format("rank {}: {}: rank {} is in {} — the ranks called different "
                                                  "collectives",
-                                                 rank(), st.op->name, link.peer(), wire::describe(h)),
+                                                 rank(), st.op->name(), link.peer(), wire::describe(h)),
                                      rank(), link.peer()));
         return Target{};
       }

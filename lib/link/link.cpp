@@ -6,6 +6,8 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <algorithm>
+#include <array>
+#include <span>
 #include <cstring>
 #include <utility>
 
@@ -28,6 +30,10 @@ void Link::attach(tcp::socket socket, bool dialedByUs) {
   auto ep = socket.remote_endpoint(ec);
   remote_ = ec ? std::string("?") : toString(ep);
   socket_ = std::make_unique<tcp::socket>(std::move(socket));
+  // Reads and writes are tried directly first (see fill() and startWrite());
+  // in non-blocking mode they report would_block instead of waiting.
+  boost::system::error_code ignored;
+  socket_->non_blocking(true, ignored);
   state_ = State::Up;
   asio::co_spawn(world_.io(), readLoop(), asio::detached);
   startWrite();
@@ -39,31 +45,67 @@ void Link::enqueue(OutFrame frame) {
 }
 
 void Link::startWrite() {
-  if (state_ != State::Up || inFlight_ != 0 || queue_.empty()) return;
-  std::vector<asio::const_buffer> bufs;
-  std::size_t n = std::min(queue_.size(), kMaxGather);
-  bufs.reserve(2 * n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto& f = queue_[i];
-    bufs.emplace_back(f.header.data(), f.header.size());
-    if (f.len) bufs.emplace_back(f.ref ? f.ref : f.owned.data(), f.len);
+  while (state_ == State::Up && inFlight_ == 0 && !queue_.empty()) {
+    std::array<asio::const_buffer, 2 * kMaxGather> bufs;
+    std::size_t n = std::min(queue_.size(), kMaxGather), nbufs = 0, total = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto& f = queue_[i];
+      bufs[nbufs++] = asio::const_buffer(f.header.data(), f.header.size());
+      if (f.len) bufs[nbufs++] = asio::const_buffer(f.ref ? f.ref : f.owned.data(), f.len);
+      total += f.header.size() + f.len;
+    }
+    inFlight_ = n;
+    auto seq = std::span(bufs.data(), nbufs);
+    // Small frames nearly always fit the socket buffer: write them now, in
+    // this handler, instead of a write operation that completes through the
+    // scheduler a round later.
+    boost::system::error_code ec;
+    std::size_t written = socket_->write_some(seq, ec);
+    if (ec == asio::error::would_block || ec == asio::error::try_again) {
+      ec.clear();
+      written = 0;
+    }
+    if (ec) return fail("write failed: " + ec.message());
+    if (written == total) {
+      finishWrite();
+      continue;
+    }
+    // The rest waits for the socket to drain; the queue keeps the frames alive.
+    std::vector<asio::const_buffer> rest;
+    std::size_t skip = written;
+    for (const auto& b : seq) {
+      if (skip >= b.size()) {
+        skip -= b.size();
+        continue;
+      }
+      rest.push_back(b + skip);
+      skip = 0;
+    }
+    asio::async_write(*socket_, rest, [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
+      if (self->state_ == State::Closed) return;
+      if (ec) return self->fail("write failed: " + ec.message());
+      self->finishWrite();
+      self->startWrite();
+    });
+    return;
   }
-  inFlight_ = n;
-  asio::async_write(*socket_, bufs,
-                    [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
-                      if (self->state_ == State::Closed) return;
-                      if (ec) return self->fail("write failed: " + ec.message());
-                      for (std::size_t i = 0; i < self->inFlight_; ++i) {
-                        Op* op = self->queue_.front().op;
-                        bool abandoned = self->queue_.front().abandoned;
-                        self->queue_.pop_front();
-                        if (op && abandoned) self->world_.releaseDrain(*op);
-                        else if (op) self->world_.completeReferencedSend(*op);
-                      }
-                      self->inFlight_ = 0;
-                      self->startWrite();
-                      if (self->idle()) self->world_.linkIdle();
-                    });
+  if (idle()) world_.linkIdle();
+}
+
+// The inFlight_ frames at the front of the queue are on the wire.
+void Link::finishWrite() {
+  // Take them off the queue before telling their ops: a woken op may queue
+  // more frames or fail (and prune the queue) right away.
+  std::vector<std::pair<Op*, bool>> done;
+  for (std::size_t i = 0; i < inFlight_; ++i) {
+    if (queue_.front().op) done.emplace_back(queue_.front().op, queue_.front().abandoned);
+    queue_.pop_front();
+  }
+  inFlight_ = 0;
+  for (auto [op, abandoned] : done) {
+    if (abandoned) world_.releaseDrain(*op);
+    else world_.completeReferencedSend(*op);
+  }
 }
 
 std::vector<Op*> Link::opsWithQueuedFrames() const {
@@ -125,8 +167,21 @@ asio::awaitable<void> Link::fill(std::size_t n) {
     if (n > rbuf_.size()) rbuf_.resize(n);
   }
   while (rend_ - rbegin_ < n) {
-    rend_ += co_await socket_->async_read_some(
-        asio::buffer(rbuf_.data() + rend_, rbuf_.size() - rend_), asio::use_awaitable);
+    // Wait for readiness, then read what is there. A read that returns less
+    // than it asked for emptied the socket, so the next read waits for the
+    // next readiness event instead of trying (and failing with EAGAIN) first:
+    // one system call per arriving batch of frames, not two.
+    if (!mayHaveData_) co_await socket_->async_wait(tcp::socket::wait_read, asio::use_awaitable);
+    std::size_t space = rbuf_.size() - rend_;
+    boost::system::error_code ec;
+    std::size_t got = socket_->read_some(asio::buffer(rbuf_.data() + rend_, space), ec);
+    if (ec == asio::error::would_block || ec == asio::error::try_again) {
+      mayHaveData_ = false;
+      continue;
+    }
+    if (ec) throw boost::system::system_error(ec);
+    rend_ += got;
+    mayHaveData_ = got == space;
   }
 }
 
@@ -151,6 +206,7 @@ asio::awaitable<void> Link::readPayload(std::size_t len) {
       directRead_ = true;
       co_await asio::async_read(*socket_, asio::buffer(pendingDst_ + done, left), asio::use_awaitable);
       directRead_ = false;
+      mayHaveData_ = true;
       done += left;
     }
   }

@@ -62,6 +62,7 @@ class Link : public std::enable_shared_from_this<Link> {
   asio::awaitable<void> fill(std::size_t n);
   asio::awaitable<void> readPayload(std::size_t len);
   void startWrite();
+  void finishWrite();
 
   World& world_;
   const int peer_;
@@ -82,6 +83,7 @@ class Link : public std::enable_shared_from_this<Link> {
   const Op* pendingOp_ = nullptr;      // op whose payload is arriving now
   unsigned char* pendingDst_ = nullptr; // where it goes (nullptr: discard)
   bool directRead_ = false;            // the socket is reading into pendingDst_
+  bool mayHaveData_ = true;            // the last read did not empty the socket
   Op* drainingRead_ = nullptr;         // abandoned op whose direct read is still running
 };
 

@@ -29,11 +29,13 @@ TcpOptions opts() {
   return o;
 }
 
-void runChecked(int n, const std::function<void(TcpBootstrap&)>& body, const char* env = nullptr) {
+void runChecked(int n, const std::function<void(TcpBootstrap&)>& body, const char* env = nullptr,
+                const char* env2 = nullptr) {
   auto res = test::runRanks(
       n,
       [&](int rank, const UniqueId& id) {
         if (env) ::putenv(const_cast<char*>(env));
+        if (env2) ::putenv(const_cast<char*>(env2));
         TcpBootstrap b(rank, n, id, opts());
         body(b);
         b.barrier();
@@ -128,6 +130,17 @@ TEST_CASE("allgather with each algorithm forced", "[multiproc][allgather]") {
   int n = GENERATE(2, 3, 8, 13);
   INFO(env);
   runChecked(n, checkAllgather, env);
+}
+
+TEST_CASE("tree allgather and barrier with each radix", "[multiproc][allgather][barrier]") {
+  // Radix 2 is binomial, 3 leaves partial levels, 64 is flat for these sizes.
+  const char* radix = GENERATE("TETHER_TREE_RADIX=2", "TETHER_TREE_RADIX=3", "TETHER_TREE_RADIX=64");
+  int n = GENERATE(2, 5, 11);
+  INFO(radix);
+  runChecked(n, [](TcpBootstrap& b) {
+    checkAllgather(b);
+    b.barrier();
+  }, "TETHER_ALGO_ALLGATHER=tree", radix);
 }
 
 TEST_CASE("alltoall on forked ranks", "[multiproc][alltoall]") {

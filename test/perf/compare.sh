@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs tether-bench and mpi-bench (Open MPI over TCP loopback and over shared
-# memory) in one sitting and prints the figures side by side.
+# Runs tether-bench, tcp-floor (bare blocking sockets: the least a
+# non-spinning TCP all-gather costs here) and mpi-bench (Open MPI over TCP
+# loopback and over shared memory) in one sitting, side by side.
 #
 #   test/perf/compare.sh [BUILD_DIR]        (default: build)
 #   env: NRANKS="8 16"  OP=allgather  BYTES=64  ITERS=1000  WARMUP=50
@@ -42,6 +43,10 @@ run() {
 mpirun_common=(mpirun --allow-run-as-root --oversubscribe)
 for n in $NRANKS; do
   run "tether-tcp-lo" "$bin/tether-bench" --nranks "$n" "${args[@]}"
+  # The floor: bare blocking sockets, no library (all-gather only).
+  if [[ "$OP" == allgather && -x "$bin/tcp-floor" ]]; then
+    run "floor-tcp-lo" "$bin/tcp-floor" --nranks "$n" "${args[@]}"
+  fi
   if (( have_mpi )); then
     run "openmpi-tcp-lo" "${mpirun_common[@]}" -np "$n" --mca btl self,tcp --mca btl_tcp_if_include lo \
       "$bin/mpi-bench" "${args[@]}"

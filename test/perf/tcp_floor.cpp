@@ -1,0 +1,179 @@
+// tcp-floor: the least a non-spinning TCP all-gather can cost on this machine.
+// N forked ranks, a full mesh of plain blocking loopback TCP sockets
+// (TCP_NODELAY), and the all-gather with the fewest messages and hops: every
+// rank writes its block to rank 0, rank 0 writes the whole buffer back. One
+// write() per message, one blocking read() per message, no framing, no
+// matching, no deadlines, no event loop. Not a library, not a test: a
+// reference line for tether-bench and mpi-bench (same options, same latency
+// model, same JSON; see bench_common.hpp and docs/benchmarks.md).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <cstring>
+#include <vector>
+
+#include "bench_common.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void check(bool ok, const char* what) {
+  if (!ok) throw std::runtime_error(std::string(what) + ": " + std::strerror(errno));
+}
+
+void writeAll(int fd, const void* p, std::size_t n) {
+  auto* c = static_cast<const char*>(p);
+  while (n) {
+    ssize_t k = ::write(fd, c, n);
+    check(k > 0, "write");
+    c += k;
+    n -= static_cast<std::size_t>(k);
+  }
+}
+
+void readAll(int fd, void* p, std::size_t n) {
+  auto* c = static_cast<char*>(p);
+  while (n) {
+    ssize_t k = ::read(fd, c, n);
+    check(k > 0, "read");
+    c += k;
+    n -= static_cast<std::size_t>(k);
+  }
+}
+
+int listenLoopback(int& port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  check(fd >= 0, "socket");
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  check(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0, "bind");
+  check(::listen(fd, 1024) == 0, "listen");
+  socklen_t len = sizeof a;
+  check(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0, "getsockname");
+  port = ntohs(a.sin_port);
+  return fd;
+}
+
+void noDelay(int fd) {
+  int one = 1;
+  check(::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) == 0, "TCP_NODELAY");
+}
+
+// Rank r's sockets: fd[p] is the stream to rank p. Rank r dials every lower
+// rank and accepts every higher one (which names itself in its first 4 bytes).
+std::vector<int> connectMesh(int r, int n, const std::vector<int>& listeners, const std::vector<int>& ports) {
+  std::vector<int> fd(static_cast<std::size_t>(n), -1);
+  for (int p = 0; p < r; ++p) {
+    int s = ::socket(AF_INET, SOCK_STREAM, 0);
+    check(s >= 0, "socket");
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<std::uint16_t>(ports[static_cast<std::size_t>(p)]));
+    check(::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0, "connect");
+    noDelay(s);
+    writeAll(s, &r, sizeof r);
+    fd[static_cast<std::size_t>(p)] = s;
+  }
+  for (int k = r + 1; k < n; ++k) {
+    int s = ::accept(listeners[static_cast<std::size_t>(r)], nullptr, nullptr);
+    check(s >= 0, "accept");
+    noDelay(s);
+    int who = -1;
+    readAll(s, &who, sizeof who);
+    fd[static_cast<std::size_t>(who)] = s;
+  }
+  return fd;
+}
+
+void runRank(int r, const bench::Options& o, std::size_t bytes, const std::vector<int>& listeners,
+             const std::vector<int>& ports) {
+  const int n = o.nranks;
+  auto fd = connectMesh(r, n, listeners, ports);
+  std::vector<char> data(static_cast<std::size_t>(n) * bytes, 1);
+  const std::size_t all = data.size();
+  std::vector<double> times(static_cast<std::size_t>(o.warmup + o.iters));
+  for (auto& t : times) {
+    auto start = Clock::now();
+    if (r == 0) {
+      for (int p = 1; p < n; ++p) readAll(fd[static_cast<std::size_t>(p)], data.data() + p * bytes, bytes);
+      for (int p = 1; p < n; ++p) writeAll(fd[static_cast<std::size_t>(p)], data.data(), all);
+    } else {
+      writeAll(fd[0], data.data() + r * bytes, bytes);
+      readAll(fd[0], data.data(), all);
+    }
+    t = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+  }
+  std::vector<double> timed(times.end() - o.iters, times.end());
+  if (r != 0) {
+    writeAll(fd[0], timed.data(), timed.size() * sizeof(double));
+    return;
+  }
+  std::vector<std::vector<double>> perRank{timed};
+  for (int p = 1; p < n; ++p) {
+    perRank.emplace_back(timed.size());
+    readAll(fd[static_cast<std::size_t>(p)], perRank.back().data(), timed.size() * sizeof(double));
+  }
+  bench::Result result;
+  result.impl = "tcp-floor";
+  result.op = bench::Op::Allgather;
+  result.nranks = n;
+  result.bytes = bytes;
+  result.iters = o.iters;
+  result.firstUs = times.front();
+  bench::summarize(perRank, result);
+  bench::print(result, o.json);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    auto o = bench::parseOptions("tcp-floor", argc, argv);
+    for (auto op : o.ops)
+      if (op != bench::Op::Allgather) throw std::invalid_argument("tcp-floor measures --op allgather only");
+    for (std::size_t bytes : o.bytes) {
+      std::vector<int> listeners, ports(static_cast<std::size_t>(o.nranks));
+      for (int r = 0; r < o.nranks; ++r) listeners.push_back(listenLoopback(ports[static_cast<std::size_t>(r)]));
+      std::vector<pid_t> children;
+      for (int r = 0; r < o.nranks; ++r) {
+        pid_t pid = ::fork();
+        check(pid >= 0, "fork");
+        if (pid == 0) {
+          try {
+            runRank(r, o, bytes, listeners, ports);
+            std::fflush(stdout);
+            ::_exit(0);
+          } catch (const std::exception& e) {
+            std::fprintf(stderr, "tcp-floor rank %d: %s\n", r, e.what());
+            ::_exit(1);
+          }
+        }
+        children.push_back(pid);
+      }
+      int failed = 0;
+      for (pid_t pid : children) {
+        int status = 0;
+        ::waitpid(pid, &status, 0);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
+      }
+      for (int fd : listeners) ::close(fd);
+      if (failed) throw std::runtime_error(std::to_string(failed) + " rank(s) failed");
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tcp-floor: %s\n", e.what());
+    return 2;
+  }
+}
