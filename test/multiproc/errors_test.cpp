@@ -2,6 +2,7 @@
 // tether::Error, never a hang or a wrong payload.
 #include <catch2/catch.hpp>
 
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -174,4 +175,15 @@ TEST_CASE("invalid arguments are rejected before anything is sent", "[multiproc]
     msg = e.what();
   }
   CHECK(msg.find("rank 3 of 2") != std::string::npos);
+}
+
+TEST_CASE("a bad algorithm setting is rejected at construction, naming the variable", "[multiproc][errors]") {
+  const char* setting = GENERATE("TETHER_TREE_RADIX=1", "TETHER_ALGO_ALLGATHER=fastest");
+  INFO(setting);
+  // Settings are read once per process: each case runs in a forked rank.
+  require(test::runRanks(1, [setting](int rank, const UniqueId& id) {
+    ::putenv(const_cast<char*>(setting));
+    std::string variable(setting, std::strchr(setting, '='));
+    expectError(ErrorCode::InvalidArgument, variable, [&] { TcpBootstrap b(rank, 1, id, opts(5000)); });
+  }));
 }
