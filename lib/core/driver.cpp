@@ -27,15 +27,25 @@ void Driver::stop() {
 void Driver::backgroundLoop() {
   std::unique_lock lock(mutex_);
   auto recheck = kLinger;  // how long to sleep while callers are busy
+  std::uint64_t seenReleases = releases_;
   while (!stopping_) {
     if (holder_ != Holder::None || wanting_ > 0) {
       // A caller runs the event loop. Releasing the baton does not wake this
       // thread (that would cost every call a context switch): it looks again
-      // after a while, backing off while calls keep coming, and takes over
+      // after a while, backing off while calls keep coming, and so takes over
       // at most kMaxRecheck after the last call left. Frames arriving
-      // meanwhile wait in the kernel's socket buffers.
-      cv_.wait_for(lock, recheck);
-      recheck = std::min(recheck * 2, kMaxRecheck);
+      // meanwhile wait in the kernel's socket buffers. If one call has held
+      // the loop through a whole kMaxRecheck, this thread sleeps until that
+      // call leaves (releaseBaton wakes it), so a long wait costs no CPU.
+      if (releases_ == seenReleases && recheck == kMaxRecheck) {
+        sleepingUntilRelease_ = true;
+        cv_.wait(lock);
+        sleepingUntilRelease_ = false;
+      } else {
+        seenReleases = releases_;
+        cv_.wait_for(lock, recheck);
+        recheck = std::min(recheck * 2, kMaxRecheck);
+      }
       continue;
     }
     if (!wakeNow_) {
@@ -83,8 +93,9 @@ void Driver::releaseBaton() {
     std::lock_guard lock(mutex_);
     holder_ = Holder::None;
     lastRelease_ = Clock::now();
-    wakeBackground = waiters_ > 0;  // their operations still need progress now
-    if (wakeBackground) wakeNow_ = true;
+    ++releases_;
+    if (waiters_ > 0) wakeNow_ = true;  // their operations still need progress now
+    wakeBackground = waiters_ > 0 || sleepingUntilRelease_;
   }
   if (wakeBackground) cv_.notify_all();
 }

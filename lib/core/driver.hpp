@@ -9,6 +9,7 @@
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <mutex>
 #include <thread>
 
@@ -52,6 +53,8 @@ class Driver {
   bool stopping_ = false;
   const bool callerRuns_;  // TETHER_CALLER_PROGRESS (default 1)
   Clock::time_point lastRelease_{};
+  std::uint64_t releases_ = 0;         // calls that left the event loop so far
+  bool sleepingUntilRelease_ = false;  // the background thread waits for the next release
   std::thread thread_;
 };
 
