@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -100,7 +101,9 @@ std::vector<int> connectMesh(int r, int n, const std::vector<int>& listeners, co
 void runRank(int r, const bench::Options& o, std::size_t bytes, const std::vector<int>& listeners,
              const std::vector<int>& ports) {
   const int n = o.nranks;
+  auto meshStart = Clock::now();
   auto fd = connectMesh(r, n, listeners, ports);
+  const double initUs = std::chrono::duration<double, std::micro>(Clock::now() - meshStart).count();
   std::vector<char> data(static_cast<std::size_t>(n) * bytes, 1);
   const std::size_t all = data.size();
   std::vector<double> times(static_cast<std::size_t>(o.warmup + o.iters));
@@ -115,15 +118,20 @@ void runRank(int r, const bench::Options& o, std::size_t bytes, const std::vecto
     }
     t = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
   }
-  std::vector<double> timed(times.end() - o.iters, times.end());
+  // Record: [mesh connect time, timed iterations...], collected on rank 0.
+  std::vector<double> record{initUs};
+  record.insert(record.end(), times.end() - o.iters, times.end());
   if (r != 0) {
-    writeAll(fd[0], timed.data(), timed.size() * sizeof(double));
+    writeAll(fd[0], record.data(), record.size() * sizeof(double));
     return;
   }
-  std::vector<std::vector<double>> perRank{timed};
+  double slowestInitUs = initUs;
+  std::vector<std::vector<double>> perRank{std::vector<double>(record.begin() + 1, record.end())};
   for (int p = 1; p < n; ++p) {
-    perRank.emplace_back(timed.size());
-    readAll(fd[static_cast<std::size_t>(p)], perRank.back().data(), timed.size() * sizeof(double));
+    std::vector<double> theirs(record.size());
+    readAll(fd[static_cast<std::size_t>(p)], theirs.data(), theirs.size() * sizeof(double));
+    slowestInitUs = std::max(slowestInitUs, theirs.front());
+    perRank.emplace_back(theirs.begin() + 1, theirs.end());
   }
   bench::Result result;
   result.impl = "tcp-floor";
@@ -131,6 +139,7 @@ void runRank(int r, const bench::Options& o, std::size_t bytes, const std::vecto
   result.nranks = n;
   result.bytes = bytes;
   result.iters = o.iters;
+  result.initMs = slowestInitUs / 1000.0;  // connecting the full mesh
   result.firstUs = times.front();
   bench::summarize(perRank, result);
   bench::print(result, o.json);
