@@ -6,8 +6,11 @@
 // id, step, tag, length) and receivers match on the full key, so payloads can
 // never be swapped between operations. See docs/design.md.
 //
-// Threading: one progress thread per TcpBootstrap world runs all socket I/O;
-// blocking calls hand their work to it and sleep until done or the deadline.
+// Threading: one event loop per TcpBootstrap world runs all socket I/O. A
+// blocking call runs it on the calling thread until the call is done or its
+// deadline passes (sleeping in the kernel, never spinning); between calls a
+// background thread per world runs it (TETHER_CALLER_PROGRESS=0: always that
+// thread).
 // Point-to-point calls are thread-safe; collectives of one communicator must be
 // called from one thread at a time, in the same order on every rank.
 #pragma once
