@@ -31,9 +31,15 @@ Selection load() {
   s.forceAlltoallWindow = a2a == 0 ? 1 << 30 : a2a == 1 ? 1 : 0;
   s.largeBytes = static_cast<std::size_t>(env::getInt("TETHER_ALGO_LARGE_BYTES", 64 * 1024));
   s.chunk = static_cast<std::size_t>(std::max<std::int64_t>(4096, env::getInt("TETHER_PIPELINE_CHUNK_BYTES", 256 * 1024)));
-  s.radix = static_cast<int>(env::getInt("TETHER_TREE_RADIX", 0));
-  if (s.radix != 0 && s.radix < 2)
-    throw Error(ErrorCode::InvalidArgument, "TETHER_TREE_RADIX=" + std::to_string(s.radix) + " (use 0 for auto, or 2 or more)");
+  // Flat (every rank talks to rank 0) up to 64 ranks by default: on 2 cores,
+  // 64 B all-gather, flat beat radix 2, 4 and 8 at N = 8, 16 and 32
+  // (docs/benchmarks.md). Past 64 ranks the tree gets a second level, so
+  // rank 0 does not serialise thousands of messages.
+  auto radix = env::getInt("TETHER_TREE_RADIX", 0);
+  if (radix != 0 && radix < 2)
+    throw Error(ErrorCode::InvalidArgument,
+                "TETHER_TREE_RADIX=" + std::to_string(radix) + " (use 0 for the default, or 2 or more)");
+  if (radix) s.treeRadix = static_cast<int>(std::min<std::int64_t>(radix, 1 << 20));
   return s;
 }
 
@@ -58,16 +64,6 @@ BroadcastAlgo Selection::broadcast(std::size_t bytes, int nranks) const {
 int Selection::alltoallWindow(std::size_t maxPairBytes, int nranks) const {
   if (forceAlltoallWindow) return forceAlltoallWindow;
   return maxPairBytes >= largeBytes ? 1 : nranks;
-}
-
-int Selection::treeRadix(int nranks) const {
-  if (radix) return radix;
-  // Flat (every rank talks to rank 0) up to 64 ranks: measured on 2 cores,
-  // 64 B all-gather, flat beat radix 2, 4 and 8 at N = 8, 16 and 32
-  // (docs/benchmarks.md). Past 64 ranks, a radix-64 tree keeps rank 0 from
-  // serialising thousands of messages.
-  (void)nranks;
-  return 64;
 }
 
 const Selection& selection() {

@@ -20,8 +20,6 @@ struct Selection {
   // Pairs of an all-to-all in flight at once.
   int alltoallWindow(std::size_t maxPairBytes, int nranks) const;
   std::size_t pipelineChunk() const { return chunk; }
-  // Radix of the tree all-gather and tree barrier (TETHER_TREE_RADIX).
-  int treeRadix(int nranks) const;
 
   int forceAllgather = -1;  // -1 auto, else AllgatherAlgo
   int forceBroadcast = -1;
@@ -29,7 +27,7 @@ struct Selection {
   int forceAlltoallWindow = 0;  // 0 auto
   std::size_t largeBytes = 64 * 1024;
   std::size_t chunk = 256 * 1024;
-  int radix = 0;  // 0 auto
+  int treeRadix = 64;  // of the tree all-gather and tree barrier (TETHER_TREE_RADIX)
 };
 
 const Selection& selection();

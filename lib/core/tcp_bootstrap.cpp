@@ -204,7 +204,7 @@ void TcpBootstrap::allgather(void* allData, std::size_t bytesPerRank) {
   auto* data = static_cast<unsigned char*>(allData);
   const auto& sel = coll::selection();
   auto algo = sel.allgather(bytesPerRank, size(), impl_->cpuBound);
-  int radix = sel.treeRadix(size());
+  int radix = sel.treeRadix;
   impl_->collective(wire::OpCode::Allgather, [data, bytesPerRank, algo, radix](coll::Context& c) {
     switch (algo) {
       case coll::AllgatherAlgo::Ring: return coll::allgatherRing(c, data, bytesPerRank);
@@ -271,7 +271,7 @@ void TcpBootstrap::barrier() {
   std::lock_guard lock(impl_->collMutex);
   const auto& sel = coll::selection();
   auto algo = sel.barrier(impl_->cpuBound);
-  int radix = sel.treeRadix(size());
+  int radix = sel.treeRadix;
   impl_->collective(wire::OpCode::Barrier, [algo, radix](coll::Context& c) {
     return algo == coll::BarrierAlgo::Tree ? coll::barrierTree(c, radix) : coll::barrierDissemination(c);
   });

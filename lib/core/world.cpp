@@ -231,10 +231,6 @@ Error World::abortedError(const std::string& opName) const {
                abortOrigin_);
 }
 
-void World::throwIfAborted(const std::string& opName) const {
-  if (aborted_.load()) throw abortedError(opName);
-}
-
 void World::abortOnProgress(int origin, const std::string& reason, bool notifyPeers) {
   if (abortHandled_) return;
   abortHandled_ = true;

@@ -80,8 +80,6 @@ class World {
            std::chrono::steady_clock::time_point deadline);
   // Thread-safe. origin = the rank that decided to abort.
   void abort(int origin, const std::string& reason);
-  // Throws Error{Aborted} if this world has been aborted.
-  void throwIfAborted(const std::string& opName) const;
 
   // ---- progress thread ----
   // Queue a frame to world rank `dst` (dialling it if needed). With
