@@ -6,7 +6,6 @@
 // matching, no deadlines, no event loop. Not a library, not a test: a
 // reference line for tether-bench and mpi-bench (same options, same latency
 // model, same JSON; see bench_common.hpp and docs/benchmarks.md).
-#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -23,83 +22,52 @@
 #include <vector>
 
 #include "bench_common.hpp"
+#include "plain_socket.hpp"
 
 namespace {
 
+namespace testnet = tether::chaos::testnet;
 using Clock = std::chrono::steady_clock;
+constexpr std::chrono::milliseconds kSetupDeadline{30000};
 
-void check(bool ok, const char* what) {
-  if (!ok) throw std::runtime_error(std::string(what) + ": " + std::strerror(errno));
-}
+using testnet::writeAll;
 
-void writeAll(int fd, const void* p, std::size_t n) {
-  auto* c = static_cast<const char*>(p);
-  while (n) {
-    ssize_t k = ::write(fd, c, n);
-    check(k > 0, "write");
-    c += k;
-    n -= static_cast<std::size_t>(k);
-  }
-}
-
+// The measured read: one plain blocking read() per message (no poll first,
+// unlike testnet::readExact), so the floor is exactly write + read.
 void readAll(int fd, void* p, std::size_t n) {
   auto* c = static_cast<char*>(p);
   while (n) {
     ssize_t k = ::read(fd, c, n);
-    check(k > 0, "read");
+    if (k <= 0) throw std::runtime_error(k == 0 ? "read: end of stream" : std::string("read: ") + std::strerror(errno));
     c += k;
     n -= static_cast<std::size_t>(k);
   }
 }
 
-int listenLoopback(int& port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  check(fd >= 0, "socket");
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  check(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0, "bind");
-  check(::listen(fd, 1024) == 0, "listen");
-  socklen_t len = sizeof a;
-  check(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0, "getsockname");
-  port = ntohs(a.sin_port);
-  return fd;
-}
-
-void noDelay(int fd) {
-  int one = 1;
-  check(::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) == 0, "TCP_NODELAY");
-}
-
 // Rank r's sockets: fd[p] is the stream to rank p. Rank r dials every lower
 // rank and accepts every higher one (which names itself in its first 4 bytes).
-std::vector<int> connectMesh(int r, int n, const std::vector<int>& listeners, const std::vector<int>& ports) {
-  std::vector<int> fd(static_cast<std::size_t>(n), -1);
+std::vector<testnet::Fd> connectMesh(int r, int n, const std::vector<testnet::Fd>& listeners,
+                                     const std::vector<std::uint16_t>& ports) {
+  std::vector<testnet::Fd> fd(static_cast<std::size_t>(n));
   for (int p = 0; p < r; ++p) {
-    int s = ::socket(AF_INET, SOCK_STREAM, 0);
-    check(s >= 0, "socket");
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons(static_cast<std::uint16_t>(ports[static_cast<std::size_t>(p)]));
-    check(::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0, "connect");
-    noDelay(s);
-    writeAll(s, &r, sizeof r);
-    fd[static_cast<std::size_t>(p)] = s;
+    auto s = testnet::connectTo("127.0.0.1", ports[static_cast<std::size_t>(p)]);  // sets TCP_NODELAY
+    writeAll(s.get(), &r, sizeof r);
+    fd[static_cast<std::size_t>(p)] = std::move(s);
   }
   for (int k = r + 1; k < n; ++k) {
-    int s = ::accept(listeners[static_cast<std::size_t>(r)], nullptr, nullptr);
-    check(s >= 0, "accept");
-    noDelay(s);
+    auto s = testnet::acceptBefore(listeners[static_cast<std::size_t>(r)].get(), testnet::after(kSetupDeadline));
+    int one = 1;
+    ::setsockopt(s.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     int who = -1;
-    readAll(s, &who, sizeof who);
-    fd[static_cast<std::size_t>(who)] = s;
+    readAll(s.get(), &who, sizeof who);
+    if (who <= r || who >= n) throw std::runtime_error("connectMesh: unexpected peer " + std::to_string(who));
+    fd[static_cast<std::size_t>(who)] = std::move(s);
   }
   return fd;
 }
 
-void runRank(int r, const bench::Options& o, std::size_t bytes, const std::vector<int>& listeners,
-             const std::vector<int>& ports) {
+void runRank(int r, const bench::Options& o, std::size_t bytes, const std::vector<testnet::Fd>& listeners,
+             const std::vector<std::uint16_t>& ports) {
   const int n = o.nranks;
   auto meshStart = Clock::now();
   auto fd = connectMesh(r, n, listeners, ports);
@@ -110,11 +78,11 @@ void runRank(int r, const bench::Options& o, std::size_t bytes, const std::vecto
   for (auto& t : times) {
     auto start = Clock::now();
     if (r == 0) {
-      for (int p = 1; p < n; ++p) readAll(fd[static_cast<std::size_t>(p)], data.data() + p * bytes, bytes);
-      for (int p = 1; p < n; ++p) writeAll(fd[static_cast<std::size_t>(p)], data.data(), all);
+      for (int p = 1; p < n; ++p) readAll(fd[static_cast<std::size_t>(p)].get(), data.data() + p * bytes, bytes);
+      for (int p = 1; p < n; ++p) writeAll(fd[static_cast<std::size_t>(p)].get(), data.data(), all);
     } else {
-      writeAll(fd[0], data.data() + r * bytes, bytes);
-      readAll(fd[0], data.data(), all);
+      writeAll(fd[0].get(), data.data() + r * bytes, bytes);
+      readAll(fd[0].get(), data.data(), all);
     }
     t = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
   }
@@ -122,14 +90,14 @@ void runRank(int r, const bench::Options& o, std::size_t bytes, const std::vecto
   std::vector<double> record{initUs};
   record.insert(record.end(), times.end() - o.iters, times.end());
   if (r != 0) {
-    writeAll(fd[0], record.data(), record.size() * sizeof(double));
+    writeAll(fd[0].get(), record.data(), record.size() * sizeof(double));
     return;
   }
   double slowestInitUs = initUs;
   std::vector<std::vector<double>> perRank{std::vector<double>(record.begin() + 1, record.end())};
   for (int p = 1; p < n; ++p) {
     std::vector<double> theirs(record.size());
-    readAll(fd[static_cast<std::size_t>(p)], theirs.data(), theirs.size() * sizeof(double));
+    readAll(fd[static_cast<std::size_t>(p)].get(), theirs.data(), theirs.size() * sizeof(double));
     slowestInitUs = std::max(slowestInitUs, theirs.front());
     perRank.emplace_back(theirs.begin() + 1, theirs.end());
   }
@@ -153,12 +121,13 @@ int main(int argc, char** argv) {
     for (auto op : o.ops)
       if (op != bench::Op::Allgather) throw std::invalid_argument("tcp-floor measures --op allgather only");
     for (std::size_t bytes : o.bytes) {
-      std::vector<int> listeners, ports(static_cast<std::size_t>(o.nranks));
-      for (int r = 0; r < o.nranks; ++r) listeners.push_back(listenLoopback(ports[static_cast<std::size_t>(r)]));
+      std::vector<testnet::Fd> listeners;
+      std::vector<std::uint16_t> ports(static_cast<std::size_t>(o.nranks));
+      for (int r = 0; r < o.nranks; ++r) listeners.push_back(testnet::listenOn("127.0.0.1", ports[static_cast<std::size_t>(r)]));
       std::vector<pid_t> children;
       for (int r = 0; r < o.nranks; ++r) {
         pid_t pid = ::fork();
-        check(pid >= 0, "fork");
+        if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
         if (pid == 0) {
           try {
             runRank(r, o, bytes, listeners, ports);
@@ -177,7 +146,6 @@ int main(int argc, char** argv) {
         ::waitpid(pid, &status, 0);
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
       }
-      for (int fd : listeners) ::close(fd);
       if (failed) throw std::runtime_error(std::to_string(failed) + " rank(s) failed");
     }
     return 0;
