@@ -28,7 +28,7 @@ void World::sendFrame(Op& op, int dst, const wire::FrameHeader& h, const void* p
   if (dst == rank()) return deliverLocal(h, payload);
   auto link = linkFor(dst);
   if (!link) throw peerGoneError(dst, op.name());
-  if (log::enabled(LogLevel::Trace)) log::trace(rank(), "queue {} to rank {}", wire::describe(h), dst);
+  log::trace(rank(), "queue {} to rank {}", h, dst);
   OutFrame f;
   wire::encodeHeader(h, f.header.data());
   f.len = h.length;
@@ -201,7 +201,7 @@ void World::reportProtocol(std::uint64_t comm, const Error& e) {
 
 Target World::onDataHeader(Link& link, const wire::FrameHeader& h) {
   auto key = match::keyOf(static_cast<std::uint32_t>(link.peer()), h);
-  if (log::enabled(LogLevel::Trace)) log::trace(rank(), "frame {} from rank {}", wire::describe(h), link.peer());
+  log::trace(rank(), "frame {} from rank {}", h, link.peer());
   if (auto p = mailbox_.claimPosted(key)) {
     Op* op = const_cast<Op*>(static_cast<const Op*>(p->owner));
     auto it = std::find(op->posted.begin(), op->posted.end(), key);

@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 
+#include <fmt/format.h>
+
 namespace tether::wire {
 
 inline constexpr std::uint32_t kMagic = 0x52485454;  // "TTHR" as little-endian bytes
@@ -71,3 +73,13 @@ std::optional<FrameHeader> decodeHeader(const unsigned char* in, std::uint64_t m
 std::string describe(const FrameHeader& h);
 
 }  // namespace tether::wire
+
+// `fmt::format("{}", header)` gives describe(header). Passing the header
+// itself (not describe(h)) to a log call defers the formatting until the log
+// level is known to be on.
+template <>
+struct fmt::formatter<tether::wire::FrameHeader> : fmt::formatter<std::string> {
+  auto format(const tether::wire::FrameHeader& h, format_context& ctx) const {
+    return fmt::formatter<std::string>::format(tether::wire::describe(h), ctx);
+  }
+};
