@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "core/env.hpp"
+#include "base/env.hpp"
 #include "tether/error.hpp"
 
 namespace tether::coll {

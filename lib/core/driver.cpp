@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/env.hpp"
+#include "base/env.hpp"
 
 namespace tether {
 

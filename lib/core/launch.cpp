@@ -8,8 +8,8 @@
 #include <sstream>
 #include <thread>
 
-#include "core/env.hpp"
-#include "core/log.hpp"
+#include "base/env.hpp"
+#include "base/log.hpp"
 #include "tether/tcp_bootstrap.hpp"
 
 namespace tether {

@@ -10,9 +10,9 @@
 
 #include "collectives/select.hpp"
 #include "core/communicator.hpp"
-#include "core/crypto.hpp"
-#include "core/endpoint.hpp"
-#include "core/env.hpp"
+#include "base/crypto.hpp"
+#include "base/endpoint.hpp"
+#include "base/env.hpp"
 #include "core/unique_id_layout.hpp"
 #include "rendezvous/reserved_listener.hpp"
 
@@ -147,7 +147,7 @@ TcpBootstrap::TcpBootstrap(int rank, int nranks, const UniqueId& id, const TcpOp
   std::iota(impl->group.worldRanks.begin(), impl->group.worldRanks.end(), 0);
   const auto& table = impl->world->table();
   impl->nranksPerNode = static_cast<int>(std::count_if(
-      table.begin(), table.end(), [&](const wire::PeerAddress& a) { return a.hostId == table[rank].hostId; }));
+      table.begin(), table.end(), [&](const PeerAddress& a) { return a.hostId == table[rank].hostId; }));
   impl->cpuBound = impl->nranksPerNode > static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   impl_ = std::move(impl);
 }

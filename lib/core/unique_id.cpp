@@ -1,8 +1,8 @@
-#include <boost/endian/conversion.hpp>
 #include <cstring>
 
-#include "core/crypto.hpp"
-#include "core/endpoint.hpp"
+#include "base/bytes.hpp"
+#include "base/crypto.hpp"
+#include "base/endpoint.hpp"
 #include "core/unique_id_layout.hpp"
 #include "tether/error.hpp"
 #include "wire/frame.hpp"
@@ -11,29 +11,17 @@ namespace tether {
 namespace uid {
 namespace {
 
-template <class T>
-void put(UniqueId& id, std::size_t off, T v) {
-  v = boost::endian::native_to_little(v);
-  std::memcpy(id.bytes.data() + off, &v, sizeof v);
-}
-template <class T>
-T get(const UniqueId& id, std::size_t off) {
-  T v;
-  std::memcpy(&v, id.bytes.data() + off, sizeof v);
-  return boost::endian::little_to_native(v);
-}
-
 crypto::Digest checksum(const UniqueId& id) { return crypto::sha256(id.bytes.data(), kOffChecksum); }
 
 }  // namespace
 
 UniqueId make(const Fields& f) {
   UniqueId id;
-  put<std::uint32_t>(id, kOffMagic, kMagic);
-  put<std::uint16_t>(id, kOffVersion, f.version);
+  le::store<std::uint32_t>(id.bytes.data() + kOffMagic, kMagic);
+  le::store<std::uint16_t>(id.bytes.data() + kOffVersion, f.version);
   id.bytes[kOffFamily] = f.root.family;
   std::memcpy(id.bytes.data() + kOffAddr, f.root.addr.data(), f.root.addr.size());
-  put<std::uint16_t>(id, kOffPort, f.root.port);
+  le::store<std::uint16_t>(id.bytes.data() + kOffPort, f.root.port);
   std::memcpy(id.bytes.data() + kOffSecret, f.secret.data(), f.secret.size());
   auto sum = checksum(id);
   std::memcpy(id.bytes.data() + kOffChecksum, sum.data(), UniqueId::kBytes - kOffChecksum);
@@ -44,19 +32,19 @@ Fields parse(const UniqueId& id) {
   auto bad = [](const std::string& why) {
     return Error(ErrorCode::InvalidArgument, "invalid tether UniqueId: " + why);
   };
-  if (get<std::uint32_t>(id, kOffMagic) != kMagic) throw bad("wrong magic (not a tether id)");
+  if (le::load<std::uint32_t>(id.bytes.data() + kOffMagic) != kMagic) throw bad("wrong magic (not a tether id)");
   auto sum = checksum(id);
   if (std::memcmp(sum.data(), id.bytes.data() + kOffChecksum, UniqueId::kBytes - kOffChecksum) != 0)
     throw bad("checksum mismatch (corrupted or truncated)");
   Fields f;
-  f.version = get<std::uint16_t>(id, kOffVersion);
+  f.version = le::load<std::uint16_t>(id.bytes.data() + kOffVersion);
   if (f.version != wire::kProtocolVersion)
     throw bad("protocol version " + std::to_string(f.version) + ", this library speaks " +
               std::to_string(wire::kProtocolVersion));
   f.root.family = id.bytes[kOffFamily];
   if (f.root.family != 4 && f.root.family != 6) throw bad("address family byte " + std::to_string(f.root.family));
   std::memcpy(f.root.addr.data(), id.bytes.data() + kOffAddr, f.root.addr.size());
-  f.root.port = get<std::uint16_t>(id, kOffPort);
+  f.root.port = le::load<std::uint16_t>(id.bytes.data() + kOffPort);
   if (f.root.port == 0) throw bad("root port 0");
   std::memcpy(f.secret.data(), id.bytes.data() + kOffSecret, f.secret.size());
   return f;

@@ -15,7 +15,7 @@ inline constexpr std::size_t kOffMagic = 0, kOffVersion = 4, kOffFamily = 6, kOf
 
 struct Fields {
   std::uint16_t version = 0;
-  wire::PeerAddress root;  // hostId unused
+  PeerAddress root;  // hostId unused
   wire::Secret secret{};
 };
 

@@ -9,11 +9,11 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <algorithm>
 
-#include "core/endpoint.hpp"
-#include "core/log.hpp"
+#include "base/endpoint.hpp"
+#include "base/log.hpp"
 #include "link/link.hpp"
 #include "rendezvous/reserved_listener.hpp"
-#include "wire/bytes.hpp"
+#include "base/bytes.hpp"
 
 namespace tether {
 
@@ -245,7 +245,7 @@ void World::abortOnProgress(int origin, const std::string& reason, bool notifyPe
   if (origin != rank()) log::warn(rank(), "rank {} aborted: {}", origin, reason);
   if (notifyPeers) {
     std::vector<unsigned char> payload;
-    wire::ByteWriter w(payload);
+    ByteWriter w(payload);
     w.u32(static_cast<std::uint32_t>(origin));
     w.str(reason);
     for (auto& l : links_)

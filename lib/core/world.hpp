@@ -68,7 +68,7 @@ class World {
   int rank() const { return cfg_.rank; }
   int nranks() const { return cfg_.nranks; }
   // After rendezvous: immutable.
-  const std::vector<wire::PeerAddress>& table() const { return table_; }
+  const std::vector<PeerAddress>& table() const { return table_; }
   asio::io_context& io() { return io_; }
 
   // ---- calling threads ----
@@ -128,7 +128,7 @@ class World {
   // Rendezvous (lib/rendezvous/rendezvous.cpp).
   void startRendezvous();
   void onRegister(int peer, const wire::Register& r);
-  void onTable(int peer, std::vector<wire::PeerAddress> table);
+  void onTable(int peer, std::vector<PeerAddress> table);
   void finishInit(std::exception_ptr e);
 
   void abortOnProgress(int origin, const std::string& reason, bool notifyPeers);
@@ -176,10 +176,10 @@ class World {
   std::optional<asio::steady_timer> drainTimer_;  // shutdown waits on it
 
   // Rendezvous.
-  std::vector<std::optional<wire::PeerAddress>> registered_;
+  std::vector<std::optional<PeerAddress>> registered_;
   int registeredCount_ = 0;
-  std::vector<wire::PeerAddress> table_;
-  wire::PeerAddress self_;
+  std::vector<PeerAddress> table_;
+  PeerAddress self_;
   Completion initDone_;
 
   // Abort state, readable from calling threads.

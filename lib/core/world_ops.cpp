@@ -7,10 +7,10 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/log.hpp"
+#include "base/log.hpp"
 #include "core/world.hpp"
 #include "link/link.hpp"
-#include "wire/bytes.hpp"
+#include "base/bytes.hpp"
 
 namespace tether {
 
@@ -277,7 +277,7 @@ void World::onControlFrame(Link& link, const wire::FrameHeader& h, std::vector<u
         onTable(link.peer(), wire::decodeTable(payload, static_cast<std::uint32_t>(nranks())));
         return;
       case wire::Kind::Abort: {
-        wire::ByteReader r(payload.data(), payload.size());
+        ByteReader r(payload.data(), payload.size());
         int origin = static_cast<int>(r.u32());
         std::string reason = r.str();
         abortOnProgress(origin, reason, true);

@@ -12,9 +12,9 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <algorithm>
 
-#include "core/crypto.hpp"
-#include "core/endpoint.hpp"
-#include "core/log.hpp"
+#include "base/crypto.hpp"
+#include "base/endpoint.hpp"
+#include "base/log.hpp"
 #include "core/world.hpp"
 #include "link/frame_io.hpp"
 #include "link/link.hpp"

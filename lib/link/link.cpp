@@ -11,8 +11,8 @@
 #include <cstring>
 #include <utility>
 
-#include "core/endpoint.hpp"
-#include "core/log.hpp"
+#include "base/endpoint.hpp"
+#include "base/log.hpp"
 #include "core/world.hpp"
 
 namespace tether {

@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "rdma/byte_order.hpp"
+#include "base/bytes.hpp"
 
 namespace tether::rdma {
 
@@ -24,14 +24,14 @@ constexpr std::size_t magic = 0, version = 4, size = 6, srcRank = 8, dstRank = 1
 QpRecordBytes encode(const QpRecord& r) {
   QpRecordBytes b{};
   unsigned char* p = b.data();
-  le::put32(p + qpo::magic, r.magic);
-  le::put16(p + qpo::version, r.version);
-  le::put16(p + qpo::size, r.size);
-  le::put32(p + qpo::srcRank, r.srcRank);
-  le::put32(p + qpo::dstRank, r.dstRank);
-  le::put32(p + qpo::qpn, r.qpn);
-  le::put32(p + qpo::psn, r.psn);
-  le::put16(p + qpo::lid, r.lid);
+  le::store<std::uint32_t>(p + qpo::magic, r.magic);
+  le::store<std::uint16_t>(p + qpo::version, r.version);
+  le::store<std::uint16_t>(p + qpo::size, r.size);
+  le::store<std::uint32_t>(p + qpo::srcRank, r.srcRank);
+  le::store<std::uint32_t>(p + qpo::dstRank, r.dstRank);
+  le::store<std::uint32_t>(p + qpo::qpn, r.qpn);
+  le::store<std::uint32_t>(p + qpo::psn, r.psn);
+  le::store<std::uint16_t>(p + qpo::lid, r.lid);
   p[qpo::port] = r.port;
   p[qpo::linkLayer] = r.linkLayer;
   p[qpo::activeMtu] = r.activeMtu;
@@ -46,14 +46,14 @@ QpRecordBytes encode(const QpRecord& r) {
 
 QpRecord decodeQpRecord(const unsigned char* p) {
   QpRecord r;
-  r.magic = le::get32(p + qpo::magic);
-  r.version = le::get16(p + qpo::version);
-  r.size = le::get16(p + qpo::size);
-  r.srcRank = le::get32(p + qpo::srcRank);
-  r.dstRank = le::get32(p + qpo::dstRank);
-  r.qpn = le::get32(p + qpo::qpn);
-  r.psn = le::get32(p + qpo::psn);
-  r.lid = le::get16(p + qpo::lid);
+  r.magic = le::load<std::uint32_t>(p + qpo::magic);
+  r.version = le::load<std::uint16_t>(p + qpo::version);
+  r.size = le::load<std::uint16_t>(p + qpo::size);
+  r.srcRank = le::load<std::uint32_t>(p + qpo::srcRank);
+  r.dstRank = le::load<std::uint32_t>(p + qpo::dstRank);
+  r.qpn = le::load<std::uint32_t>(p + qpo::qpn);
+  r.psn = le::load<std::uint32_t>(p + qpo::psn);
+  r.lid = le::load<std::uint16_t>(p + qpo::lid);
   r.port = p[qpo::port];
   r.linkLayer = p[qpo::linkLayer];
   r.activeMtu = p[qpo::activeMtu];
@@ -74,25 +74,25 @@ constexpr std::size_t magic = 0, version = 4, size = 6, rank = 8, rkey = 12, add
 MrRecordBytes encode(const MrRecord& r) {
   MrRecordBytes b{};
   unsigned char* p = b.data();
-  le::put32(p + mro::magic, r.magic);
-  le::put16(p + mro::version, r.version);
-  le::put16(p + mro::size, r.size);
-  le::put32(p + mro::rank, r.rank);
-  le::put32(p + mro::rkey, r.rkey);
-  le::put64(p + mro::addr, r.addr);
-  le::put64(p + mro::length, r.length);
+  le::store<std::uint32_t>(p + mro::magic, r.magic);
+  le::store<std::uint16_t>(p + mro::version, r.version);
+  le::store<std::uint16_t>(p + mro::size, r.size);
+  le::store<std::uint32_t>(p + mro::rank, r.rank);
+  le::store<std::uint32_t>(p + mro::rkey, r.rkey);
+  le::store<std::uint64_t>(p + mro::addr, r.addr);
+  le::store<std::uint64_t>(p + mro::length, r.length);
   return b;
 }
 
 MrRecord decodeMrRecord(const unsigned char* p) {
   MrRecord r;
-  r.magic = le::get32(p + mro::magic);
-  r.version = le::get16(p + mro::version);
-  r.size = le::get16(p + mro::size);
-  r.rank = le::get32(p + mro::rank);
-  r.rkey = le::get32(p + mro::rkey);
-  r.addr = le::get64(p + mro::addr);
-  r.length = le::get64(p + mro::length);
+  r.magic = le::load<std::uint32_t>(p + mro::magic);
+  r.version = le::load<std::uint16_t>(p + mro::version);
+  r.size = le::load<std::uint16_t>(p + mro::size);
+  r.rank = le::load<std::uint32_t>(p + mro::rank);
+  r.rkey = le::load<std::uint32_t>(p + mro::rkey);
+  r.addr = le::load<std::uint64_t>(p + mro::addr);
+  r.length = le::load<std::uint64_t>(p + mro::length);
   return r;
 }
 

@@ -6,8 +6,8 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 
-#include "core/endpoint.hpp"
-#include "core/log.hpp"
+#include "base/endpoint.hpp"
+#include "base/log.hpp"
 #include "core/world.hpp"
 #include "link/link.hpp"
 
@@ -48,7 +48,7 @@ void World::onRegister(int peer, const wire::Register& r) {
   finishInit(nullptr);
 }
 
-void World::onTable(int peer, std::vector<wire::PeerAddress> table) {
+void World::onTable(int peer, std::vector<PeerAddress> table) {
   if (rank() == 0 || peer != 0 || initComplete_) {
     log::warn(rank(), "ignored an unexpected address table from {}", describeRank(peer));
     return;

@@ -10,7 +10,7 @@
 #include <mutex>
 #include <string>
 
-#include "core/endpoint.hpp"
+#include "base/endpoint.hpp"
 #include "tether/error.hpp"
 
 namespace tether::reserved {
@@ -24,11 +24,11 @@ std::map<std::string, int>& fds() {
   static std::map<std::string, int> m;
   return m;
 }
-std::string keyOf(const wire::PeerAddress& a) { return toString(toEndpoint(a)); }
+std::string keyOf(const PeerAddress& a) { return toString(toEndpoint(a)); }
 
 }  // namespace
 
-wire::PeerAddress reserve(const wire::PeerAddress& addr) {
+PeerAddress reserve(const PeerAddress& addr) {
   auto ep = toEndpoint(addr);
   int fd = ::socket(ep.protocol().family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0)
@@ -43,7 +43,7 @@ wire::PeerAddress reserve(const wire::PeerAddress& addr) {
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
-  wire::PeerAddress bound = addr;
+  PeerAddress bound = addr;
   bound.port = ntohs(ss.ss_family == AF_INET ? reinterpret_cast<sockaddr_in*>(&ss)->sin_port
                                              : reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
   std::lock_guard lock(mutex());
@@ -51,7 +51,7 @@ wire::PeerAddress reserve(const wire::PeerAddress& addr) {
   return bound;
 }
 
-std::optional<int> take(const wire::PeerAddress& addr) {
+std::optional<int> take(const PeerAddress& addr) {
   std::lock_guard lock(mutex());
   auto it = fds().find(keyOf(addr));
   if (it == fds().end()) return std::nullopt;
@@ -60,7 +60,7 @@ std::optional<int> take(const wire::PeerAddress& addr) {
   return fd;
 }
 
-void release(const wire::PeerAddress& addr) {
+void release(const PeerAddress& addr) {
   if (auto fd = take(addr)) ::close(*fd);
 }
 

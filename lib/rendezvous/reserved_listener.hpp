@@ -13,10 +13,10 @@ namespace tether::reserved {
 
 // Binds and listens on `addr` (port 0 picks one); returns the bound address.
 // Throws Error{System} naming the address.
-wire::PeerAddress reserve(const wire::PeerAddress& addr);
+PeerAddress reserve(const PeerAddress& addr);
 // Hands the descriptor over to the caller (rank 0), or nullopt.
-std::optional<int> take(const wire::PeerAddress& addr);
+std::optional<int> take(const PeerAddress& addr);
 // Closes a reservation this process holds (a launcher after forking ranks).
-void release(const wire::PeerAddress& addr);
+void release(const PeerAddress& addr);
 
 }  // namespace tether::reserved

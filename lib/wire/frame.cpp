@@ -1,28 +1,12 @@
 #include "wire/frame.hpp"
 
+#include "base/bytes.hpp"
+
 #include <fmt/format.h>
 
-#include <boost/endian/conversion.hpp>
 #include <cstring>
 
 namespace tether::wire {
-namespace {
-
-template <class T>
-void put(unsigned char* out, std::size_t off, T v) {
-  v = boost::endian::native_to_little(v);
-  std::memcpy(out + off, &v, sizeof v);
-}
-
-template <class T>
-T get(const unsigned char* in, std::size_t off) {
-  T v;
-  std::memcpy(&v, in + off, sizeof v);
-  return boost::endian::little_to_native(v);
-}
-
-}  // namespace
-
 const char* kindName(Kind k) {
   switch (k) {
     case Kind::Challenge: return "challenge";
@@ -57,15 +41,15 @@ const char* opName(OpCode op) {
 bool isKnownKind(std::uint8_t k) { return k >= 1 && k <= 12; }
 
 void encodeHeader(const FrameHeader& h, unsigned char* out) {
-  put<std::uint32_t>(out, 0, kMagic);
-  put<std::uint16_t>(out, 4, kProtocolVersion);
+  le::store<std::uint32_t>(out + 0, kMagic);
+  le::store<std::uint16_t>(out + 4, kProtocolVersion);
   out[6] = static_cast<unsigned char>(h.kind);
   out[7] = h.flags;
-  put<std::uint64_t>(out, 8, h.comm);
-  put<std::uint64_t>(out, 16, h.coll);
-  put<std::uint32_t>(out, 24, h.step);
-  put<std::uint32_t>(out, 28, h.tag);
-  put<std::uint64_t>(out, 32, h.length);
+  le::store<std::uint64_t>(out + 8, h.comm);
+  le::store<std::uint64_t>(out + 16, h.coll);
+  le::store<std::uint32_t>(out + 24, h.step);
+  le::store<std::uint32_t>(out + 28, h.tag);
+  le::store<std::uint64_t>(out + 32, h.length);
 }
 
 HeaderBytes encodeHeader(const FrameHeader& h) {
@@ -80,20 +64,20 @@ std::optional<FrameHeader> decodeHeader(const unsigned char* in, std::uint64_t m
     if (why) *why = std::move(reason);
     return std::nullopt;
   };
-  auto magic = get<std::uint32_t>(in, 0);
+  auto magic = le::load<std::uint32_t>(in + 0);
   if (magic != kMagic) return fail(fmt::format("bad magic 0x{:08x}", magic));
-  auto version = get<std::uint16_t>(in, 4);
+  auto version = le::load<std::uint16_t>(in + 4);
   if (version != kProtocolVersion)
     return fail(fmt::format("protocol version {} (this side speaks {})", version, kProtocolVersion));
   if (!isKnownKind(in[6])) return fail(fmt::format("unknown frame kind {}", in[6]));
   FrameHeader h;
   h.kind = static_cast<Kind>(in[6]);
   h.flags = in[7];
-  h.comm = get<std::uint64_t>(in, 8);
-  h.coll = get<std::uint64_t>(in, 16);
-  h.step = get<std::uint32_t>(in, 24);
-  h.tag = get<std::uint32_t>(in, 28);
-  h.length = get<std::uint64_t>(in, 32);
+  h.comm = le::load<std::uint64_t>(in + 8);
+  h.coll = le::load<std::uint64_t>(in + 16);
+  h.step = le::load<std::uint32_t>(in + 24);
+  h.tag = le::load<std::uint32_t>(in + 28);
+  h.length = le::load<std::uint64_t>(in + 32);
   bool control = h.kind != Kind::P2P && h.kind != Kind::Collective && h.kind != Kind::Table;
   std::uint64_t limit = control ? std::min(maxPayload, kMaxControlPayload) : maxPayload;
   if (h.length > limit)

@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "wire/bytes.hpp"
+#include "base/bytes.hpp"
 
 namespace tether::wire {
 namespace {

@@ -13,7 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "core/crypto.hpp"
+#include "base/crypto.hpp"
+#include "base/peer_address.hpp"
 
 namespace tether::wire {
 
@@ -49,14 +50,6 @@ enum class RejectCode : std::uint16_t {
 struct Reject {
   RejectCode code{};
   std::string reason;
-};
-
-// One rank's listen address as registered with the root.
-struct PeerAddress {
-  std::uint8_t family = 4;  // 4 or 6
-  std::array<unsigned char, 16> addr{};
-  std::uint16_t port = 0;
-  std::uint64_t hostId = 0; // hash of the host name: ranks with equal ids share a node
 };
 
 struct Register {

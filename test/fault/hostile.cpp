@@ -12,7 +12,7 @@
 #include <new>
 #include <thread>
 
-#include "core/crypto.hpp"
+#include "base/crypto.hpp"
 #include "core/unique_id_layout.hpp"
 #include "fault_support.hpp"
 #include "raw_client.hpp"

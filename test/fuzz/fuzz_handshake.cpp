@@ -11,6 +11,7 @@
 #include "wire/frame.hpp"
 #include "wire/handshake.hpp"
 
+using namespace tether;
 using namespace tether::wire;
 
 namespace {

@@ -4,7 +4,7 @@
 
 #include <set>
 
-#include "core/endpoint.hpp"
+#include "base/endpoint.hpp"
 #include "tether/tcp_bootstrap.hpp"
 
 using namespace tether;

@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "core/crypto.hpp"
+#include "base/crypto.hpp"
 #include "wire/frame.hpp"
 #include "wire/handshake.hpp"
 

@@ -1,4 +1,4 @@
-#include "core/env.hpp"
+#include "base/env.hpp"
 
 #include <charconv>
 #include <cstdlib>

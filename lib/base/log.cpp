@@ -1,10 +1,10 @@
-#include "core/log.hpp"
+#include "base/log.hpp"
 
 #include <atomic>
 #include <cstdio>
 #include <mutex>
 
-#include "core/env.hpp"
+#include "base/env.hpp"
 
 namespace tether {
 namespace {

@@ -1,12 +1,12 @@
 // Addresses: "host:port" parsing, interface choice (TETHER_SOCKET_IFNAME /
-// TETHER_SOCKET_FAMILY) and conversion to the wire's PeerAddress.
+// TETHER_SOCKET_FAMILY) and conversion to PeerAddress.
 #pragma once
 
 #include <boost/asio/ip/tcp.hpp>
 #include <cstdint>
 #include <string>
 
-#include "wire/handshake.hpp"
+#include "base/peer_address.hpp"
 
 namespace tether {
 
@@ -25,8 +25,8 @@ HostPort parseHostPort(const std::string& text);
 asio::ip::address resolveHost(const std::string& host);
 std::string toString(const tcp::endpoint& ep);
 
-wire::PeerAddress toPeerAddress(const tcp::endpoint& ep, std::uint64_t hostId);
-tcp::endpoint toEndpoint(const wire::PeerAddress& a);
+PeerAddress toPeerAddress(const tcp::endpoint& ep, std::uint64_t hostId);
+tcp::endpoint toEndpoint(const PeerAddress& a);
 
 // The address this rank listens on for peers: `explicitHost` if given, else an
 // interface matching TETHER_SOCKET_IFNAME / TETHER_SOCKET_FAMILY, else the local

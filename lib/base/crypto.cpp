@@ -1,4 +1,4 @@
-#include "core/crypto.hpp"
+#include "base/crypto.hpp"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>

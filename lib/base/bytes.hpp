@@ -1,25 +1,49 @@
-// Little-endian field writer/reader over a byte span. Explicit encoding only:
-// nothing on the wire is a memcpy of a struct.
+// The one little-endian codec: fixed-offset loads and stores (frame header,
+// UniqueId, RDMA records) and a field writer/reader over a byte vector
+// (handshake and control payloads). Explicit encoding only: nothing on the
+// wire is a memcpy of a struct.
 #pragma once
 
 #include <boost/endian/conversion.hpp>
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
-namespace tether::wire {
+namespace tether {
+namespace le {
+
+// `v` as little-endian bytes at p[0 .. sizeof v).
+template <class T>
+inline void store(unsigned char* p, T v) {
+  static_assert(std::is_integral_v<T>);
+  v = boost::endian::native_to_little(v);
+  std::memcpy(p, &v, sizeof v);
+}
+
+// The little-endian integer at p[0 .. sizeof(T)).
+template <class T>
+inline T load(const unsigned char* p) {
+  static_assert(std::is_integral_v<T>);
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return boost::endian::little_to_native(v);
+}
+
+}  // namespace le
 
 class ByteWriter {
  public:
   explicit ByteWriter(std::vector<unsigned char>& out) : out_(out) {}
   void u8(std::uint8_t v) { out_.push_back(v); }
-  void u16(std::uint16_t v) { put(boost::endian::native_to_little(v)); }
-  void u32(std::uint32_t v) { put(boost::endian::native_to_little(v)); }
-  void u64(std::uint64_t v) { put(boost::endian::native_to_little(v)); }
+  void u16(std::uint16_t v) { put(v); }
+  void u32(std::uint32_t v) { put(v); }
+  void u64(std::uint64_t v) { put(v); }
   void bytes(const void* p, std::size_t n) {
     auto* b = static_cast<const unsigned char*>(p);
     out_.insert(out_.end(), b, b + n);
@@ -33,7 +57,11 @@ class ByteWriter {
 
  private:
   template <class T>
-  void put(T v) { bytes(&v, sizeof v); }
+  void put(T v) {
+    std::size_t at = out_.size();
+    out_.resize(at + sizeof v);
+    le::store(out_.data() + at, v);
+  }
   std::vector<unsigned char>& out_;
 };
 
@@ -43,9 +71,9 @@ class ByteReader {
  public:
   ByteReader(const void* p, std::size_t n) : p_(static_cast<const unsigned char*>(p)), n_(n) {}
   std::uint8_t u8() { return *take(1); }
-  std::uint16_t u16() { return get<std::uint16_t>(); }
-  std::uint32_t u32() { return get<std::uint32_t>(); }
-  std::uint64_t u64() { return get<std::uint64_t>(); }
+  std::uint16_t u16() { return le::load<std::uint16_t>(take(2)); }
+  std::uint32_t u32() { return le::load<std::uint32_t>(take(4)); }
+  std::uint64_t u64() { return le::load<std::uint64_t>(take(8)); }
   void bytes(void* out, std::size_t n) { std::memcpy(out, take(n), n); }
   std::string str() {
     auto n = u16();
@@ -55,12 +83,6 @@ class ByteReader {
   std::size_t remaining() const { return n_ - off_; }
 
  private:
-  template <class T>
-  T get() {
-    T v;
-    std::memcpy(&v, take(sizeof v), sizeof v);
-    return boost::endian::little_to_native(v);
-  }
   const unsigned char* take(std::size_t n) {
     if (n > n_ - off_) throw std::out_of_range("message too short");
     auto* b = p_ + off_;
@@ -72,4 +94,4 @@ class ByteReader {
   std::size_t off_ = 0;
 };
 
-}  // namespace tether::wire
+}  // namespace tether

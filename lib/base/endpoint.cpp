@@ -1,4 +1,4 @@
-#include "core/endpoint.hpp"
+#include "base/endpoint.hpp"
 
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -11,8 +11,8 @@
 #include <memory>
 #include <vector>
 
-#include "core/crypto.hpp"
-#include "core/env.hpp"
+#include "base/crypto.hpp"
+#include "base/env.hpp"
 #include "tether/error.hpp"
 
 namespace tether {
@@ -104,8 +104,8 @@ std::string toString(const tcp::endpoint& ep) {
   return ep.address().to_string() + ":" + std::to_string(ep.port());
 }
 
-wire::PeerAddress toPeerAddress(const tcp::endpoint& ep, std::uint64_t hostId) {
-  wire::PeerAddress a;
+PeerAddress toPeerAddress(const tcp::endpoint& ep, std::uint64_t hostId) {
+  PeerAddress a;
   a.port = ep.port();
   a.hostId = hostId;
   if (ep.address().is_v4()) {
@@ -120,7 +120,7 @@ wire::PeerAddress toPeerAddress(const tcp::endpoint& ep, std::uint64_t hostId) {
   return a;
 }
 
-tcp::endpoint toEndpoint(const wire::PeerAddress& a) {
+tcp::endpoint toEndpoint(const PeerAddress& a) {
   if (a.family == 4) {
     asio::ip::address_v4::bytes_type b;
     std::copy(a.addr.begin(), a.addr.begin() + 4, b.begin());

@@ -1,0 +1,18 @@
+// One rank's listen address as it travels in the rendezvous (and in the
+// UniqueId for the root): family, raw address bytes, port, and a host id that
+// tells which ranks share a node.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+namespace tether {
+
+struct PeerAddress {
+  std::uint8_t family = 4;  // 4 or 6
+  std::array<unsigned char, 16> addr{};
+  std::uint16_t port = 0;
+  std::uint64_t hostId = 0;  // hash of the host name: ranks with equal ids share a node
+};
+
+}  // namespace tether
