@@ -32,6 +32,10 @@
 
 namespace tether {
 
+// The deadline of each blocking call (and of joining) when none is given:
+// 300 s. TETHER_TIMEOUT_MS overrides it for TcpBootstrap and InProcessWorld.
+inline constexpr std::chrono::milliseconds kDefaultTimeout{300000};
+
 class Bootstrap {
  public:
   // Pass as color to split() to get no child communicator (nullptr).

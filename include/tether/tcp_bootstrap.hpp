@@ -25,6 +25,8 @@
 
 namespace tether {
 
+class Communicator;  // internal (lib/core/communicator.hpp)
+
 struct TcpOptions {
   // Deadline for construction (rendezvous) and for each blocking call.
   // Zero means: TETHER_TIMEOUT_MS, else 300000 ms.
@@ -91,11 +93,11 @@ class TcpBootstrap : public Bootstrap {
   // World rank of this process (equals rank() for the world communicator).
   int worldRank() const;
 
-  struct Impl;  // lib/core/communicator.hpp
+  // Internal: wraps a communicator made by split().
+  explicit TcpBootstrap(std::shared_ptr<Communicator> impl);
 
  private:
-  explicit TcpBootstrap(std::shared_ptr<Impl> impl);
-  std::shared_ptr<Impl> impl_;
+  std::shared_ptr<Communicator> impl_;  // lib/core/communicator.hpp
 };
 
 }  // namespace tether

@@ -1,43 +1,81 @@
-// TcpBootstrap::Impl: one communicator — a group over a shared World.
+// One communicator — the world or a child from split() (or a subset of a
+// barrier) — over a shared World. Everything a communicator has is here: its
+// group, its timeout, the calling-thread state of its collectives (next id,
+// whether an earlier one failed) and, shared with the progress thread, its
+// collective sequence (sequence.hpp). TcpBootstrap forwards to it.
 #pragma once
 
 #include <atomic>
-#include <functional>
+#include <chrono>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
-#include "collectives/context.hpp"
+#include "base/layer.hpp"
 #include "core/world.hpp"
-#include "tether/tcp_bootstrap.hpp"
+#include "tether/detail/coll/table.hpp"
+
+TETHER_LAYER(6, "core");
 
 namespace tether {
 
-struct TcpBootstrap::Impl {
-  std::shared_ptr<World> world;
-  coll::Group group;
-  int nranksPerNode = 1;
-  bool cpuBound = false;  // more ranks of the world on this host than cores
-  std::atomic<std::int64_t> timeoutMs{300000};
+struct Group {
+  std::uint64_t comm = 0;
+  int rank = 0;
+  int size = 1;
+  std::vector<int> worldRanks;  // group rank -> world rank
+};
+
+class Communicator {
+ public:
+  // The world communicator of `world`.
+  explicit Communicator(std::shared_ptr<World> world);
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  const Group& group() const { return group_; }
+  int rank() const { return group_.rank; }
+  int size() const { return group_.size; }
+  int nranksPerNode() const { return ranksPerHost_; }
+  World& world() const { return *world_; }
+  std::chrono::milliseconds timeout() const { return std::chrono::milliseconds(timeoutMs_.load()); }
+  void setTimeout(std::chrono::milliseconds t);
+
+  void send(const void* data, std::size_t bytes, int peer, int tag);
+  void recv(void* data, std::size_t bytes, int peer, int tag);
+  // A collective over this communicator: `in` is the caller's send data
+  // (may equal `out`), `out` its receive buffer. Arguments are checked by the caller.
+  void collective(detail::coll::Call call, const void* in, void* out);
+  void subsetBarrier(const std::vector<int>& sortedRanks);
+  // nullptr for kNoColor.
+  std::shared_ptr<Communicator> split(int color, int key);
+
+ private:
+  Communicator(std::shared_ptr<World> world, Group group, int ranksPerHost, bool cpuBound,
+               std::chrono::milliseconds timeout);
+  // Runs one collective on `on` (this communicator or one of its subsets);
+  // collMutex_ is held. A failure leaves this communicator unusable.
+  void runCollective(Communicator& on, detail::coll::Call call, const void* in, void* out);
+  World::Clock::time_point deadline() const;
+
+  std::shared_ptr<World> world_;
+  Group group_;
+  int ranksPerHost_ = 1;
+  bool cpuBound_ = false;  // some host runs more ranks of the world than it has cores
+  std::atomic<std::int64_t> timeoutMs_;
 
   // Collectives of one communicator are serialized by contract; the mutex
   // turns a violation into ordered calls instead of corrupt state.
-  std::mutex collMutex;
-  std::uint64_t nextColl = 1;
-  std::uint64_t splits = 0;
-  std::map<std::vector<int>, std::uint64_t> subsetCalls;
-  std::string brokenBy;  // set when a collective failed
-
-  std::chrono::steady_clock::time_point deadline() const {
-    return std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs.load());
-  }
-  // Runs one collective: next id, algorithm coroutine, deadline, error bookkeeping.
-  void collective(wire::OpCode code, const coll::Group& g, std::uint64_t coll,
-                  std::function<boost::asio::awaitable<void>(coll::Context&)> algo);
-  void collective(wire::OpCode code, std::function<boost::asio::awaitable<void>(coll::Context&)> algo);
-  void checkPeer(int peer, const char* what) const;
+  std::mutex collMutex_;
+  std::uint64_t nextColl_ = 1;
+  std::uint64_t splits_ = 0;
+  std::map<std::vector<int>, std::unique_ptr<Communicator>> subsets_;
+  std::string brokenBy_;  // set when a collective failed
+  const std::shared_ptr<CollectiveSeq> seq_ = std::make_shared<CollectiveSeq>();
 };
 
 }  // namespace tether

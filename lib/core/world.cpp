@@ -1,32 +1,53 @@
-// World lifecycle: listener and progress thread, running blocking calls with
-// deadlines, abort, link bookkeeping and orderly shutdown.
+// World lifecycle: listener, rendezvous and event loop; running calls with
+// deadlines; abort; orderly close.
 #include "core/world.hpp"
 
 #include <fmt/format.h>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <algorithm>
 
-#include "base/endpoint.hpp"
-#include "base/log.hpp"
-#include "link/link.hpp"
-#include "rendezvous/reserved_listener.hpp"
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
+
 #include "base/bytes.hpp"
+#include "base/endpoint.hpp"
+#include "base/env.hpp"
+#include "base/log.hpp"
+#include "rendezvous/reserved_listener.hpp"
 
 namespace tether {
+namespace {
 
-using Clock = std::chrono::steady_clock;
+link::ConnectorConfig connectorConfig(const WorldConfig& c) {
+  link::ConnectorConfig k;
+  k.rank = c.rank;
+  k.nranks = c.nranks;
+  k.secret = c.secret;
+  k.worldId = c.worldId;
+  k.handshakeTimeout = c.handshakeTimeout;
+  k.keepaliveIdleS = c.keepaliveIdleS;
+  k.keepaliveIntervalS = c.keepaliveIntervalS;
+  k.keepaliveCount = c.keepaliveCount;
+  return k;
+}
+
+}  // namespace
 
 World::World(WorldConfig config)
     : cfg_(std::move(config)),
       acceptor_(io_),
+      connector_(io_, connectorConfig(cfg_), *this),
       links_(cfg_.nranks),
-      peers_(cfg_.nranks) {}
+      peers_(cfg_.nranks) {
+  rdv::Config rc{cfg_.rank, cfg_.nranks, toPeerAddress(cfg_.root, 0), cfg_.timeout};
+  auto kind = env::get("TETHER_RENDEZVOUS").value_or("root");
+  if (kind != "root")
+    throw Error(ErrorCode::InvalidArgument, fmt::format("rank {}: TETHER_RENDEZVOUS='{}' (use root)", rank(), kind),
+                rank());
+  rendezvous_ = rdv::makeRootStar(*this, rc);
+}
 
 std::shared_ptr<World> World::create(WorldConfig config) {
-  auto deadline = Clock::now() + config.timeout;
+  const auto began = Clock::now();
+  const auto deadline = began + config.timeout;
   std::shared_ptr<World> w;
   int rank = config.rank;
   try {
@@ -40,33 +61,23 @@ std::shared_ptr<World> World::create(WorldConfig config) {
     throw Error(ErrorCode::System, fmt::format("rank {}: cannot start: {}", rank, e.what()), rank);
   }
   if (!w->driver_.waitUntil(w->initDone_, deadline)) {
-    asio::post(w->io_, [raw = w.get()] {
-      raw->finishInit(std::make_exception_ptr(
-          Error(ErrorCode::Timeout, raw->rendezvousTimeoutText(), raw->rank(), raw->rank() == 0 ? -1 : 0)));
-    });
+    asio::post(w->io_, [raw = w.get()] { raw->rendezvous_->onTimeout(); });
     w->driver_.wait(w->initDone_);
   }
-  try {
-    w->initDone_.rethrowIfFailed();
-  } catch (const std::exception& e) {
-    // The root knows who is missing: tell the ranks that did register why,
-    // instead of letting them wait for their own deadline. ~World then drains
-    // the notice and closes.
-    if (w->rank() == 0) {
-      std::string reason = e.what();
-      asio::post(w->io_, [raw = w.get(), reason] { raw->abortOnProgress(raw->rank(), reason, true); });
-    }
-    throw;
-  }
+  // A failed rendezvous has already told the ranks that depend on it (the
+  // root aborts the registered ranks); ~World drains that notice and closes.
+  w->initDone_.rethrowIfFailed();
+  log::info(w->rank(), "joined a world of {} ranks in {:.1f} ms", w->nranks(),
+            std::chrono::duration<double, std::milli>(Clock::now() - began).count());
   return w;
 }
 
 void World::start() {
   // Listener first: peers may dial us as soon as the root publishes the table.
   boost::system::error_code ec;
+  tcp::endpoint at = cfg_.root;
   if (rank() == 0) {
-    auto rootAddr = toPeerAddress(cfg_.root, 0);
-    if (auto fd = reserved::take(rootAddr)) {
+    if (auto fd = reserved::take(toPeerAddress(cfg_.root, 0))) {
       acceptor_.assign(cfg_.root.protocol(), *fd, ec);
     } else {
       acceptor_.open(cfg_.root.protocol(), ec);
@@ -74,20 +85,18 @@ void World::start() {
       if (!ec) acceptor_.bind(cfg_.root, ec);
       if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
     }
-    if (ec)
-      throw Error(ErrorCode::System,
-                  fmt::format("rank 0: cannot listen on the root address {}: {}", toString(cfg_.root), ec.message()),
-                  0);
   } else {
     reserved::release(toPeerAddress(cfg_.root, 0));  // an inherited reservation is rank 0's, not ours
-    tcp::endpoint ep(chooseListenAddress(cfg_.root.address(), cfg_.listenHost), 0);
-    acceptor_.open(ep.protocol(), ec);
-    if (!ec) acceptor_.bind(ep, ec);
+    at = tcp::endpoint(chooseListenAddress(cfg_.root.address(), cfg_.listenHost), 0);
+    acceptor_.open(at.protocol(), ec);
+    if (!ec) acceptor_.bind(at, ec);
     if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
-    if (ec)
-      throw Error(ErrorCode::System,
-                  fmt::format("rank {}: cannot listen on {}: {}", rank(), toString(ep), ec.message()), rank());
   }
+  if (ec)
+    throw Error(ErrorCode::System,
+                fmt::format("rank {}: cannot listen on {}{}: {}", rank(), rank() == 0 ? "the root address " : "",
+                            toString(at), ec.message()),
+                rank());
   auto local = acceptor_.local_endpoint();
   tcp::endpoint advertised = local;
   std::string override = cfg_.advertiseFor ? cfg_.advertiseFor(toString(local)) : cfg_.advertise;
@@ -101,52 +110,54 @@ void World::start() {
   work_.emplace(io_.get_executor());
   driver_.start();
   asio::post(io_, [this] {
-    asio::co_spawn(io_, acceptLoop(), asio::detached);
-    startRendezvous();
+    connector_.listen(acceptor_);
+    rendezvous_->start(self_);
   });
 }
 
-World::~World() { shutdown(); }
+void World::finishInit(std::exception_ptr e) {
+  if (initComplete_) return;
+  initComplete_ = true;
+  initOk_ = !e;
+  initDone_.complete(e);
+}
 
-void World::shutdown() {
-  if (!work_) return;
+World::~World() { close(std::min(cfg_.timeout, std::chrono::milliseconds(5000))); }
+
+bool World::close(std::chrono::milliseconds drain) {
+  if (!work_ || closed_.exchange(true)) return drained_;
   auto done = std::make_shared<Completion>();
-  asio::post(io_, [this, done] {
-    shuttingDown_ = true;
-    boost::system::error_code ignored;
-    acceptor_.close(ignored);
-    // Links still dialling carry queued frames too (a last small send is
-    // fire-and-forget): they get the goodbye behind them and are waited for.
-    // After a failed rendezvous nothing queued is worth waiting for.
-    for (auto& l : links_)
-      if (l && l->state() == Link::State::Dialing && !initOk_) l->fail("shutting down after a failed rendezvous");
-    for (auto& l : links_)
-      if (l && l->state() != Link::State::Closed) sendControl(*l, wire::Kind::Goodbye, {});
-    // Let queued frames reach the peers and be read (bounded), then close.
-    drainTimer_.emplace(io_);
-    drainTimer_->expires_after(std::min(cfg_.timeout, std::chrono::milliseconds(5000)));
-    drainTimer_->async_wait([this, done](boost::system::error_code) {
-      for (auto& l : links_)
-        if (l) l->fail("shutting down");
-      done->complete(nullptr);
-    });
-    onLinkIdle();
-  });
+  asio::post(io_, [this, done, drain] { shutdownOnProgress(done, drain); });
   driver_.wait(*done);
   driver_.stop();
   work_.reset();
+  return drained_;
 }
 
-void World::onLinkIdle() {
-  // Done when every link is closed or its peer confirmed reading our goodbye
-  // (and so every frame before it).
+void World::shutdownOnProgress(const std::shared_ptr<Completion>& done, std::chrono::milliseconds drain) {
+  shuttingDown_ = true;
+  boost::system::error_code ignored;
+  acceptor_.close(ignored);
+  // Links still dialling carry queued frames too (a last small send is
+  // fire-and-forget): they get the goodbye behind them and are waited for.
+  // After a failed rendezvous or an abort nothing queued is worth waiting for.
   for (auto& l : links_)
-    if (l && l->state() != Link::State::Closed && !l->goodbyeAcked()) return;
-  if (drainTimer_) drainTimer_->cancel();
+    if (l && l->state() == link::Link::State::Dialing && (!initOk_ || abortHandled_))
+      l->fail("shutting down after a failed rendezvous or an abort");
+  for (auto& l : links_)
+    if (l && l->state() != link::Link::State::Closed) sendControl(*l, wire::Kind::Goodbye, {});
+  // Let queued frames reach the peers and be read (bounded), then close.
+  drainTimer_.emplace(io_);
+  drainTimer_->expires_after(drain);
+  drainTimer_->async_wait([this, done](boost::system::error_code) {
+    for (auto& l : links_)
+      if (l) l->fail("shutting down");
+    done->complete(nullptr);
+  });
+  checkDrained();
 }
 
-void World::run(const std::shared_ptr<Op>& op, std::function<asio::awaitable<void>(Op&)> body,
-                Clock::time_point deadline) {
+std::shared_ptr<Completion> World::start(const std::shared_ptr<Op>& op, Body body) {
   if (aborted_.load()) throw abortedError(op->name());
   auto done = std::make_shared<Completion>();
   asio::post(io_, [this, op, body = std::move(body), done]() mutable {
@@ -154,27 +165,18 @@ void World::run(const std::shared_ptr<Op>& op, std::function<asio::awaitable<voi
     activeOps_.insert(op.get());
     op->active = true;
     asio::co_spawn(io_, body(*op), [this, op, done](std::exception_ptr e) {
-      if (!e && op->error) e = op->error;
-      if (!e) {
-        try {
-          finishOp(*op);
-        } catch (...) {
-          e = std::current_exception();
-        }
-      } else if (op->coll) {
-        comms_[op->comm].op = nullptr;
-      }
-      if (e && !op->error) failOp(*op, e);  // withdraw what it still had posted
-      if (e && op->coll && op->comm == cfg_.worldId) abortAfterFailedCollective(e);
-      activeOps_.erase(op.get());
-      op->active = false;
+      endOp(*op, e);
       if (op->draining > 0)  // a link still uses its buffer (Link::abandon)
         op->afterDrain = [done, e] { done->complete(e); };
       else
         done->complete(e);
     });
   });
-  if (!driver_.waitUntil(*done, deadline)) {
+  return done;
+}
+
+void World::wait(const std::shared_ptr<Op>& op, Completion& done, Clock::time_point deadline) {
+  if (!driver_.waitUntil(done, deadline)) {
     asio::post(io_, [this, op] {
       if (!op->active) return;
       failOp(*op, std::make_exception_ptr(Error(
@@ -182,33 +184,9 @@ void World::run(const std::shared_ptr<Op>& op, std::function<asio::awaitable<voi
                       fmt::format("rank {}: {}: timed out {}", rank(), op->name(), pendingDescription(*op)), rank(),
                       op->posted.empty() ? -1 : static_cast<int>(op->posted.front().src))));
     });
-    driver_.wait(*done);
+    driver_.wait(done);
   }
-  done->rethrowIfFailed();
-}
-
-std::string World::pendingDescription(const Op& op) const {
-  if (!op.posted.empty()) {
-    const auto& k = op.posted.front();
-    std::string what = k.kind == wire::Kind::P2P
-                           ? fmt::format("a message with tag {}", k.tag)
-                           : fmt::format("step {}", k.step);
-    return fmt::format("waiting for {} from {}", what, describeRank(static_cast<int>(k.src)));
-  }
-  for (const auto& l : links_) {
-    if (!l) continue;
-    auto ops = l->opsWithQueuedFrames();
-    if (std::find(ops.begin(), ops.end(), &op) != ops.end())
-      return fmt::format("waiting to send to {}", describeRank(l->peer()));
-  }
-  return "before completing";
-}
-
-std::string World::describeRank(int worldRank) const {
-  if (worldRank < 0 || worldRank >= nranks()) return fmt::format("rank {}", worldRank);
-  const auto& l = links_[worldRank];
-  if (l && !l->remote().empty()) return fmt::format("rank {} ({})", worldRank, l->remote());
-  return fmt::format("rank {}", worldRank);
+  done.rethrowIfFailed();
 }
 
 void World::abort(int origin, const std::string& reason) {
@@ -249,107 +227,12 @@ void World::abortOnProgress(int origin, const std::string& reason, bool notifyPe
     w.u32(static_cast<std::uint32_t>(origin));
     w.str(reason);
     for (auto& l : links_)
-      if (l && l->state() != Link::State::Closed && l->peer() != origin) sendControl(*l, wire::Kind::Abort, payload);
+      if (l && l->state() != link::Link::State::Closed && l->peer() != origin)
+        sendControl(*l, wire::Kind::Abort, payload);
   }
   std::vector<Op*> ops(activeOps_.begin(), activeOps_.end());
   for (Op* op : ops) failOp(*op, std::make_exception_ptr(abortedError(op->name())));
   if (!initComplete_) finishInit(std::make_exception_ptr(abortedError("rendezvous")));
-}
-
-void World::sendControl(Link& link, wire::Kind kind, const std::vector<unsigned char>& payload) {
-  OutFrame f;
-  wire::FrameHeader h;
-  h.kind = kind;
-  h.length = payload.size();
-  wire::encodeHeader(h, f.header.data());
-  f.owned = payload;
-  f.len = payload.size();
-  link.enqueue(std::move(f));
-}
-
-std::shared_ptr<Link> World::linkFor(int peer) {
-  auto& l = links_[peer];
-  if (l && l->state() != Link::State::Closed) return l;
-  if (peers_[peer].gone || l) return nullptr;
-  l = std::make_shared<Link>(*this, peer);
-  asio::co_spawn(io_, dialPeer(peer, toEndpoint(table_[peer]), false), asio::detached);
-  return l;
-}
-
-std::optional<wire::Reject> World::admit(int peer, const wire::Hello&, const std::string& remote) {
-  using wire::RejectCode;
-  if (peer < 0 || peer >= nranks() || peer == rank())
-    return wire::Reject{RejectCode::BadRank, fmt::format("rank {} is not a peer of rank {} in a world of {}", peer,
-                                                         rank(), nranks())};
-  if (shuttingDown_) return wire::Reject{RejectCode::ShuttingDown, "this rank is shutting down"};
-  auto& l = links_[peer];
-  if (l && l->state() == Link::State::Up && l->dialedByUs() && peer > rank())
-    return wire::Reject{RejectCode::Simultaneous, "both ranks dialled; the lower rank's connection is kept"};
-  if (peers_[peer].gone || (l && l->state() == Link::State::Up)) {
-    std::string why = fmt::format("rank {} is already connected{}", peer,
-                                  l && !l->remote().empty() ? " from " + l->remote() : std::string());
-    if (rank() == 0 && !initComplete_) {
-      // Two processes claim the same rank: the job is misconfigured; stop it.
-      abortOnProgress(0, fmt::format("two processes claim rank {} (second from {})", peer, remote), true);
-    }
-    return wire::Reject{RejectCode::DuplicateRank, why};
-  }
-  if (l && l->state() == Link::State::Dialing && peer > rank())
-    return wire::Reject{RejectCode::Simultaneous, "both ranks dialled; the lower rank's connection is kept"};
-  // Reserve the link now: a send to this peer while our welcome is on its way
-  // must wait for this connection, not dial a second one (which the peer,
-  // still waiting for our welcome, could accept too — each side would then
-  // keep a different connection).
-  if (!l) l = std::make_shared<Link>(*this, peer);
-  return std::nullopt;
-}
-
-void World::attach(int peer, tcp::socket socket, bool dialedByUs) {
-  auto& l = links_[peer];
-  if (!l) l = std::make_shared<Link>(*this, peer);
-  if (l->state() != Link::State::Dialing) {
-    boost::system::error_code ignored;
-    socket.close(ignored);
-    return;
-  }
-  l->attach(std::move(socket), dialedByUs);
-  log::trace(rank(), "link to rank {} is up ({})", peer, l->remote());
-}
-
-void World::onDialFailed(int peer, const std::string& reason, bool) {
-  auto& l = links_[peer];
-  if (!l || l->state() != Link::State::Dialing) return;
-  l->fail(reason);
-  linkIdle();
-}
-
-void World::onLinkDown(Link& link, const std::string& reason, bool graceful) {
-  int p = link.peer();
-  auto& st = peers_[p];
-  if (st.gone) return;
-  st.gone = true;
-  st.graceful = graceful;
-  st.reason = reason;
-  if (shuttingDown_) return onLinkIdle();
-  if (!graceful) log::warn(rank(), "lost {}: {}", describeRank(p), reason);
-  std::vector<Op*> affected;
-  for (Op* op : activeOps_) {
-    bool waits = std::any_of(op->posted.begin(), op->posted.end(),
-                             [&](const match::Key& k) { return static_cast<int>(k.src) == p; });
-    // A collective with p as a member cannot complete on every rank any more,
-    // even if this rank is not waiting on p right now (graceful: p finished).
-    bool member = !graceful && std::find(op->members.begin(), op->members.end(), p) != op->members.end();
-    if (waits || member) affected.push_back(op);
-  }
-  for (Op* op : link.opsWithQueuedFrames())
-    if (std::find(affected.begin(), affected.end(), op) == affected.end()) affected.push_back(op);
-  for (Op* op : affected) failOp(*op, std::make_exception_ptr(peerGoneError(p, op->name())));
-  if (!initComplete_ && (p == 0 || rank() == 0)) {
-    finishInit(std::make_exception_ptr(peerGoneError(p, "rendezvous")));
-    // The rendezvous cannot complete without p: tell the ranks already
-    // registered now rather than let them wait for their deadline.
-    if (rank() == 0) abortOnProgress(0, fmt::format("rendezvous failed: lost rank {}: {}", p, reason), true);
-  }
 }
 
 // A world collective that failed here leaves every other rank waiting for
@@ -373,6 +256,15 @@ Error World::peerGoneError(int peer, const std::string& opName) const {
   std::string why = st.graceful ? "it closed its bootstrap" : st.reason;
   return Error(ErrorCode::PeerLost, fmt::format("rank {}: {}: lost rank {}: {}", rank(), opName, peer, why), rank(),
                peer);
+}
+
+void World::addCommunicator(std::uint64_t comm, std::shared_ptr<CollectiveSeq> seq) {
+  asio::post(io_, [this, comm, seq = std::move(seq)]() mutable { comms_[comm] = std::move(seq); });
+}
+
+void World::removeCommunicator(std::uint64_t comm) {
+  if (closed_.load()) return;
+  asio::post(io_, [this, comm] { comms_.erase(comm); });
 }
 
 }  // namespace tether

@@ -1,7 +1,12 @@
-// The world: one per TcpBootstrap world communicator (children share it).
-// Owns the progress thread and its io_context, the listener, one Link per
-// peer, the mailbox and the rendezvous state. Everything below "progress
-// thread" runs only on that thread, so it needs no locks.
+// The world: one per TcpBootstrap world communicator (children share it). It
+// owns the event loop and who runs it (Driver), the listener and connector,
+// one Link per peer, the mailbox, the rendezvous and the operations in
+// flight, and implements the seams below it: LinkSink (frames and link
+// events), Admission (who may connect) and rdv::Host (what a rendezvous
+// needs). Everything below "progress thread" runs only on the thread that
+// runs the event loop, so it needs no locks. Methods are split by concern:
+// world.cpp (lifecycle, calls, abort), world_links.cpp (links and control
+// frames), world_ops.cpp (sending, receiving, matching).
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
@@ -15,23 +20,29 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
+#include "base/layer.hpp"
 #include "core/completion.hpp"
 #include "core/driver.hpp"
 #include "core/op.hpp"
+#include "core/sequence.hpp"
+#include "link/connector.hpp"
+#include "link/link.hpp"
 #include "match/mailbox.hpp"
+#include "rendezvous/rendezvous.hpp"
+#include "tether/bootstrap.hpp"
 #include "tether/error.hpp"
 #include "wire/handshake.hpp"
+
+TETHER_LAYER(6, "core");
 
 namespace tether {
 
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
-class Link;
 
 struct WorldConfig {
   int rank = 0;
@@ -39,7 +50,7 @@ struct WorldConfig {
   wire::Secret secret{};
   std::uint64_t worldId = 0;
   tcp::endpoint root;
-  std::chrono::milliseconds timeout{300000};
+  std::chrono::milliseconds timeout = kDefaultTimeout;
   std::chrono::milliseconds handshakeTimeout{10000};
   std::uint64_t maxPayload = 1ULL << 30;
   std::size_t eagerBytes = 64 * 1024;  // sends up to this size are copied and forgotten
@@ -49,16 +60,12 @@ struct WorldConfig {
   int keepaliveIdleS = 10, keepaliveIntervalS = 2, keepaliveCount = 3;
 };
 
-// Where an arriving data frame's payload goes.
-struct Target {
-  enum class Where { Posted, Stash, Discard } where = Where::Discard;
-  void* buf = nullptr;
-  Op* op = nullptr;
-};
-
-class World {
+class World final : link::LinkSink, link::Admission, rdv::Host {
  public:
-  // Starts the progress thread and completes the rendezvous; throws on failure.
+  using Clock = std::chrono::steady_clock;
+  using Body = std::function<asio::awaitable<void>(Op&)>;
+
+  // Starts the event loop and completes the rendezvous; throws on failure.
   static std::shared_ptr<World> create(WorldConfig config);
   ~World();
   World(const World&) = delete;
@@ -67,119 +74,125 @@ class World {
   const WorldConfig& config() const { return cfg_; }
   int rank() const { return cfg_.rank; }
   int nranks() const { return cfg_.nranks; }
-  // After rendezvous: immutable.
-  const std::vector<PeerAddress>& table() const { return table_; }
-  asio::io_context& io() { return io_; }
+  // After the rendezvous: every rank's advertised address (immutable).
+  const PeerAddress& address(int rank) const { return rendezvous_->address(rank); }
 
   // ---- calling threads ----
-  // Runs `body` as a coroutine on the progress thread and waits for it, at
-  // most until `deadline`; on expiry the operation is cancelled with a Timeout
-  // naming what it still waited for. Rethrows the operation's error.
-  void run(const std::shared_ptr<Op>& op,
-           std::function<asio::awaitable<void>(Op&)> body,
-           std::chrono::steady_clock::time_point deadline);
+  // Starts `body` as the op's coroutine; its end is reported on the result.
+  std::shared_ptr<Completion> start(const std::shared_ptr<Op>& op, Body body);
+  // Waits for `done` (runs the event loop meanwhile, or sleeps while another
+  // thread runs it) until `deadline`; at the deadline the op fails with a
+  // Timeout naming what it still waited for. Rethrows the op's error.
+  void wait(const std::shared_ptr<Op>& op, Completion& done, Clock::time_point deadline);
+  void run(const std::shared_ptr<Op>& op, Body body, Clock::time_point deadline) {
+    auto done = start(op, std::move(body));
+    wait(op, *done, deadline);
+  }
   // Thread-safe. origin = the rank that decided to abort.
   void abort(int origin, const std::string& reason);
+  // A communicator's collective sequence, checked against arriving frames.
+  void addCommunicator(std::uint64_t comm, std::shared_ptr<CollectiveSeq> seq);
+  void removeCommunicator(std::uint64_t comm);
+  // Orderly close (idempotent): goodbye to every open link, wait at most
+  // `drain` for the peers to confirm, then close. False if some did not.
+  bool close(std::chrono::milliseconds drain);
 
-  // ---- progress thread ----
-  // Queue a frame to world rank `dst` (dialling it if needed). With
-  // `reference`, the payload is not copied and `op` waits until it is written.
+  // ---- progress thread: what operations do ----
+  // Queues a frame to world rank `dst` (dialling it if needed). With
+  // `reference`, a large payload is not copied and `op` waits until it is written.
   void sendFrame(Op& op, int dst, const wire::FrameHeader& h, const void* payload, bool reference);
-  // Post a receive under key (src is a world rank).
+  // Posts a receive under `key` (key.src is a world rank).
   void postRecv(Op& op, const match::Key& key, void* buf, std::size_t len);
   // Waits until everything the op posted is done, or rethrows its error.
   asio::awaitable<void> settle(Op& op);
-  void failOp(Op& op, std::exception_ptr e);
-  void finishOp(Op& op);  // checks for leftover frames of a collective
-  void completeReferencedSend(Op& op);
-  // A link finished (or gave up) a transfer of a failed op's buffer.
-  void releaseDrain(Op& op);
-
-  // Link callbacks.
-  bool shuttingDown() const { return shuttingDown_; }
-  void linkIdle() { if (shuttingDown_) onLinkIdle(); }
-  Target onDataHeader(Link& link, const wire::FrameHeader& h);
-  void onDataComplete(Link& link, const wire::FrameHeader& h, const Target& t,
-                      std::vector<unsigned char>&& stashed);
-  void onControlFrame(Link& link, const wire::FrameHeader& h, std::vector<unsigned char>&& payload);
-  void onLinkDown(Link& link, const std::string& reason, bool graceful);
-
-  // Handshake results (lib/link/handshake_io.cpp).
-  // Decides whether an authenticated incoming link from `peer` is accepted;
-  // returns nullopt when accepted, else the reject to send.
-  std::optional<wire::Reject> admit(int peer, const wire::Hello& hello, const std::string& remote);
-  void attach(int peer, tcp::socket socket, bool dialedByUs);
-  void onDialFailed(int peer, const std::string& reason, bool final);
-
-  // Collective bookkeeping: the collective id now running on communicator `comm`.
-  void setCurrentCollective(std::uint64_t comm, std::uint64_t coll, Op* op);
+  // The op starts as collective op.coll of `seq`'s communicator.
+  void beginCollective(CollectiveSeq& seq, Op& op);
+  // "rank 3 (10.0.0.7:41235)".
   std::string describeRank(int worldRank) const;
 
  private:
   explicit World(WorldConfig config);
   void start();
-  void shutdown();
-
-  asio::awaitable<void> acceptLoop();
-  asio::awaitable<void> serveIncoming(tcp::socket socket, tcp::endpoint from);
-  asio::awaitable<void> dialPeer(int peer, tcp::endpoint ep, bool retryRefused);
-  std::shared_ptr<Link> linkFor(int peer);
-
-  // Rendezvous (lib/rendezvous/rendezvous.cpp).
-  void startRendezvous();
-  void onRegister(int peer, const wire::Register& r);
-  void onTable(int peer, std::vector<PeerAddress> table);
   void finishInit(std::exception_ptr e);
+  void shutdownOnProgress(const std::shared_ptr<Completion>& done, std::chrono::milliseconds drain);
 
+  // link::LinkSink
+  link::Target onDataHeader(link::Link& link, const wire::FrameHeader& h) override;
+  void onDataComplete(link::Link& link, const wire::FrameHeader& h, const link::Target& t,
+                      std::vector<unsigned char>&& stashed) override;
+  void onControlFrame(link::Link& link, const wire::FrameHeader& h, std::vector<unsigned char>&& payload) override;
+  void onLinkDown(link::Link& link, const std::string& reason, bool graceful) override;
+  void onTransferDone(link::Owner& owner, bool abandoned) override;
+  void onLinkIdle(link::Link& link) override;
+  // link::Admission
+  std::optional<wire::Reject> admit(int peer, const std::string& remote) override;
+  void connected(int peer, tcp::socket socket, bool dialedByUs) override;
+  void connectFailed(int peer, const link::ConnectFailure& failure) override;
+  void refused(const link::Refusal& refusal) override;
+  bool closing() const override { return shuttingDown_; }
+  bool mayRetry() const override { return !shuttingDown_ && !aborted_.load(); }
+  // rdv::Host
+  void connect(int peer, const PeerAddress& at) override;
+  void send(int peer, wire::Kind kind, const std::vector<unsigned char>& payload) override;
+  void finished(std::exception_ptr error) override { finishInit(std::move(error)); }
+  void abortAll(const std::string& reason) override { abortOnProgress(rank(), reason, true); }
+
+  // Links (world_links.cpp).
+  link::Link& newLink(int peer);
+  std::shared_ptr<link::Link> linkFor(int peer);
+  void sendControl(link::Link& link, wire::Kind kind, const std::vector<unsigned char>& payload);
+  void checkDrained();
+
+  // Operations (world.cpp, world_ops.cpp).
+  void wake(Op& op);
+  void failOp(Op& op, std::exception_ptr e);
+  void endOp(Op& op, std::exception_ptr& e);
+  void failOpsOfPeer(int peer, bool graceful);
+  void deliverLocal(const wire::FrameHeader& h, const void* payload);
+  bool deliverToPosted(int src, const wire::FrameHeader& h, const unsigned char* payload);
+  struct Claim {
+    Op* op;
+    void* buf;
+  };
+  std::optional<Claim> claimPosted(int src, const wire::FrameHeader& h);
+  void checkStashedAgainst(Op& op);
+  void checkLeftovers(Op& op);
+  void reportProtocol(std::uint64_t comm, const Error& e);
+  std::string pendingDescription(const Op& op) const;
+
+  // Abort.
   void abortOnProgress(int origin, const std::string& reason, bool notifyPeers);
   void abortAfterFailedCollective(std::exception_ptr e);
   Error abortedError(const std::string& opName) const;
-  void sendControl(Link& link, wire::Kind kind, const std::vector<unsigned char>& payload);
-  void wake(Op& op);
-  void deliverLocal(const wire::FrameHeader& h, const void* payload);
-  bool deliverToPosted(int src, const wire::FrameHeader& h, const unsigned char* payload);
-  Error protocolError(const std::string& what) const;
-  void reportProtocol(std::uint64_t comm, const Error& e);
-  void checkStashedAgainst(Op& op);
-  void onLinkIdle();
-  std::string rendezvousTimeoutText() const;
-  void failOpsOfPeer(int peer, const Error& e);
   Error peerGoneError(int peer, const std::string& opName) const;
-  std::string pendingDescription(const Op& op) const;
 
   WorldConfig cfg_;
   asio::io_context io_{1};
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   Driver driver_{io_};  // runs io_: the calling thread during a call, else a background thread
   tcp::acceptor acceptor_;
+  link::Connector connector_;
+  std::unique_ptr<rdv::Rendezvous> rendezvous_;
+  PeerAddress self_;
 
   // Progress-thread state.
-  std::vector<std::shared_ptr<Link>> links_;
+  std::vector<std::shared_ptr<link::Link>> links_;
   struct PeerState {
     bool gone = false;      // link closed for good
     bool graceful = false;  // the peer said goodbye
+    bool aborted = false;   // the peer sent an abort notice: it will not read our goodbye
     std::string reason;
   };
   std::vector<PeerState> peers_;
   match::Mailbox mailbox_;
   std::unordered_set<Op*> activeOps_;
-  struct CommState {
-    std::uint64_t current = 0;  // collective id running or last run
-    Op* op = nullptr;           // the running collective, if any
-    std::exception_ptr poison;  // a protocol error seen while no collective ran
-  };
-  std::unordered_map<std::uint64_t, CommState> comms_;
+  std::unordered_map<std::uint64_t, std::shared_ptr<CollectiveSeq>> comms_;
   bool shuttingDown_ = false;
   bool initComplete_ = false;
   bool initOk_ = false;
   bool abortHandled_ = false;
-  std::optional<asio::steady_timer> drainTimer_;  // shutdown waits on it
-
-  // Rendezvous.
-  std::vector<std::optional<PeerAddress>> registered_;
-  int registeredCount_ = 0;
-  std::vector<PeerAddress> table_;
-  PeerAddress self_;
+  std::optional<asio::steady_timer> drainTimer_;  // close() waits on it
+  bool drained_ = false;                          // every peer confirmed our goodbye
   Completion initDone_;
 
   // Abort state, readable from calling threads.
@@ -187,8 +200,7 @@ class World {
   mutable std::mutex abortMutex_;
   int abortOrigin_ = -1;
   std::string abortReason_;
-
-  friend class Link;
+  std::atomic<bool> closed_{false};
 };
 
 }  // namespace tether

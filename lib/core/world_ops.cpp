@@ -1,6 +1,8 @@
 // Operations on the progress thread: sending frames, posting receives,
-// matching arriving frames on the full key, and ending operations.
+// matching arriving frames on the full key, collective sequencing, and how
+// operations wake and end.
 #include <fmt/format.h>
+
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -9,8 +11,6 @@
 
 #include "base/log.hpp"
 #include "core/world.hpp"
-#include "link/link.hpp"
-#include "base/bytes.hpp"
 
 namespace tether {
 
@@ -20,8 +20,22 @@ std::string Op::name() const {
     case Kind::Recv: return fmt::format("recv from rank {} tag {}", peer_, tag_);
     case Kind::Collective: break;
   }
+  if (child_) return fmt::format("{}#{} (comm {:016x})", wire::opName(static_cast<wire::OpCode>(code)), coll, comm);
   return fmt::format("{}#{}", wire::opName(static_cast<wire::OpCode>(code)), coll);
 }
+
+namespace {
+
+Error lengthMismatch(int rank, const Op& op, int src, const wire::FrameHeader& h, std::size_t expected) {
+  return Error(ErrorCode::Protocol,
+               fmt::format("rank {}: {}: rank {} sent {}, this rank expects {} bytes", rank, op.name(), src,
+                           wire::describe(h), expected),
+               rank, src);
+}
+
+}  // namespace
+
+// ---- sending and receiving ----
 
 void World::sendFrame(Op& op, int dst, const wire::FrameHeader& h, const void* payload, bool reference) {
   if (op.error) std::rethrow_exception(op.error);
@@ -29,12 +43,12 @@ void World::sendFrame(Op& op, int dst, const wire::FrameHeader& h, const void* p
   auto link = linkFor(dst);
   if (!link) throw peerGoneError(dst, op.name());
   log::trace(rank(), "queue {} to rank {}", h, dst);
-  OutFrame f;
+  link::OutFrame f;
   wire::encodeHeader(h, f.header.data());
   f.len = h.length;
   if (reference && h.length > cfg_.eagerBytes) {
     f.ref = payload;
-    f.op = &op;
+    f.owner = &op;
     ++op.outstanding;
   } else if (h.length) {
     auto* p = static_cast<const unsigned char*>(payload);
@@ -43,53 +57,19 @@ void World::sendFrame(Op& op, int dst, const wire::FrameHeader& h, const void* p
   link->enqueue(std::move(f));
 }
 
-// Hands a complete frame to the oldest receive posted under its key; false if
-// there is none.
-bool World::deliverToPosted(int src, const wire::FrameHeader& h, const unsigned char* payload) {
-  auto key = match::keyOf(static_cast<std::uint32_t>(src), h);
-  auto posted = mailbox_.claimPosted(key);
-  if (!posted) return false;
-  Op* owner = const_cast<Op*>(static_cast<const Op*>(posted->owner));
-  auto it = std::find(owner->posted.begin(), owner->posted.end(), key);
-  if (it != owner->posted.end()) owner->posted.erase(it);
-  if (posted->len != h.length) {
-    failOp(*owner, std::make_exception_ptr(Error(
-                       ErrorCode::Protocol,
-                       fmt::format("rank {}: {}: rank {} sent {}, this rank expects {} bytes", rank(), owner->name(),
-                                   src, wire::describe(h), posted->len),
-                       rank(), src)));
-    return true;
-  }
-  if (h.length) std::memcpy(posted->buf, payload, h.length);
-  --owner->outstanding;
-  wake(*owner);
-  return true;
-}
-
-// A message to ourselves goes through the same matching as one from a peer.
-void World::deliverLocal(const wire::FrameHeader& h, const void* payload) {
-  auto* p = static_cast<const unsigned char*>(payload);
-  if (deliverToPosted(rank(), h, p)) return;
-  mailbox_.stash(match::keyOf(static_cast<std::uint32_t>(rank()), h),
-                 match::Stashed{h, std::vector<unsigned char>(p, p + h.length)});
-}
-
 void World::postRecv(Op& op, const match::Key& key, void* buf, std::size_t len) {
   if (op.error) std::rethrow_exception(op.error);
   if (auto s = mailbox_.takeStashed(key)) {
-    if (s->header.length != len)
-      throw Error(ErrorCode::Protocol,
-                  fmt::format("rank {}: {}: rank {} sent {}, this rank expects {} bytes", rank(), op.name(), key.src,
-                              wire::describe(s->header), len),
-                  rank(), static_cast<int>(key.src));
+    if (s->header.length != len) throw lengthMismatch(rank(), op, static_cast<int>(key.src), s->header, len);
     if (len) std::memcpy(buf, s->payload.data(), len);
     return;
   }
-  if (key.src != static_cast<std::uint32_t>(rank()) && peers_[key.src].gone) throw peerGoneError(key.src, op.name());
+  const bool self = key.src == static_cast<std::uint32_t>(rank());
+  if (!self && peers_[key.src].gone) throw peerGoneError(static_cast<int>(key.src), op.name());
   // A point-to-point receive from a rank we never talked to opens the link now
   // (the sender would open it anyway), so that rank's death shows as a refused
   // dial or EOF -> PeerLost instead of a wait until the deadline.
-  if (key.kind == wire::Kind::P2P && key.src != static_cast<std::uint32_t>(rank())) linkFor(static_cast<int>(key.src));
+  if (key.kind == wire::Kind::P2P && !self) linkFor(static_cast<int>(key.src));
   mailbox_.post(key, match::Posted{buf, len, &op});
   op.posted.push_back(key);
   ++op.outstanding;
@@ -102,15 +82,14 @@ asio::awaitable<void> World::settle(Op& op) {
       [&op](auto handler) { op.waiter.emplace(std::move(handler)); }, asio::use_awaitable);
 }
 
-// Resumes the operation's coroutine right here, on the progress thread, rather
-// than through the scheduler's queue: one wake-up per message, no extra
-// epoll round. Callers (frame delivery, write completion, failOp) hold no
-// iterators across this call.
+// Resumes the operation's coroutine through the event loop's queue (not on
+// the stack of the link or timer that completed it): it runs next, without
+// another wait for the network.
 void World::wake(Op& op) {
   if (!op.waiter || (!op.error && op.outstanding > 0)) return;
   auto handler = std::move(*op.waiter);
   op.waiter.reset();
-  std::move(handler)(op.error);
+  asio::post(io_, [handler = std::move(handler), e = op.error]() mutable { std::move(handler)(e); });
 }
 
 void World::failOp(Op& op, std::exception_ptr e) {
@@ -119,40 +98,174 @@ void World::failOp(Op& op, std::exception_ptr e) {
   for (const auto& k : op.posted) mailbox_.unpost(k, &op);
   op.posted.clear();
   for (auto& l : links_)
-    if (l) l->abandon(&op);
+    if (l) op.draining += l->abandon(&op);
   op.outstanding = 0;
   wake(op);
 }
 
-void World::releaseDrain(Op& op) {
-  if (--op.draining > 0 || !op.afterDrain) return;
-  auto then = std::move(op.afterDrain);
-  op.afterDrain = nullptr;
-  then();
-}
-
-void World::completeReferencedSend(Op& op) {
-  if (op.error) return;
-  --op.outstanding;
-  wake(op);
-}
-
-void World::setCurrentCollective(std::uint64_t comm, std::uint64_t coll, Op* op) {
-  auto& st = comms_[comm];
-  st.current = coll;
-  st.op = op;
-  if (!op) return;
-  if (st.poison) {
-    auto e = st.poison;
-    failOp(*op, e);
-    return;
+// The op's coroutine returned (e == nullptr) or threw.
+void World::endOp(Op& op, std::exception_ptr& e) {
+  if (!e && op.error) e = op.error;
+  if (op.seq) {
+    op.seq->running.erase(op.coll);
+    if (!e) {
+      try {
+        checkLeftovers(op);
+      } catch (...) {
+        e = std::current_exception();
+      }
+    }
   }
+  if (e && !op.error) failOp(op, e);  // withdraw what it still had posted
+  if (e && op.seq && op.comm == cfg_.worldId) abortAfterFailedCollective(e);
+  activeOps_.erase(&op);
+  op.active = false;
+}
+
+void World::failOpsOfPeer(int p, bool graceful) {
+  std::vector<Op*> affected;
+  for (Op* op : activeOps_) {
+    bool waits = std::any_of(op->posted.begin(), op->posted.end(),
+                             [&](const match::Key& k) { return static_cast<int>(k.src) == p; });
+    // A collective with p as a member cannot complete on every rank any more,
+    // even if this rank is not waiting on p right now (graceful: p finished).
+    bool member = !graceful && std::find(op->members.begin(), op->members.end(), p) != op->members.end();
+    if (waits || member) affected.push_back(op);
+  }
+  if (links_[p])
+    for (link::Owner* o : links_[p]->ownersWithQueuedFrames()) {
+      Op* op = static_cast<Op*>(o);
+      if (std::find(affected.begin(), affected.end(), op) == affected.end()) affected.push_back(op);
+    }
+  for (Op* op : affected) failOp(*op, std::make_exception_ptr(peerGoneError(p, op->name())));
+}
+
+std::string World::pendingDescription(const Op& op) const {
+  if (!op.posted.empty()) {
+    const auto& k = op.posted.front();
+    std::string what =
+        k.kind == wire::Kind::P2P ? fmt::format("a message with tag {}", k.tag) : fmt::format("step {}", k.step);
+    return fmt::format("waiting for {} from {}", what, describeRank(static_cast<int>(k.src)));
+  }
+  for (const auto& l : links_) {
+    if (!l) continue;
+    auto owners = l->ownersWithQueuedFrames();
+    if (std::find(owners.begin(), owners.end(), &op) != owners.end())
+      return fmt::format("waiting to send to {}", describeRank(l->peer()));
+  }
+  return "before completing";
+}
+
+// ---- matching ----
+
+// Takes the oldest receive posted under the frame's key. Empty: there is
+// none. A null op: there was one, but the lengths differ (that op failed).
+std::optional<World::Claim> World::claimPosted(int src, const wire::FrameHeader& h) {
+  auto key = match::keyOf(static_cast<std::uint32_t>(src), h);
+  auto p = mailbox_.claimPosted(key);
+  if (!p) return std::nullopt;
+  Op* op = const_cast<Op*>(static_cast<const Op*>(p->owner));
+  auto it = std::find(op->posted.begin(), op->posted.end(), key);
+  if (it != op->posted.end()) op->posted.erase(it);
+  if (p->len != h.length) {
+    failOp(*op, std::make_exception_ptr(lengthMismatch(rank(), *op, src, h, p->len)));
+    return Claim{nullptr, nullptr};
+  }
+  return Claim{op, p->buf};
+}
+
+// Hands a complete frame to the oldest receive posted under its key; false if
+// there is none.
+bool World::deliverToPosted(int src, const wire::FrameHeader& h, const unsigned char* payload) {
+  auto claim = claimPosted(src, h);
+  if (!claim) return false;
+  if (!claim->op) return true;
+  if (h.length) std::memcpy(claim->buf, payload, h.length);
+  --claim->op->outstanding;
+  wake(*claim->op);
+  return true;
+}
+
+// A message to ourselves goes through the same matching as one from a peer.
+void World::deliverLocal(const wire::FrameHeader& h, const void* payload) {
+  auto* p = static_cast<const unsigned char*>(payload);
+  if (deliverToPosted(rank(), h, p)) return;
+  mailbox_.stash(match::keyOf(static_cast<std::uint32_t>(rank()), h),
+                 match::Stashed{h, std::vector<unsigned char>(p, p + h.length)});
+}
+
+link::Target World::onDataHeader(link::Link& link, const wire::FrameHeader& h) {
+  const int src = link.peer();
+  log::trace(rank(), "frame {} from rank {}", h, src);
+  if (auto claim = claimPosted(src, h)) {
+    if (!claim->op) return link::Target{};
+    return link::Target{link::Target::Where::Posted, claim->buf, claim->op};
+  }
+  if (h.kind == wire::Kind::Collective) {
+    auto it = comms_.find(h.comm);
+    if (it != comms_.end()) {
+      const auto& seq = *it->second;
+      if (seq.finished(h.coll)) {
+        reportProtocol(h.comm, Error(ErrorCode::Protocol,
+                                     fmt::format("rank {}: received {} from rank {}, but this rank has already "
+                                                 "finished that collective (latest: #{})",
+                                                 rank(), wire::describe(h), src, seq.started),
+                                     rank(), src));
+        return link::Target{};
+      }
+      auto run = seq.running.find(h.coll);
+      if (run != seq.running.end() && h.tag != run->second->code) {
+        reportProtocol(h.comm,
+                       Error(ErrorCode::Protocol,
+                             fmt::format("rank {}: {}: rank {} is in {} — the ranks called different collectives",
+                                         rank(), run->second->name(), src, wire::describe(h)),
+                             rank(), src));
+        return link::Target{};
+      }
+    }
+  }
+  return link::Target{link::Target::Where::Stash, nullptr, nullptr};
+}
+
+void World::onDataComplete(link::Link& link, const wire::FrameHeader& h, const link::Target& t,
+                           std::vector<unsigned char>&& stashed) {
+  switch (t.where) {
+    case link::Target::Where::Posted: {
+      Op* op = static_cast<Op*>(t.owner);
+      if (!op->error) {
+        --op->outstanding;
+        wake(*op);
+      }
+      break;
+    }
+    case link::Target::Where::Stash: {
+      // A receive may have been posted while the payload was arriving.
+      if (deliverToPosted(link.peer(), h, stashed.data())) break;
+      auto key = match::keyOf(static_cast<std::uint32_t>(link.peer()), h);
+      if (!mailbox_.stash(key, match::Stashed{h, std::move(stashed)}))
+        reportProtocol(h.comm, Error(ErrorCode::Protocol,
+                                     fmt::format("rank {}: rank {} sent {} twice", rank(), link.peer(),
+                                                 wire::describe(h)),
+                                     rank(), link.peer()));
+      break;
+    }
+    case link::Target::Where::Discard:
+      break;
+  }
+}
+
+// ---- collective sequencing ----
+
+void World::beginCollective(CollectiveSeq& seq, Op& op) {
+  seq.started = std::max(seq.started, op.coll);
+  seq.running[op.coll] = &op;
+  if (seq.poison) return failOp(op, seq.poison);
   // A member that already died (not one that said goodbye) means this
   // collective cannot complete: fail now, naming it, instead of at the deadline.
-  for (int m : op->members)
+  for (int m : op.members)
     if (m != rank() && peers_[m].gone && !peers_[m].graceful)
-      return failOp(*op, std::make_exception_ptr(peerGoneError(m, op->name())));
-  checkStashedAgainst(*op);
+      return failOp(op, std::make_exception_ptr(peerGoneError(m, op.name())));
+  checkStashedAgainst(op);
 }
 
 // A frame already waiting for this collective id but naming another operation
@@ -170,139 +283,39 @@ void World::checkStashedAgainst(Op& op) {
   if (mismatch) failOp(op, std::make_exception_ptr(*mismatch));
 }
 
-void World::finishOp(Op& op) {
-  if (op.coll == 0) return;
-  comms_[op.comm].op = nullptr;
-  if (op.error) return;
-  // Every frame of this collective has been consumed by a receive; one left
-  // over was sent by a rank that ran a different algorithm or operation.
+// Every frame of a finished collective has been consumed by a receive; one
+// left over was sent by a rank that ran a different algorithm or operation.
+void World::checkLeftovers(Op& op) {
   std::optional<Error> extra;
+  auto ofThisCall = [&](const match::Key& k) {
+    return k.kind == wire::Kind::Collective && k.comm == op.comm && k.coll == op.coll;
+  };
   mailbox_.forEachStashed([&](const match::Key& k, const match::Stashed& s) {
-    if (!extra && k.kind == wire::Kind::Collective && k.comm == op.comm && k.coll == op.coll)
+    if (!extra && ofThisCall(k))
       extra = Error(ErrorCode::Protocol,
                     fmt::format("rank {}: {}: rank {} sent {} which this rank's {} never receives", rank(), op.name(),
                                 k.src, wire::describe(s.header), op.name()),
                     rank(), static_cast<int>(k.src));
   });
-  if (extra) {
-    mailbox_.dropStashed([&](const match::Key& k) {
-      return k.kind == wire::Kind::Collective && k.comm == op.comm && k.coll == op.coll;
-    });
-    throw *extra;
-  }
+  if (!extra) return;
+  mailbox_.dropStashed(ofThisCall);
+  throw *extra;
 }
 
+// A frame that breaks a communicator's sequence: every collective running on
+// it fails; if none runs, the next one will.
 void World::reportProtocol(std::uint64_t comm, const Error& e) {
   log::warn(rank(), "{}", e.what());
   auto it = comms_.find(comm);
-  if (it != comms_.end() && it->second.op) return failOp(*it->second.op, std::make_exception_ptr(e));
-  if (it != comms_.end() && !it->second.poison) it->second.poison = std::make_exception_ptr(e);
-}
-
-Target World::onDataHeader(Link& link, const wire::FrameHeader& h) {
-  auto key = match::keyOf(static_cast<std::uint32_t>(link.peer()), h);
-  log::trace(rank(), "frame {} from rank {}", h, link.peer());
-  if (auto p = mailbox_.claimPosted(key)) {
-    Op* op = const_cast<Op*>(static_cast<const Op*>(p->owner));
-    auto it = std::find(op->posted.begin(), op->posted.end(), key);
-    if (it != op->posted.end()) op->posted.erase(it);
-    if (h.length != p->len) {
-      failOp(*op, std::make_exception_ptr(Error(
-                      ErrorCode::Protocol,
-                      fmt::format("rank {}: {}: rank {} sent {}, this rank expects {} bytes", rank(), op->name(),
-                                  link.peer(), wire::describe(h), p->len),
-                      rank(), link.peer())));
-      return Target{};
-    }
-    return Target{Target::Where::Posted, p->buf, op};
+  if (it == comms_.end()) return;
+  auto& seq = *it->second;
+  if (seq.running.empty()) {
+    if (!seq.poison) seq.poison = std::make_exception_ptr(e);
+    return;
   }
-  if (h.kind == wire::Kind::Collective) {
-    auto it = comms_.find(h.comm);
-    if (it != comms_.end()) {
-      const auto& st = it->second;
-      bool finished = h.coll < st.current || (h.coll == st.current && !st.op);
-      if (finished) {
-        reportProtocol(h.comm, Error(ErrorCode::Protocol,
-                                     fmt::format("rank {}: received {} from rank {}, but this rank has already "
-                                                 "finished that collective (latest: #{})",
-                                                 rank(), wire::describe(h), link.peer(), st.current),
-                                     rank(), link.peer()));
-        return Target{};
-      }
-      if (st.op && h.coll == st.current && h.tag != st.op->code) {
-        reportProtocol(h.comm, Error(ErrorCode::Protocol,
-                                     fmt::format("rank {}: {}: rank {} is in {} — the ranks called different "
-                                                 "collectives",
-                                                 rank(), st.op->name(), link.peer(), wire::describe(h)),
-                                     rank(), link.peer()));
-        return Target{};
-      }
-    }
-  }
-  return Target{Target::Where::Stash, nullptr, nullptr};
-}
-
-void World::onDataComplete(Link& link, const wire::FrameHeader& h, const Target& t,
-                           std::vector<unsigned char>&& stashed) {
-  switch (t.where) {
-    case Target::Where::Posted:
-      if (!t.op->error) {
-        --t.op->outstanding;
-        wake(*t.op);
-      }
-      break;
-    case Target::Where::Stash: {
-      // A receive may have been posted while the payload was arriving.
-      if (deliverToPosted(link.peer(), h, stashed.data())) break;
-      auto key = match::keyOf(static_cast<std::uint32_t>(link.peer()), h);
-      if (!mailbox_.stash(key, match::Stashed{h, std::move(stashed)}))
-        reportProtocol(h.comm, Error(ErrorCode::Protocol,
-                                     fmt::format("rank {}: rank {} sent {} twice", rank(), link.peer(),
-                                                 wire::describe(h)),
-                                     rank(), link.peer()));
-      break;
-    }
-    case Target::Where::Discard:
-      break;
-  }
-}
-
-void World::onControlFrame(Link& link, const wire::FrameHeader& h, std::vector<unsigned char>&& payload) {
-  try {
-    switch (h.kind) {
-      case wire::Kind::Register:
-        onRegister(link.peer(), wire::decodeRegister(payload));
-        return;
-      case wire::Kind::Table:
-        onTable(link.peer(), wire::decodeTable(payload, static_cast<std::uint32_t>(nranks())));
-        return;
-      case wire::Kind::Abort: {
-        ByteReader r(payload.data(), payload.size());
-        int origin = static_cast<int>(r.u32());
-        std::string reason = r.str();
-        abortOnProgress(origin, reason, true);
-        return;
-      }
-      case wire::Kind::Goodbye:
-        // Everything the peer sent before this has been read: say so, so it
-        // can close without a reset destroying frames still in our buffers.
-        link.markGoodbye();
-        sendControl(link, wire::Kind::GoodbyeAck, {});
-        return;
-      case wire::Kind::GoodbyeAck:
-        link.markGoodbyeAcked();
-        linkIdle();
-        return;
-      case wire::Kind::Heartbeat:
-        return;
-      default:
-        link.fail(fmt::format("unexpected {} frame on an established link", wire::kindName(h.kind)));
-        return;
-    }
-  } catch (const std::exception& e) {
-    log::warn(rank(), "malformed {} frame from {}: {}", wire::kindName(h.kind), describeRank(link.peer()), e.what());
-    link.fail(fmt::format("malformed {} frame: {}", wire::kindName(h.kind), e.what()));
-  }
+  std::vector<Op*> ops;
+  for (auto& [coll, op] : seq.running) ops.push_back(op);
+  for (Op* op : ops) failOp(*op, std::make_exception_ptr(e));
 }
 
 }  // namespace tether

@@ -5,7 +5,7 @@
 #include <boost/asio/write.hpp>
 #include <stdexcept>
 
-namespace tether {
+namespace tether::link {
 
 namespace asio = boost::asio;
 
@@ -30,4 +30,4 @@ asio::awaitable<void> writeFrame(asio::ip::tcp::socket& s, wire::Kind kind,
   co_await asio::async_write(s, bufs, asio::use_awaitable);
 }
 
-}  // namespace tether
+}  // namespace tether::link

@@ -7,9 +7,12 @@
 #include <utility>
 #include <vector>
 
+#include "base/layer.hpp"
 #include "wire/frame.hpp"
 
-namespace tether {
+TETHER_LAYER(3, "link");
+
+namespace tether::link {
 
 struct RawFrame {
   wire::FrameHeader header;
@@ -22,4 +25,4 @@ boost::asio::awaitable<RawFrame> readFrame(boost::asio::ip::tcp::socket& s, std:
 boost::asio::awaitable<void> writeFrame(boost::asio::ip::tcp::socket& s, wire::Kind kind,
                                         const std::vector<unsigned char>& payload);
 
-}  // namespace tether
+}  // namespace tether::link

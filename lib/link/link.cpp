@@ -7,21 +7,32 @@
 #include <boost/asio/write.hpp>
 #include <algorithm>
 #include <array>
-#include <span>
 #include <cstring>
+#include <span>
 #include <utility>
 
 #include "base/endpoint.hpp"
 #include "base/log.hpp"
-#include "core/world.hpp"
 
-namespace tether {
+namespace tether::link {
 namespace {
 constexpr std::size_t kReadAhead = 64 * 1024;
 constexpr std::size_t kMaxGather = 64;  // frames per writev
 }  // namespace
 
-Link::Link(World& world, int peer) : world_(world), peer_(peer), rbuf_(kReadAhead) {}
+OutFrame controlFrame(wire::Kind kind, const std::vector<unsigned char>& payload) {
+  OutFrame f;
+  wire::FrameHeader h;
+  h.kind = kind;
+  h.length = payload.size();
+  wire::encodeHeader(h, f.header.data());
+  f.owned = payload;
+  f.len = payload.size();
+  return f;
+}
+
+Link::Link(asio::io_context& io, LinkSink& sink, int peer, LinkLimits limits)
+    : io_(io), sink_(sink), peer_(peer), limits_(limits), rbuf_(kReadAhead) {}
 
 void Link::attach(tcp::socket socket, bool dialedByUs) {
   if (state_ != State::Dialing) return;
@@ -35,7 +46,7 @@ void Link::attach(tcp::socket socket, bool dialedByUs) {
   boost::system::error_code ignored;
   socket_->non_blocking(true, ignored);
   state_ = State::Up;
-  asio::co_spawn(world_.io(), readLoop(), asio::detached);
+  asio::co_spawn(io_, readLoop(), asio::detached);
   startWrite();
 }
 
@@ -89,73 +100,71 @@ void Link::startWrite() {
     });
     return;
   }
-  if (idle()) world_.linkIdle();
+  if (idle()) sink_.onLinkIdle(*this);
 }
 
 // The inFlight_ frames at the front of the queue are on the wire.
 void Link::finishWrite() {
-  // Take them off the queue before telling their ops: a woken op may queue
-  // more frames or fail (and prune the queue) right away.
-  std::vector<std::pair<Op*, bool>> done;
+  // Take them off the queue before telling their owners: a woken owner may
+  // queue more frames or fail (and prune the queue) right away.
+  std::vector<std::pair<Owner*, bool>> done;
   for (std::size_t i = 0; i < inFlight_; ++i) {
-    if (queue_.front().op) done.emplace_back(queue_.front().op, queue_.front().abandoned);
+    if (queue_.front().owner) done.emplace_back(queue_.front().owner, queue_.front().abandoned);
     queue_.pop_front();
   }
   inFlight_ = 0;
-  for (auto [op, abandoned] : done) {
-    if (abandoned) world_.releaseDrain(*op);
-    else world_.completeReferencedSend(*op);
-  }
+  for (auto [owner, abandoned] : done) sink_.onTransferDone(*owner, abandoned);
 }
 
-std::vector<Op*> Link::opsWithQueuedFrames() const {
-  std::vector<Op*> ops;
+std::vector<Owner*> Link::ownersWithQueuedFrames() const {
+  std::vector<Owner*> owners;
   for (const auto& f : queue_)
-    if (f.op) ops.push_back(f.op);
-  return ops;
+    if (f.owner) owners.push_back(f.owner);
+  return owners;
 }
 
-void Link::abandon(Op* op) {
-  if (state_ == State::Closed) return;  // fail() releases what is left
+int Link::abandon(Owner* owner) {
+  if (state_ == State::Closed) return 0;  // fail() released what was left
   // Cutting a half-written or half-read frame would close a healthy link and
   // make the peer report this rank as lost; the transfer ends soon (the peer
-  // is reading / sending it), so let it finish and hold the op until then.
+  // is reading / sending it), so let it finish and hold the owner until then.
+  int held = 0;
   for (std::size_t i = 0; i < inFlight_; ++i)
-    if (queue_[i].op == op && !queue_[i].abandoned) {
+    if (queue_[i].owner == owner && !queue_[i].abandoned) {
       queue_[i].abandoned = true;
-      ++op->draining;
+      ++held;
     }
   queue_.erase(std::remove_if(queue_.begin() + static_cast<std::ptrdiff_t>(inFlight_), queue_.end(),
-                              [&](const OutFrame& f) { return f.op == op; }),
+                              [&](const OutFrame& f) { return f.owner == owner; }),
                queue_.end());
-  if (pendingOp_ == op) {
+  if (pendingOwner_ == owner) {
     if (directRead_ && !drainingRead_) {
-      drainingRead_ = op;
-      ++op->draining;
-      return;
+      drainingRead_ = owner;
+      return held + 1;
     }
-    pendingOp_ = nullptr;
+    pendingOwner_ = nullptr;
     pendingDst_ = nullptr;
   }
+  return held;
 }
 
 void Link::fail(const std::string& reason) {
   if (state_ == State::Closed) return;
-  bool wasUp = state_ == State::Up;
   state_ = State::Closed;
   if (socket_) {
     boost::system::error_code ignored;
     socket_->shutdown(tcp::socket::shutdown_both, ignored);
     socket_->close(ignored);
   }
-  (void)wasUp;
-  world_.onLinkDown(*this, reason, goodbye_);
-  // The socket is closed: nothing touches the ops' buffers any more.
+  sink_.onLinkDown(*this, reason, goodbye_);
+  // The socket is closed: nothing touches the owners' buffers any more.
+  std::vector<Owner*> released;
   for (std::size_t i = 0; i < inFlight_ && i < queue_.size(); ++i)
-    if (queue_[i].op && queue_[i].abandoned) world_.releaseDrain(*queue_[i].op);
-  if (drainingRead_) world_.releaseDrain(*std::exchange(drainingRead_, nullptr));
+    if (queue_[i].owner && queue_[i].abandoned) released.push_back(queue_[i].owner);
+  if (drainingRead_) released.push_back(std::exchange(drainingRead_, nullptr));
   queue_.clear();
   inFlight_ = 0;
+  for (Owner* o : released) sink_.onTransferDone(*o, true);
 }
 
 asio::awaitable<void> Link::fill(std::size_t n) {
@@ -212,42 +221,46 @@ asio::awaitable<void> Link::readPayload(std::size_t len) {
   }
 }
 
+asio::awaitable<void> Link::readDataFrame(const wire::FrameHeader& h) {
+  Target t = sink_.onDataHeader(*this, h);
+  std::vector<unsigned char> stash;
+  if (t.where == Target::Where::Stash) stash.resize(h.length);
+  pendingOwner_ = t.owner;
+  pendingDst_ = t.where == Target::Where::Posted  ? static_cast<unsigned char*>(t.buf)
+                : t.where == Target::Where::Stash ? stash.data()
+                                                  : nullptr;
+  co_await readPayload(h.length);
+  if (drainingRead_) {  // abandoned during the direct read: its buffer is free now
+    sink_.onTransferDone(*std::exchange(drainingRead_, nullptr), true);
+    t = Target{};
+  }
+  if (t.where == Target::Where::Posted && pendingOwner_ == nullptr) t = Target{};  // abandoned meanwhile
+  pendingOwner_ = nullptr;
+  pendingDst_ = nullptr;
+  sink_.onDataComplete(*this, h, t, std::move(stash));
+}
+
 asio::awaitable<void> Link::readLoop() {
   auto self = shared_from_this();
   try {
     for (;;) {
       co_await fill(wire::kHeaderBytes);
       std::string why;
-      auto h = wire::decodeHeader(rbuf_.data() + rbegin_, world_.config().maxPayload, &why);
+      auto h = wire::decodeHeader(rbuf_.data() + rbegin_, limits_.maxPayload, &why);
       if (!h) {
-        log::warn(world_.rank(), "link to rank {} ({}): {}; closing it", peer_, remote_, why);
+        log::warn(limits_.logRank, "link to rank {} ({}): {}; closing it", peer_, remote_, why);
         fail("protocol error from peer: " + why);
         co_return;
       }
       rbegin_ += wire::kHeaderBytes;
       if (h->kind == wire::Kind::P2P || h->kind == wire::Kind::Collective) {
-        Target t = world_.onDataHeader(*this, *h);
-        std::vector<unsigned char> stash;
-        if (t.where == Target::Where::Stash) stash.resize(h->length);
-        pendingOp_ = t.op;
-        pendingDst_ = t.where == Target::Where::Posted ? static_cast<unsigned char*>(t.buf)
-                      : t.where == Target::Where::Stash ? stash.data()
-                                                        : nullptr;
-        co_await readPayload(h->length);
-        if (drainingRead_) {  // abandoned during the direct read: its buffer is free now
-          world_.releaseDrain(*std::exchange(drainingRead_, nullptr));
-          t = Target{};
-        }
-        if (t.where == Target::Where::Posted && pendingOp_ == nullptr) t = Target{};  // abandoned meanwhile
-        pendingOp_ = nullptr;
-        pendingDst_ = nullptr;
-        world_.onDataComplete(*this, *h, t, std::move(stash));
+        co_await readDataFrame(*h);
       } else {
         std::vector<unsigned char> payload(h->length);
         pendingDst_ = payload.data();
         co_await readPayload(h->length);
         pendingDst_ = nullptr;
-        world_.onControlFrame(*this, *h, std::move(payload));
+        sink_.onControlFrame(*this, *h, std::move(payload));
       }
       if (state_ == State::Closed) co_return;
     }
@@ -260,4 +273,4 @@ asio::awaitable<void> Link::readLoop() {
   }
 }
 
-}  // namespace tether
+}  // namespace tether::link

@@ -1,44 +1,57 @@
 // One long-lived, ordered TCP stream to one peer. A single outstanding write
 // drains a queue of frames (gathered into one writev); a read loop parses
 // frames from a read-ahead buffer and lands payloads straight in the posted
-// receive's buffer when there is one. Progress thread only.
+// receive's buffer when there is one. Talks to its owner only through a
+// LinkSink (sink.hpp). Progress thread only.
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "base/layer.hpp"
+#include "link/sink.hpp"
 #include "wire/frame.hpp"
 
-namespace tether {
+TETHER_LAYER(3, "link");
+
+namespace tether::link {
 
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
-class World;
-class Op;
 
 struct OutFrame {
   wire::HeaderBytes header{};
   std::vector<unsigned char> owned;  // copied payload, or
-  const void* ref = nullptr;         // the caller's payload (op waits until written)
+  const void* ref = nullptr;         // the caller's payload (owner waits until written)
   std::size_t len = 0;
-  Op* op = nullptr;                  // set only for referenced payloads
-  bool abandoned = false;            // op failed while this frame was being written
+  Owner* owner = nullptr;            // set only for referenced payloads
+  bool abandoned = false;            // owner failed while this frame was being written
+};
+
+// A frame with a header of `kind` and a copied payload (control frames).
+OutFrame controlFrame(wire::Kind kind, const std::vector<unsigned char>& payload);
+
+struct LinkLimits {
+  std::uint64_t maxPayload = 1ULL << 30;  // larger frames are a protocol error
+  int logRank = -1;                       // this rank, for log lines
 };
 
 class Link : public std::enable_shared_from_this<Link> {
  public:
   enum class State { Dialing, Up, Closed };
 
-  Link(World& world, int peer);
+  Link(asio::io_context& io, LinkSink& sink, int peer, LinkLimits limits);
   int peer() const { return peer_; }
   State state() const { return state_; }
   const std::string& remote() const { return remote_; }
-  bool goodbyeReceived() const { return goodbye_; }
   void markGoodbye() { goodbye_ = true; }
+  bool goodbyeReceived() const { return goodbye_; }
   void markGoodbyeAcked() { goodbyeAcked_ = true; }
   bool goodbyeAcked() const { return goodbyeAcked_; }
   // Nothing queued or being written.
@@ -48,24 +61,28 @@ class Link : public std::enable_shared_from_this<Link> {
   void attach(tcp::socket socket, bool dialedByUs);
   bool dialedByUs() const { return dialedByUs_; }
   void enqueue(OutFrame frame);
-  // Drop the op's frames and receive target. A frame already being written
-  // from (or read into) the op's buffer is finished first; the op is held
-  // (Op::draining) until then.
-  void abandon(Op* op);
-  // Closes the link and reports it down to the world once.
+  // Drops the owner's queued frames and its receive target. A frame already
+  // being written from (or read into) the owner's buffer is finished first:
+  // returns how many such transfers are still running; each ends with
+  // onTransferDone(owner, abandoned = true).
+  int abandon(Owner* owner);
+  // Closes the link and reports it down to the sink once.
   void fail(const std::string& reason);
-  // Ops with referenced frames still queued (they cannot complete any more).
-  std::vector<Op*> opsWithQueuedFrames() const;
+  // Owners with referenced frames still queued (they cannot complete any more).
+  std::vector<Owner*> ownersWithQueuedFrames() const;
 
  private:
   asio::awaitable<void> readLoop();
   asio::awaitable<void> fill(std::size_t n);
   asio::awaitable<void> readPayload(std::size_t len);
+  asio::awaitable<void> readDataFrame(const wire::FrameHeader& h);
   void startWrite();
   void finishWrite();
 
-  World& world_;
+  asio::io_context& io_;
+  LinkSink& sink_;
   const int peer_;
+  const LinkLimits limits_;
   State state_ = State::Dialing;
   std::string remote_;
   std::unique_ptr<tcp::socket> socket_;
@@ -80,11 +97,11 @@ class Link : public std::enable_shared_from_this<Link> {
   // Reading.
   std::vector<unsigned char> rbuf_;
   std::size_t rbegin_ = 0, rend_ = 0;
-  const Op* pendingOp_ = nullptr;      // op whose payload is arriving now
-  unsigned char* pendingDst_ = nullptr; // where it goes (nullptr: discard)
-  bool directRead_ = false;            // the socket is reading into pendingDst_
-  bool mayHaveData_ = true;            // the last read did not empty the socket
-  Op* drainingRead_ = nullptr;         // abandoned op whose direct read is still running
+  const Owner* pendingOwner_ = nullptr;  // owner whose payload is arriving now
+  unsigned char* pendingDst_ = nullptr;  // where it goes (nullptr: discard)
+  bool directRead_ = false;              // the socket is reading into pendingDst_
+  bool mayHaveData_ = true;              // the last read did not empty the socket
+  Owner* drainingRead_ = nullptr;        // abandoned owner whose direct read is still running
 };
 
-}  // namespace tether
+}  // namespace tether::link

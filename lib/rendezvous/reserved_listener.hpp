@@ -7,7 +7,10 @@
 #include <cstdint>
 #include <optional>
 
-#include "wire/handshake.hpp"
+#include "base/layer.hpp"
+#include "base/peer_address.hpp"
+
+TETHER_LAYER(4, "rendezvous");
 
 namespace tether::reserved {
 

@@ -25,19 +25,6 @@ const char* kindName(Kind k) {
   return "unknown";
 }
 
-const char* opName(OpCode op) {
-  switch (op) {
-    case OpCode::Allgather: return "allgather";
-    case OpCode::Alltoall: return "alltoall";
-    case OpCode::Alltoallv: return "alltoallv";
-    case OpCode::Broadcast: return "broadcast";
-    case OpCode::Barrier: return "barrier";
-    case OpCode::SubsetBarrier: return "subset-barrier";
-    case OpCode::Split: return "split";
-  }
-  return "unknown-op";
-}
-
 bool isKnownKind(std::uint8_t k) { return k >= 1 && k <= 12; }
 
 void encodeHeader(const FrameHeader& h, unsigned char* out) {

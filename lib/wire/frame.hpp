@@ -10,6 +10,11 @@
 
 #include <fmt/format.h>
 
+#include "base/layer.hpp"
+#include "tether/detail/coll/op.hpp"
+
+TETHER_LAYER(1, "wire");
+
 namespace tether::wire {
 
 inline constexpr std::uint32_t kMagic = 0x52485454;  // "TTHR" as little-endian bytes
@@ -35,18 +40,10 @@ enum class Kind : std::uint8_t {
 
 // Collective operation codes, carried in the tag field of Collective frames so a
 // receiver can name the operation a peer is in.
-enum class OpCode : std::uint32_t {
-  Allgather = 1,
-  Alltoall = 2,
-  Alltoallv = 3,
-  Broadcast = 4,
-  Barrier = 5,
-  SubsetBarrier = 6,
-  Split = 7,
-};
+using OpCode = detail::coll::Op;
+using detail::coll::opName;
 
 const char* kindName(Kind k);
-const char* opName(OpCode op);
 bool isKnownKind(std::uint8_t k);
 
 struct FrameHeader {

@@ -2,6 +2,7 @@
 // dropped within the handshake deadline with a WARN naming its address,
 // without allocating what it claims, and the bootstrap completes correctly.
 // Ranks run as threads of this process, each with its own TcpBootstrap.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <atomic>
 #include <condition_variable>
@@ -356,7 +357,14 @@ TEST_CASE("hostile connections at the root during rendezvous are dropped; the bo
     resetters.push_back(c.address());
     c.reset();
   }
-  auto results = probeAll(strangerCases(member, w.id().rootPort()), w.id().rootPort());
+  // Strangers only: a hello with a valid proof for another world size comes
+  // from this job's own misconfigured rank and ends the rendezvous at once
+  // (test/multiproc/errors_test.cpp); it is probed at a non-root rank below.
+  auto cases = strangerCases(member, w.id().rootPort());
+  cases.erase(std::remove_if(cases.begin(), cases.end(),
+                             [](const Case& c) { return c.name.rfind("hello for a different", 0) == 0; }),
+              cases.end());
+  auto results = probeAll(cases, w.id().rootPort());
   w.release();
   w.join();
   for (int r = 0; r < n; ++r) REQUIRE(w.error(r) == "");

@@ -54,7 +54,7 @@ TEST_CASE("a rank that never shows up: Timeout on the others, naming it", "[mult
     if (rank == 0)
       expectError(ErrorCode::Timeout, "missing ranks: 2", [&] { TcpBootstrap b(rank, 3, id, opts(1000)); });
     else
-      expectError(ErrorCode::Aborted, "aborted by rank 0: rank 0: rendezvous timed out after 1000 ms: 2 of 3 ranks "
+      expectError(ErrorCode::Aborted, "aborted by rank 0: rendezvous timed out after 1000 ms: 2 of 3 ranks "
                                       "registered; missing ranks: 2",
                   [&] { TcpBootstrap b(rank, 3, id, opts(20000)); });
   }));

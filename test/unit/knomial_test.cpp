@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <vector>
 
-#include "collectives/knomial.hpp"
+#include "tether/detail/coll/knomial.hpp"
 
-using tether::coll::knomialNode;
+using tether::detail::coll::knomialNode;
 
 TEST_CASE("k-nomial tree: parents, contiguous subtrees, depth", "[unit][knomial]") {
   for (int radix : {2, 3, 4, 8, 64}) {

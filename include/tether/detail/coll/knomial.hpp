@@ -1,5 +1,6 @@
-// The k-nomial tree rooted at group rank 0 that the tree all-gather and the
-// tree barrier run on. Radix 2 is the binomial tree; a radix of at least N is
+// tether/detail/coll/knomial.hpp — the k-nomial tree rooted at rank 0 that the
+// tree all-gather and the tree barrier run on.
+// Radix 2 is the binomial tree; a radix of at least N is
 // the flat tree (everyone talks to rank 0). Every subtree is a contiguous
 // rank range [r, r + span), so a gathered subtree is one contiguous block.
 #pragma once
@@ -7,7 +8,9 @@
 #include <algorithm>
 #include <vector>
 
-namespace tether::coll {
+namespace tether {
+namespace detail {
+namespace coll {
 
 struct KnomialNode {
   struct Child {
@@ -37,4 +40,6 @@ inline KnomialNode knomialNode(int rank, int size, int radix) {
   return node;
 }
 
-}  // namespace tether::coll
+}  // namespace coll
+}  // namespace detail
+}  // namespace tether

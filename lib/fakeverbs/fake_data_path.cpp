@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "rdma/fake_state.hpp"
+#include "fakeverbs/fake_state.hpp"
 
 namespace tether::rdma {
 namespace {

@@ -3,7 +3,7 @@
 // which attribute values hardware refuses. Everything else is EINVAL.
 #include <cerrno>
 
-#include "rdma/fake_state.hpp"
+#include "fakeverbs/fake_state.hpp"
 #include "tether/rdma/gid.hpp"
 
 namespace tether::rdma {

@@ -2,7 +2,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "rdma/fake_state.hpp"
+#include "fakeverbs/fake_state.hpp"
 
 namespace tether::rdma {
 namespace {

@@ -4,7 +4,7 @@
 #include <cerrno>
 #include <unordered_map>
 
-#include "rdma/fake_state.hpp"
+#include "fakeverbs/fake_state.hpp"
 
 namespace tether::rdma {
 namespace {

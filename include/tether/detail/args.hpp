@@ -1,0 +1,95 @@
+// tether/detail/args.hpp — argument checks shared by every Bootstrap
+// implementation (TcpBootstrap and the in-process testing world), so a
+// caller's mistake gets the same InvalidArgument, with the same words,
+// everywhere — and always before a collective id is consumed, so the
+// communicator stays usable. Header-only, C++17.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tether/error.hpp"
+
+namespace tether {
+namespace detail {
+namespace args {
+
+[[noreturn]] inline void invalid(int rank, const std::string& op, const std::string& what, int peer = -1) {
+  throw Error(ErrorCode::InvalidArgument, "rank " + std::to_string(rank) + ": " + op + ": " + what, rank, peer);
+}
+
+inline void peer(int rank, int size, const std::string& op, int peer) {
+  if (peer < 0 || peer >= size)
+    invalid(rank, op, "peer " + std::to_string(peer) + " is out of range [0, " + std::to_string(size) + ")", peer);
+}
+
+inline void tag(int rank, const std::string& op, int tag) {
+  if (tag < 0) invalid(rank, op, "negative tag " + std::to_string(tag));
+}
+
+inline void buffer(int rank, const std::string& op, const void* data, std::size_t bytes) {
+  if (!data && bytes) invalid(rank, op, "null buffer for " + std::to_string(bytes) + " bytes");
+}
+
+inline bool overlap(const void* a, std::size_t aBytes, const void* b, std::size_t bBytes) {
+  if (aBytes == 0 || bBytes == 0) return false;
+  auto x = reinterpret_cast<std::uintptr_t>(a), y = reinterpret_cast<std::uintptr_t>(b);
+  return x < y + bBytes && y < x + aBytes;
+}
+
+// alltoall: the same buffer for both (in place) is allowed; a partial overlap is not.
+inline void alltoall(int rank, int size, const void* send, const void* recv, std::size_t bytesPerRank) {
+  const std::size_t total = bytesPerRank * static_cast<std::size_t>(size);
+  buffer(rank, "alltoall", send, total);
+  buffer(rank, "alltoall", recv, total);
+  if (send != recv && overlap(send, total, recv, total))
+    invalid(rank, "alltoall", "send and receive buffers overlap (pass the same pointer for in place)");
+}
+
+// alltoallv: counts and displacements present, this rank's block to itself
+// the same size both ways, buffers present and disjoint.
+inline void alltoallv(int rank, int size, const void* send, const std::size_t* sendCounts,
+                      const std::size_t* sendDispls, const void* recv, const std::size_t* recvCounts,
+                      const std::size_t* recvDispls) {
+  const char* op = "alltoallv";
+  if (!sendCounts || !sendDispls || !recvCounts || !recvDispls) invalid(rank, op, "null count or displacement array");
+  std::size_t sendExtent = 0, recvExtent = 0;
+  for (int p = 0; p < size; ++p) {
+    if (sendCounts[p]) sendExtent = std::max(sendExtent, sendDispls[p] + sendCounts[p]);
+    if (recvCounts[p]) recvExtent = std::max(recvExtent, recvDispls[p] + recvCounts[p]);
+  }
+  if (sendCounts[rank] != recvCounts[rank])
+    invalid(rank, op, "this rank sends itself " + std::to_string(sendCounts[rank]) + " bytes but expects " +
+                          std::to_string(recvCounts[rank]));
+  buffer(rank, op, send, sendExtent);
+  buffer(rank, op, recv, recvExtent);
+  if (overlap(send, sendExtent, recv, recvExtent)) invalid(rank, op, "send and receive buffers overlap");
+}
+
+inline void root(int rank, int size, int root) { peer(rank, size, "broadcast root", root); }
+
+// A subset barrier's list, sorted; checked for range, duplicates and the caller.
+inline std::vector<int> subset(int rank, int size, std::vector<int> ranks) {
+  const char* op = "subset barrier";
+  std::sort(ranks.begin(), ranks.end());
+  if (std::adjacent_find(ranks.begin(), ranks.end()) != ranks.end()) invalid(rank, op, "duplicate rank in the list");
+  for (int r : ranks) peer(rank, size, op, r);
+  if (!std::binary_search(ranks.begin(), ranks.end(), rank)) invalid(rank, op, "the list does not contain this rank");
+  return ranks;
+}
+
+inline void color(int rank, int color, int noColor) {
+  if (color < 0 && color != noColor) invalid(rank, "split", "negative color " + std::to_string(color));
+}
+
+inline void timeout(int rank, std::chrono::milliseconds t) {
+  if (t.count() < 0) invalid(rank, "setTimeout", "negative timeout " + std::to_string(t.count()) + " ms");
+}
+
+}  // namespace args
+}  // namespace detail
+}  // namespace tether

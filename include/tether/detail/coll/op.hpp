@@ -1,0 +1,38 @@
+// tether/detail/coll/op.hpp — the collective operations and their names.
+// Header-only, C++17.
+#pragma once
+
+#include <cstdint>
+
+namespace tether {
+namespace detail {
+namespace coll {
+
+// Collective operations. The values are the wire's operation codes (carried in
+// the tag field of collective frames, docs/wire-protocol.md).
+enum class Op : std::uint32_t {
+  Allgather = 1,
+  Alltoall = 2,
+  Alltoallv = 3,
+  Broadcast = 4,
+  Barrier = 5,
+  SubsetBarrier = 6,
+  Split = 7,
+};
+
+inline const char* opName(Op op) {
+  switch (op) {
+    case Op::Allgather: return "allgather";
+    case Op::Alltoall: return "alltoall";
+    case Op::Alltoallv: return "alltoallv";
+    case Op::Broadcast: return "broadcast";
+    case Op::Barrier: return "barrier";
+    case Op::SubsetBarrier: return "subset-barrier";
+    case Op::Split: return "split";
+  }
+  return "unknown-op";
+}
+
+}  // namespace coll
+}  // namespace detail
+}  // namespace tether

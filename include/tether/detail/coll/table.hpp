@@ -1,0 +1,115 @@
+// tether/detail/coll/table.hpp — the algorithm table: one row per algorithm
+// (the operation it implements, its name, when it is the automatic choice,
+// and the function that records it into a Plan). A new algorithm is one
+// header and one row. Every world chooses through choose(), so the same
+// call picks the same algorithm everywhere. Header-only, C++17.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "tether/detail/coll/allgather.hpp"
+#include "tether/detail/coll/alltoall.hpp"
+#include "tether/detail/coll/barrier.hpp"
+#include "tether/detail/coll/broadcast.hpp"
+#include "tether/detail/coll/op.hpp"
+#include "tether/detail/coll/plan.hpp"
+
+namespace tether {
+namespace detail {
+namespace coll {
+
+// What every rank of the communicator agrees on, and the tuning settings.
+struct Shape {
+  int rank = 0;
+  int size = 1;
+  // A host runs more ranks than it has cores: total system calls and wake-ups,
+  // not rounds, then decide latency, and the tree variants win.
+  bool cpuBound = false;
+  int radix = 64;                     // of the tree all-gather and barrier
+  std::size_t largeBytes = 64 * 1024; // a block at least this large is "large"
+  std::size_t chunk = 256 * 1024;     // pipeline broadcast chunk
+};
+
+// One call's arguments, as the algorithms need them.
+struct Call {
+  Op op = Op::Barrier;
+  // allgather/alltoall: bytes per rank; broadcast: all bytes; alltoallv: the
+  // largest block this rank sends or receives.
+  std::size_t bytes = 0;
+  int root = 0;   // broadcast
+  Blocks blocks;  // alltoall(v)
+};
+
+struct Algorithm {
+  Op family;         // Allgather, Alltoall (also alltoallv), Broadcast or Barrier
+  const char* name;  // as TETHER_ALGO_* names it
+  bool (*preferred)(const Shape&, const Call&);  // the automatic choice: first preferred row
+  void (*build)(Plan&, const Shape&, const Call&);
+};
+
+// The family whose algorithms implement `op`.
+inline Op familyOf(Op op) {
+  switch (op) {
+    case Op::Split: return Op::Allgather;
+    case Op::Alltoallv: return Op::Alltoall;
+    case Op::SubsetBarrier: return Op::Barrier;
+    default: return op;
+  }
+}
+
+inline bool never(const Shape&, const Call&) { return false; }
+inline bool always(const Shape&, const Call&) { return true; }
+
+// Rows in order of preference within each family; the last row of a family
+// is always preferred, so choose() always finds one.
+inline const Algorithm kAlgorithms[] = {
+    {Op::Allgather, "ring", [](const Shape& s, const Call& c) { return c.bytes >= s.largeBytes; },
+     [](Plan& p, const Shape&, const Call& c) { allgatherRing(p, c.bytes); }},
+    {Op::Allgather, "tree", [](const Shape& s, const Call&) { return s.cpuBound; },
+     [](Plan& p, const Shape& s, const Call& c) { allgatherTree(p, c.bytes, s.radix); }},
+    {Op::Allgather, "linear", never, [](Plan& p, const Shape&, const Call& c) { allgatherLinear(p, c.bytes); }},
+    {Op::Allgather, "bruck", always, [](Plan& p, const Shape&, const Call& c) { allgatherBruck(p, c.bytes); }},
+
+    {Op::Alltoall, "pairwise", [](const Shape& s, const Call& c) { return c.bytes >= s.largeBytes; },
+     [](Plan& p, const Shape&, const Call& c) { alltoallWindowed(p, c.blocks, 1); }},
+    {Op::Alltoall, "linear", always, [](Plan& p, const Shape&, const Call& c) { alltoallWindowed(p, c.blocks, p.size()); }},
+
+    {Op::Broadcast, "pipeline", [](const Shape& s, const Call& c) { return c.bytes >= 4 * s.largeBytes && s.size > 2; },
+     [](Plan& p, const Shape& s, const Call& c) { broadcastPipeline(p, c.bytes, c.root, s.chunk); }},
+    {Op::Broadcast, "binomial", always, [](Plan& p, const Shape&, const Call& c) { broadcastBinomial(p, c.bytes, c.root); }},
+
+    {Op::Barrier, "tree", [](const Shape& s, const Call&) { return s.cpuBound; },
+     [](Plan& p, const Shape& s, const Call&) { barrierTree(p, s.radix); }},
+    {Op::Barrier, "dissemination", always, [](Plan& p, const Shape&, const Call&) { barrierDissemination(p); }},
+};
+
+// The row of `family` called `name`, or nullptr.
+inline const Algorithm* findAlgorithm(Op family, const char* name) {
+  for (const Algorithm& a : kAlgorithms)
+    if (a.family == family && std::strcmp(a.name, name) == 0) return &a;
+  return nullptr;
+}
+
+// `forced` (a row name, or nullptr/"" for automatic) or the first preferred row.
+inline const Algorithm* choose(const Shape& s, const Call& c, const char* forced = nullptr) {
+  const Op family = familyOf(c.op);
+  if (forced && *forced) {
+    if (const Algorithm* a = findAlgorithm(family, forced)) return a;
+  }
+  for (const Algorithm& a : kAlgorithms)
+    if (a.family == family && a.preferred(s, c)) return &a;
+  return nullptr;
+}
+
+// Records `algo` for this rank.
+inline Plan record(const Algorithm& algo, const Shape& s, const Call& c) {
+  Plan p(s.rank, s.size);
+  algo.build(p, s, c);
+  return p;
+}
+
+}  // namespace coll
+}  // namespace detail
+}  // namespace tether

@@ -1,0 +1,229 @@
+// Communicators: point-to-point calls, collectives (choose an algorithm,
+// replay its plan over this world), subset barriers and split.
+#include "core/communicator.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+#include <thread>
+
+#include "base/crypto.hpp"
+#include "coll/select.hpp"
+#include "coll/transport.hpp"
+#include "tether/detail/args.hpp"
+
+namespace tether {
+
+namespace asio = boost::asio;
+namespace dc = detail::coll;
+
+namespace {
+
+// One collective call's view of the world (coll::Transport): frames carry the
+// communicator, the collective id, the step and the operation code.
+class CallTransport final : public coll::Transport {
+ public:
+  CallTransport(World& w, Op& op, const Group& g) : w_(w), op_(op), g_(g) {}
+
+  void postSend(int peer, std::uint32_t step, const void* data, std::size_t bytes) override {
+    wire::FrameHeader h;
+    h.kind = wire::Kind::Collective;
+    h.comm = g_.comm;
+    h.coll = op_.coll;
+    h.step = step;
+    h.tag = op_.code;
+    h.length = bytes;
+    w_.sendFrame(op_, g_.worldRanks[peer], h, data, /*reference=*/true);
+  }
+  void postRecv(int peer, std::uint32_t step, void* data, std::size_t bytes) override {
+    match::Key k{static_cast<std::uint32_t>(g_.worldRanks[peer]), g_.comm, wire::Kind::Collective, op_.coll, step,
+                 op_.code};
+    w_.postRecv(op_, k, data, bytes);
+  }
+  asio::awaitable<void> settle() override { return w_.settle(op_); }
+
+ private:
+  World& w_;
+  Op& op_;
+  const Group& g_;
+};
+
+// Counts of an all-to-all(v) kept alive for the whole call.
+struct Blocks {
+  std::vector<std::size_t> sendCounts, sendDispls, recvCounts, recvDispls;
+};
+
+asio::awaitable<void> collectiveBody(World* w, Op* op, const Group* g, const dc::Algorithm* algo, dc::Shape shape,
+                                     dc::Call call, Blocks blocks, const unsigned char* in, unsigned char* out) {
+  if (!blocks.sendCounts.empty())
+    call.blocks = dc::Blocks{blocks.sendCounts.data(), blocks.sendDispls.data(), blocks.recvCounts.data(),
+                             blocks.recvDispls.data()};
+  w->beginCollective(*op->seq, *op);
+  CallTransport t(*w, *op, *g);
+  co_await coll::execute(t, dc::record(*algo, shape, call), in, out);
+}
+
+asio::awaitable<void> sendBody(World* w, Op* op, int dst, wire::FrameHeader h, const void* data) {
+  w->sendFrame(*op, dst, h, data, /*reference=*/true);
+  co_await w->settle(*op);
+}
+
+asio::awaitable<void> recvBody(World* w, Op* op, match::Key key, void* data, std::size_t bytes) {
+  w->postRecv(*op, key, data, bytes);
+  co_await w->settle(*op);
+}
+
+bool moreRanksThanCores(int ranksOnThisHost) {
+  return ranksOnThisHost > static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+}  // namespace
+
+Communicator::Communicator(std::shared_ptr<World> world)
+    : world_(std::move(world)), timeoutMs_(world_->config().timeout.count()) {
+  const World& w = *world_;
+  group_.comm = w.config().worldId;
+  group_.rank = w.rank();
+  group_.size = w.nranks();
+  group_.worldRanks.resize(w.nranks());
+  std::iota(group_.worldRanks.begin(), group_.worldRanks.end(), 0);
+  const auto host = w.address(w.rank()).hostId;
+  ranksPerHost_ = 0;
+  for (int r = 0; r < w.nranks(); ++r)
+    if (w.address(r).hostId == host) ++ranksPerHost_;
+  cpuBound_ = moreRanksThanCores(ranksPerHost_);
+  world_->addCommunicator(group_.comm, seq_);
+}
+
+Communicator::Communicator(std::shared_ptr<World> world, Group group, int ranksPerHost, bool cpuBound,
+                           std::chrono::milliseconds timeout)
+    : world_(std::move(world)),
+      group_(std::move(group)),
+      ranksPerHost_(ranksPerHost),
+      cpuBound_(cpuBound),
+      timeoutMs_(timeout.count()) {
+  world_->addCommunicator(group_.comm, seq_);
+}
+
+Communicator::~Communicator() { world_->removeCommunicator(group_.comm); }
+
+void Communicator::setTimeout(std::chrono::milliseconds t) {
+  detail::args::timeout(rank(), t);
+  timeoutMs_ = t.count() == 0 ? kDefaultTimeout.count() : t.count();
+}
+
+World::Clock::time_point Communicator::deadline() const {
+  return World::Clock::now() + std::chrono::milliseconds(timeoutMs_.load());
+}
+
+void Communicator::send(const void* data, std::size_t bytes, int peer, int tag) {
+  wire::FrameHeader h;
+  h.kind = wire::Kind::P2P;
+  h.comm = group_.comm;
+  h.tag = static_cast<std::uint32_t>(tag);
+  h.length = bytes;
+  auto op = std::make_shared<Op>(Op::Kind::Send, group_.comm, peer, tag);
+  World* w = world_.get();
+  int dst = group_.worldRanks[peer];
+  w->run(op, [w, dst, h, data](Op& o) { return sendBody(w, &o, dst, h, data); }, deadline());
+}
+
+void Communicator::recv(void* data, std::size_t bytes, int peer, int tag) {
+  match::Key key{static_cast<std::uint32_t>(group_.worldRanks[peer]), group_.comm, wire::Kind::P2P, 0, 0,
+                 static_cast<std::uint32_t>(tag)};
+  auto op = std::make_shared<Op>(Op::Kind::Recv, group_.comm, peer, tag);
+  World* w = world_.get();
+  w->run(op, [w, key, data, bytes](Op& o) { return recvBody(w, &o, key, data, bytes); }, deadline());
+}
+
+void Communicator::collective(dc::Call call, const void* in, void* out) {
+  std::lock_guard lock(collMutex_);
+  runCollective(*this, call, in, out);
+}
+
+void Communicator::runCollective(Communicator& on, dc::Call call, const void* in, void* out) {
+  const bool child = on.group_.comm != world_->config().worldId;
+  auto op = std::make_shared<Op>(on.group_.comm, on.nextColl_, static_cast<std::uint32_t>(call.op), child);
+  if (!brokenBy_.empty())
+    throw Error(ErrorCode::Protocol,
+                fmt::format("rank {}: {}: communicator unusable after an earlier collective failed: {}", rank(),
+                            op->name(), brokenBy_),
+                rank());
+  ++on.nextColl_;
+  op->members = on.group_.worldRanks;
+  op->seq = on.seq_;
+  const dc::Shape shape = coll::shape(on.group_.rank, on.group_.size, cpuBound_);
+  const dc::Algorithm* algo = &coll::choose(shape, call);
+  Blocks blocks;
+  if (call.blocks.sendCounts) {
+    const auto n = static_cast<std::size_t>(on.group_.size);
+    blocks.sendCounts.assign(call.blocks.sendCounts, call.blocks.sendCounts + n);
+    blocks.sendDispls.assign(call.blocks.sendDispls, call.blocks.sendDispls + n);
+    blocks.recvCounts.assign(call.blocks.recvCounts, call.blocks.recvCounts + n);
+    blocks.recvDispls.assign(call.blocks.recvDispls, call.blocks.recvDispls + n);
+  }
+  World* w = world_.get();
+  const Group* g = &on.group_;
+  auto* src = static_cast<const unsigned char*>(in);
+  auto* dst = static_cast<unsigned char*>(out);
+  try {
+    w->run(op,
+           [=](Op& o) { return collectiveBody(w, &o, g, algo, shape, call, blocks, src, dst); },
+           deadline());
+  } catch (const Error& e) {
+    brokenBy_ = e.what();
+    throw;
+  }
+}
+
+void Communicator::subsetBarrier(const std::vector<int>& sorted) {
+  std::lock_guard lock(collMutex_);
+  auto& sub = subsets_[sorted];
+  if (!sub) {
+    Group g;
+    g.comm = crypto::hash64(fmt::format("subset:{}", group_.comm), fmt::format("{}", fmt::join(sorted, ",")));
+    g.rank = static_cast<int>(std::find(sorted.begin(), sorted.end(), rank()) - sorted.begin());
+    g.size = static_cast<int>(sorted.size());
+    for (int r : sorted) g.worldRanks.push_back(group_.worldRanks[r]);
+    sub.reset(new Communicator(world_, std::move(g), ranksPerHost_, cpuBound_, timeout()));
+  }
+  dc::Call call;
+  call.op = dc::Op::SubsetBarrier;
+  runCollective(*sub, call, nullptr, nullptr);
+}
+
+std::shared_ptr<Communicator> Communicator::split(int color, int key) {
+  std::vector<std::int32_t> pairs(2 * static_cast<std::size_t>(size()));
+  pairs[2 * rank()] = color;
+  pairs[2 * rank() + 1] = key;
+  std::uint64_t splitNo;
+  {
+    std::lock_guard lock(collMutex_);
+    splitNo = ++splits_;
+    dc::Call call;
+    call.op = dc::Op::Split;
+    call.bytes = 2 * sizeof(std::int32_t);
+    runCollective(*this, call, pairs.data(), pairs.data());
+  }
+  if (color == Bootstrap::kNoColor) return nullptr;
+  std::vector<int> members;  // parent ranks, ordered by (key, parent rank)
+  for (int r = 0; r < size(); ++r)
+    if (pairs[2 * r] == color) members.push_back(r);
+  std::stable_sort(members.begin(), members.end(), [&](int a, int b) { return pairs[2 * a + 1] < pairs[2 * b + 1]; });
+  Group g;
+  g.comm = crypto::hash64(fmt::format("split:{}:{}", group_.comm, splitNo), std::to_string(color));
+  g.size = static_cast<int>(members.size());
+  const auto myHost = world_->address(world_->rank()).hostId;
+  int ranksPerHost = 0;
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    int wr = group_.worldRanks[members[i]];
+    g.worldRanks.push_back(wr);
+    if (members[i] == rank()) g.rank = static_cast<int>(i);
+    if (world_->address(wr).hostId == myHost) ++ranksPerHost;
+  }
+  return std::shared_ptr<Communicator>(
+      new Communicator(world_, std::move(g), ranksPerHost, cpuBound_, timeout()));
+}
+
+}  // namespace tether

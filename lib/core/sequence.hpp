@@ -1,0 +1,27 @@
+// The progress-thread half of a communicator's state (the calling-thread half
+// is in communicator.hpp, which owns this): which collectives have started
+// here and which still run, so that an arriving frame can be told apart as
+// early (stash it), current (deliver it), finished or foreign (Protocol error).
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <map>
+
+#include "base/layer.hpp"
+
+TETHER_LAYER(6, "core");
+
+namespace tether {
+
+class Op;
+
+struct CollectiveSeq {
+  std::uint64_t started = 0;              // highest collective id started on this rank
+  std::map<std::uint64_t, Op*> running;   // started and not yet ended
+  std::exception_ptr poison;              // a protocol error seen while none ran
+
+  bool finished(std::uint64_t coll) const { return coll <= started && running.find(coll) == running.end(); }
+};
+
+}  // namespace tether

@@ -1,0 +1,246 @@
+#include "link/connector.hpp"
+
+#include <netinet/tcp.h>
+
+#include <fmt/format.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <algorithm>
+#include <memory>
+
+#include "base/crypto.hpp"
+#include "base/endpoint.hpp"
+#include "base/log.hpp"
+#include "link/frame_io.hpp"
+
+namespace tether::link {
+namespace {
+
+void configureSocket(tcp::socket& s, const ConnectorConfig& cfg) {
+  boost::system::error_code ignored;
+  s.set_option(tcp::no_delay(true), ignored);
+  s.set_option(asio::socket_base::keep_alive(true), ignored);
+  int fd = s.native_handle();
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &cfg.keepaliveIdleS, sizeof(int));
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &cfg.keepaliveIntervalS, sizeof(int));
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cfg.keepaliveCount, sizeof(int));
+  // Unacknowledged data to a vanished host fails within the same bound.
+  unsigned userTimeoutMs =
+      static_cast<unsigned>((cfg.keepaliveIdleS + cfg.keepaliveIntervalS * cfg.keepaliveCount) * 1000);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &userTimeoutMs, sizeof userTimeoutMs);
+}
+
+// Closes the socket when the deadline passes; shares ownership so a late
+// timer callback never touches a destroyed socket.
+struct Watchdog {
+  Watchdog(asio::io_context& io, std::shared_ptr<tcp::socket> s, Clock::time_point deadline)
+      : timer(io), expired(std::make_shared<bool>(false)) {
+    timer.expires_at(deadline);
+    timer.async_wait([s, flag = expired](boost::system::error_code ec) {
+      if (ec) return;
+      *flag = true;
+      boost::system::error_code ignored;
+      s->close(ignored);
+    });
+  }
+  ~Watchdog() { timer.cancel(); }
+  asio::steady_timer timer;
+  std::shared_ptr<bool> expired;
+};
+
+std::string rejectText(const wire::Reject& r) {
+  switch (r.code) {
+    case wire::RejectCode::BadProof: return "rejected our proof of the secret (wrong UniqueId?): " + r.reason;
+    case wire::RejectCode::WrongWorld: return "rejected us as a member of another world: " + r.reason;
+    case wire::RejectCode::DuplicateRank: return "rejected us as a duplicate rank: " + r.reason;
+    case wire::RejectCode::BadRank: return "rejected our rank: " + r.reason;
+    case wire::RejectCode::ShuttingDown: return "is shutting down: " + r.reason;
+    case wire::RejectCode::Simultaneous: return "kept its own connection: " + r.reason;
+  }
+  return "rejected the connection: " + r.reason;
+}
+
+// Errors worth another attempt while a dial retries: a root that is not up
+// yet, or a network that is not yet routable at job start.
+bool transient(const boost::system::error_code& code, bool expired) {
+  return expired || code == asio::error::connection_refused || code == asio::error::connection_reset ||
+         code == asio::error::eof || code == asio::error::network_unreachable ||
+         code == asio::error::host_unreachable || code == asio::error::timed_out;
+}
+
+}  // namespace
+
+Connector::Connector(asio::io_context& io, ConnectorConfig config, Admission& admission)
+    : io_(io), cfg_(std::move(config)), admission_(admission) {}
+
+void Connector::listen(tcp::acceptor& acceptor) { asio::co_spawn(io_, acceptLoop(acceptor), asio::detached); }
+
+void Connector::dial(int peer, tcp::endpoint ep, std::optional<Clock::time_point> retryUntil) {
+  asio::co_spawn(io_, dialPeer(peer, ep, retryUntil), asio::detached);
+}
+
+asio::awaitable<void> Connector::acceptLoop(tcp::acceptor& acceptor) {
+  for (;;) {
+    boost::system::error_code ec;
+    tcp::socket s(io_);
+    tcp::endpoint from;  // filled by accept(2): still known if the peer resets at once
+    try {
+      s = co_await acceptor.async_accept(from, asio::use_awaitable);
+    } catch (const boost::system::system_error& e) {
+      ec = e.code();
+    }
+    if (admission_.closing() || !acceptor.is_open()) co_return;
+    if (ec) {
+      // Out of descriptors and similar: say so, back off, keep serving.
+      log::warn(cfg_.rank, "accept failed: {}; retrying in 100 ms", ec.message());
+      asio::steady_timer t(io_);
+      t.expires_after(std::chrono::milliseconds(100));
+      co_await t.async_wait(asio::use_awaitable);
+      continue;
+    }
+    asio::co_spawn(io_, serveIncoming(std::move(s), from), asio::detached);
+  }
+}
+
+asio::awaitable<void> Connector::serveIncoming(tcp::socket socket, tcp::endpoint from) {
+  auto sock = std::make_shared<tcp::socket>(std::move(socket));
+  std::string remote = toString(from);
+  Watchdog watchdog(io_, sock, Clock::now() + cfg_.handshakeTimeout);
+  std::string failure;
+  int admitted = -1;  // the rank whose link this connection is to become
+  try {
+    configureSocket(*sock, cfg_);
+    wire::Challenge challenge;
+    challenge.rank = static_cast<std::uint32_t>(cfg_.rank);
+    crypto::randomBytes(challenge.nonce.data(), challenge.nonce.size());
+    co_await writeFrame(*sock, wire::Kind::Challenge, wire::encode(challenge));
+    auto f = co_await readFrame(*sock, wire::kMaxControlPayload);
+    if (f.header.kind != wire::Kind::Hello)
+      throw std::runtime_error(std::string("expected a hello frame, got ") + wire::kindName(f.header.kind));
+    auto hello = wire::decodeHello(f.payload);
+    auto expected = wire::helloProof(cfg_.secret, challenge, hello);
+    std::optional<wire::Reject> reject;
+    if (!crypto::equalConstantTime(expected.data(), hello.proof.data(), expected.size())) {
+      reject = wire::Reject{wire::RejectCode::BadProof, "proof of the secret does not verify"};
+    } else if (hello.world != cfg_.worldId || hello.nranks != static_cast<std::uint32_t>(cfg_.nranks)) {
+      reject = wire::Reject{wire::RejectCode::WrongWorld,
+                            fmt::format("peer claims rank {} of {} ranks; this world has {}", hello.rank,
+                                        hello.nranks, cfg_.nranks)};
+    }
+    if (reject) {
+      admission_.refused(Refusal{static_cast<int>(hello.rank), reject->code, remote, reject->reason});
+    } else {
+      reject = admission_.admit(static_cast<int>(hello.rank), remote);
+    }
+    if (reject) {
+      if (reject->code == wire::RejectCode::Simultaneous)
+        log::trace(cfg_.rank, "kept our own dial to rank {}; refused its dial from {}", hello.rank, remote);
+      else
+        log::warn(cfg_.rank, "refused connection from {} (claims rank {}): {}", remote, hello.rank, reject->reason);
+      co_await writeFrame(*sock, wire::Kind::Reject, wire::encode(*reject));
+      boost::system::error_code ignored;
+      sock->close(ignored);
+      co_return;
+    }
+    admitted = static_cast<int>(hello.rank);
+    wire::Welcome welcome{wire::welcomeProof(cfg_.secret, challenge, hello)};
+    co_await writeFrame(*sock, wire::Kind::Welcome, wire::encode(welcome));
+    if (*watchdog.expired) throw std::runtime_error("handshake deadline passed");
+    watchdog.timer.cancel();
+    admission_.connected(admitted, std::move(*sock), /*dialedByUs=*/false);
+    co_return;
+  } catch (const boost::system::system_error& e) {
+    failure = *watchdog.expired ? fmt::format("no complete handshake within {} ms", cfg_.handshakeTimeout.count())
+                                : e.code().message();
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  if (!admission_.closing()) log::warn(cfg_.rank, "dropped incoming connection from {}: {}", remote, failure);
+  boost::system::error_code ignored;
+  sock->close(ignored);
+  // The link admit() reserved will not come up this way: release its waiters.
+  if (admitted >= 0) {
+    ConnectFailure f;
+    f.dialed = false;
+    f.reason = fmt::format("handshake with rank {} from {} failed: {}", admitted, remote, failure);
+    admission_.connectFailed(admitted, f);
+  }
+}
+
+asio::awaitable<bool> Connector::dialOnce(int peer, const tcp::endpoint& ep, Clock::time_point deadline,
+                                          bool retrying, ConnectFailure& failure, bool& retriable) {
+  auto sock = std::make_shared<tcp::socket>(io_);
+  Watchdog watchdog(io_, sock, std::min(deadline, Clock::now() + cfg_.handshakeTimeout));
+  try {
+    co_await sock->async_connect(ep, asio::use_awaitable);
+    configureSocket(*sock, cfg_);
+    auto f = co_await readFrame(*sock, wire::kMaxControlPayload);
+    if (f.header.kind == wire::Kind::Reject) throw std::runtime_error(rejectText(wire::decodeReject(f.payload)));
+    if (f.header.kind != wire::Kind::Challenge)
+      throw std::runtime_error(std::string("expected a challenge frame, got ") + wire::kindName(f.header.kind));
+    auto challenge = wire::decodeChallenge(f.payload);
+    if (challenge.rank != static_cast<std::uint32_t>(peer))
+      throw std::runtime_error(fmt::format("the listener there is rank {}", challenge.rank));
+    wire::Hello hello;
+    hello.rank = static_cast<std::uint32_t>(cfg_.rank);
+    hello.nranks = static_cast<std::uint32_t>(cfg_.nranks);
+    hello.world = cfg_.worldId;
+    crypto::randomBytes(hello.nonce.data(), hello.nonce.size());
+    hello.proof = wire::helloProof(cfg_.secret, challenge, hello);
+    co_await writeFrame(*sock, wire::Kind::Hello, wire::encode(hello));
+    auto reply = co_await readFrame(*sock, wire::kMaxControlPayload);
+    if (reply.header.kind == wire::Kind::Reject) {
+      auto r = wire::decodeReject(reply.payload);
+      failure.peerClosing = r.code == wire::RejectCode::ShuttingDown;
+      if (r.code == wire::RejectCode::Simultaneous) {
+        log::trace(cfg_.rank, "rank {} keeps its own connection to us", peer);
+        co_return true;  // its dial becomes the link
+      }
+      throw std::runtime_error(rejectText(r));
+    }
+    if (reply.header.kind != wire::Kind::Welcome)
+      throw std::runtime_error(std::string("expected a welcome frame, got ") + wire::kindName(reply.header.kind));
+    auto welcome = wire::decodeWelcome(reply.payload);
+    auto expected = wire::welcomeProof(cfg_.secret, challenge, hello);
+    if (!crypto::equalConstantTime(expected.data(), welcome.proof.data(), expected.size()))
+      throw std::runtime_error("the listener could not prove the secret (not a member of this world)");
+    if (*watchdog.expired) throw std::runtime_error("handshake deadline passed");
+    watchdog.timer.cancel();
+    admission_.connected(peer, std::move(*sock), /*dialedByUs=*/true);
+    co_return true;
+  } catch (const boost::system::system_error& e) {
+    failure.reason = *watchdog.expired ? "no answer within the handshake deadline" : e.code().message();
+    retriable = retrying && transient(e.code(), *watchdog.expired);
+  } catch (const std::exception& e) {
+    failure.reason = e.what();
+  }
+  co_return false;
+}
+
+asio::awaitable<void> Connector::dialPeer(int peer, tcp::endpoint ep, std::optional<Clock::time_point> retryUntil) {
+  const auto deadline = retryUntil.value_or(Clock::now() + cfg_.handshakeTimeout);
+  auto backoff = std::chrono::milliseconds(10);
+  ConnectFailure failure;
+  for (failure.attempts = 1;; ++failure.attempts) {
+    bool retriable = false;
+    if (co_await dialOnce(peer, ep, deadline, retryUntil.has_value(), failure, retriable)) co_return;
+    if (!retriable) break;
+    if (!admission_.mayRetry() || Clock::now() + backoff >= deadline) {
+      failure.retriesExhausted = true;
+      break;
+    }
+    if (failure.attempts == 1)
+      log::info(cfg_.rank, "rank {} at {} not reachable yet ({}); retrying", peer, toString(ep), failure.reason);
+    asio::steady_timer t(io_);
+    t.expires_after(backoff);
+    co_await t.async_wait(asio::use_awaitable);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+  }
+  failure.reason = fmt::format("cannot connect to rank {} at {}: {}", peer, toString(ep), failure.reason);
+  admission_.connectFailed(peer, failure);
+}
+
+}  // namespace tether::link

@@ -1,0 +1,52 @@
+// The link seam: what a Link tells its owner, and the owner's opaque handle
+// for a transfer. A Link knows only the wire format and this interface; the
+// world (lib/core) implements it. Progress thread only.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/layer.hpp"
+#include "wire/frame.hpp"
+
+TETHER_LAYER(3, "link");
+
+namespace tether::link {
+
+class Link;
+
+// Whatever a frame's payload belongs to (an operation in lib/core). A Link
+// only compares and reports these pointers.
+class Owner {
+ protected:
+  ~Owner() = default;
+};
+
+// Where an arriving data frame's payload goes.
+struct Target {
+  enum class Where { Posted, Stash, Discard } where = Where::Discard;
+  void* buf = nullptr;     // Posted: the receive's buffer
+  Owner* owner = nullptr;  // Posted: the operation that posted it
+};
+
+class LinkSink {
+ public:
+  // A data frame's header arrived; its payload follows.
+  virtual Target onDataHeader(Link& link, const wire::FrameHeader& h) = 0;
+  // The payload is in place (Posted), in `stashed` (Stash), or was dropped.
+  virtual void onDataComplete(Link& link, const wire::FrameHeader& h, const Target& t,
+                              std::vector<unsigned char>&& stashed) = 0;
+  virtual void onControlFrame(Link& link, const wire::FrameHeader& h, std::vector<unsigned char>&& payload) = 0;
+  // The link closed (once). `graceful`: the peer said goodbye first.
+  virtual void onLinkDown(Link& link, const std::string& reason, bool graceful) = 0;
+  // A referenced payload of `owner` has been written, or — `abandoned` — a
+  // transfer the owner gave up on has ended and no longer uses its buffer.
+  virtual void onTransferDone(Owner& owner, bool abandoned) = 0;
+  // Nothing is queued or being written any more.
+  virtual void onLinkIdle(Link& link) = 0;
+
+ protected:
+  ~LinkSink() = default;
+};
+
+}  // namespace tether::link

@@ -1,0 +1,70 @@
+// The rendezvous seam: how ranks learn each other's listen addresses. A
+// Rendezvous owns its state and talks to the world through a Host; the world
+// feeds it the rendezvous frames and link events. Implementations: the root
+// star (root_star.cpp); selected by TETHER_RENDEZVOUS. Progress thread only.
+#pragma once
+
+#include <chrono>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/layer.hpp"
+#include "base/peer_address.hpp"
+#include "link/connector.hpp"
+#include "wire/frame.hpp"
+
+TETHER_LAYER(4, "rendezvous");
+
+namespace tether::rdv {
+
+// The world, as a rendezvous sees it.
+class Host {
+ public:
+  // Opens the link to `peer` at `at`, retrying until the rendezvous deadline.
+  virtual void connect(int peer, const PeerAddress& at) = 0;
+  // Queues a control frame on the link to `peer` (sent once it is up).
+  virtual void send(int peer, wire::Kind kind, const std::vector<unsigned char>& payload) = 0;
+  // The rendezvous is complete (error == nullptr) or failed.
+  virtual void finished(std::exception_ptr error) = 0;
+  // Tells every connected rank to stop, naming the reason (the root, when the
+  // job is misconfigured).
+  virtual void abortAll(const std::string& reason) = 0;
+
+ protected:
+  ~Host() = default;
+};
+
+struct Config {
+  int rank = 0;
+  int nranks = 1;
+  PeerAddress root;                   // where rank 0 listens (from the UniqueId)
+  std::chrono::milliseconds timeout;  // for messages
+};
+
+class Rendezvous {
+ public:
+  virtual ~Rendezvous() = default;
+  // Starts with this rank's advertised listen address.
+  virtual void start(const PeerAddress& self) = 0;
+  // A rendezvous control frame from `peer`; false if the kind is not its own.
+  virtual bool onFrame(int peer, wire::Kind kind, const std::vector<unsigned char>& payload) = 0;
+  virtual void onLinkUp(int peer) = 0;
+  virtual void onLinkDown(int peer, const std::string& reason, bool graceful) = 0;
+  virtual void onConnectFailed(int peer, const link::ConnectFailure& failure) = 0;
+  // A connection refused at the handshake (wrong secret, wrong world size).
+  virtual void onRefused(const link::Refusal& refusal) = 0;
+  // A second process claims an already connected rank.
+  virtual void onDuplicateClaim(int peer, const std::string& remote) = 0;
+  // The deadline passed: fail with a message that says what is missing.
+  virtual void onTimeout() = 0;
+
+  virtual bool done() const = 0;
+  // Every rank's address, once done.
+  virtual const PeerAddress& address(int rank) const = 0;
+};
+
+std::unique_ptr<Rendezvous> makeRootStar(Host& host, const Config& config);
+
+}  // namespace tether::rdv
