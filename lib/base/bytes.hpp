@@ -15,6 +15,10 @@
 #include <type_traits>
 #include <vector>
 
+#include "base/layer.hpp"
+
+TETHER_LAYER(0, "base");
+
 namespace tether {
 namespace le {
 

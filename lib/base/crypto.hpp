@@ -7,6 +7,10 @@
 #include <cstdint>
 #include <string_view>
 
+#include "base/layer.hpp"
+
+TETHER_LAYER(0, "base");
+
 namespace tether::crypto {
 
 using Digest = std::array<unsigned char, 32>;

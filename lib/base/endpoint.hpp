@@ -7,6 +7,9 @@
 #include <string>
 
 #include "base/peer_address.hpp"
+#include "base/layer.hpp"
+
+TETHER_LAYER(0, "base");
 
 namespace tether {
 

@@ -6,6 +6,10 @@
 #include <optional>
 #include <string>
 
+#include "base/layer.hpp"
+
+TETHER_LAYER(0, "base");
+
 namespace tether::env {
 
 // Unset and empty both read as nullopt.

@@ -7,6 +7,9 @@
 #include <string_view>
 
 #include "tether/log.hpp"
+#include "base/layer.hpp"
+
+TETHER_LAYER(0, "base");
 
 namespace tether::log {
 

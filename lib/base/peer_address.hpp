@@ -6,6 +6,10 @@
 #include <array>
 #include <cstdint>
 
+#include "base/layer.hpp"
+
+TETHER_LAYER(0, "base");
+
 namespace tether {
 
 struct PeerAddress {

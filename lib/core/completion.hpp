@@ -14,6 +14,10 @@
 #include <ctime>
 #include <exception>
 
+#include "base/layer.hpp"
+
+TETHER_LAYER(6, "core");
+
 namespace tether {
 
 class Completion {

@@ -14,6 +14,9 @@
 #include <thread>
 
 #include "core/completion.hpp"
+#include "base/layer.hpp"
+
+TETHER_LAYER(6, "core");
 
 namespace tether {
 

@@ -6,6 +6,9 @@
 
 #include "tether/unique_id.hpp"
 #include "wire/handshake.hpp"
+#include "base/layer.hpp"
+
+TETHER_LAYER(6, "core");
 
 namespace tether::uid {
 

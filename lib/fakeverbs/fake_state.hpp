@@ -12,6 +12,9 @@
 #include <mutex>
 
 #include "tether/rdma/fake_verbs.hpp"
+#include "base/layer.hpp"
+
+TETHER_LAYER(8, "fakeverbs");
 
 namespace tether::rdma {
 

@@ -9,6 +9,9 @@
 #include <functional>
 
 #include "wire/frame.hpp"
+#include "base/layer.hpp"
+
+TETHER_LAYER(2, "match");
 
 namespace tether::match {
 

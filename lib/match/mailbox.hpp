@@ -10,6 +10,9 @@
 
 #include "match/key.hpp"
 #include "wire/frame.hpp"
+#include "base/layer.hpp"
+
+TETHER_LAYER(2, "match");
 
 namespace tether::match {
 

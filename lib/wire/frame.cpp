@@ -78,7 +78,7 @@ std::string describe(const FrameHeader& h) {
     return fmt::format("{}#{} step {} ({} bytes)", opName(static_cast<OpCode>(h.tag)), h.coll,
                        h.step, h.length);
   if (h.kind == Kind::P2P)
-    return fmt::format("send tag {} #{} ({} bytes)", h.tag, h.coll, h.length);
+    return fmt::format("send tag {} ({} bytes)", h.tag, h.length);
   return fmt::format("{} frame ({} bytes)", kindName(h.kind), h.length);
 }
 

@@ -15,6 +15,9 @@
 
 #include "base/crypto.hpp"
 #include "base/peer_address.hpp"
+#include "base/layer.hpp"
+
+TETHER_LAYER(1, "wire");
 
 namespace tether::wire {
 

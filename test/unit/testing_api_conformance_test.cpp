@@ -195,22 +195,66 @@ std::vector<Scenario> scenarios() {
       expectCode(errorFrom([&] { b.send(&value, sizeof value, 0, 0); }), ErrorCode::Aborted, "later send");
     }
   }});
-  list.push_back({"invalid arguments: InvalidArgument, no collective id consumed", 2, [](Bootstrap& b) {
+  list.push_back({"invalid arguments: InvalidArgument with the same words, no collective id consumed", 2,
+                  [](Bootstrap& b) {
     int value = 0;
-    auto invalid = [](const tether::Error& e, const std::string& what) { expectCode(e, ErrorCode::InvalidArgument, what); };
-    invalid(errorFrom([&] { b.send(&value, sizeof value, 2, 0); }), "peer out of range");
-    invalid(errorFrom([&] { b.recv(&value, sizeof value, -1, 0); }), "negative peer");
-    invalid(errorFrom([&] { b.send(&value, sizeof value, 0, -1); }), "negative tag");
-    invalid(errorFrom([&] { b.recv(nullptr, 4, 0, 0); }), "null buffer");
-    invalid(errorFrom([&] { b.allgather(nullptr, 4); }), "null allgather buffer");
-    invalid(errorFrom([&] { b.broadcast(&value, sizeof value, 2); }), "root out of range");
-    invalid(errorFrom([&] { b.barrier({1 - b.rank()}); }), "subset without caller");
-    invalid(errorFrom([&] { b.barrier({0, 1, 1}); }), "duplicate in subset");
-    invalid(errorFrom([&] { b.split(-7, 0); }), "negative color");
+    const std::string me = "rank " + std::to_string(b.rank()) + ": ";
+    auto invalid = [](const tether::Error& e, const std::string& text) {
+      expectCode(e, ErrorCode::InvalidArgument, text);
+      check(std::string(e.what()) == text, std::string("message '") + e.what() + "' is not '" + text + "'");
+    };
+    invalid(errorFrom([&] { b.send(&value, sizeof value, 2, 0); }), me + "send: peer 2 is out of range [0, 2)");
+    invalid(errorFrom([&] { b.recv(&value, sizeof value, -1, 0); }), me + "recv: peer -1 is out of range [0, 2)");
+    invalid(errorFrom([&] { b.send(&value, sizeof value, 0, -1); }), me + "send: negative tag -1");
+    invalid(errorFrom([&] { b.recv(nullptr, 4, 0, 0); }), me + "recv: null buffer for 4 bytes");
+    invalid(errorFrom([&] { b.allgather(nullptr, 4); }), me + "allgather: null buffer for 4 bytes");
+    invalid(errorFrom([&] { b.broadcast(&value, sizeof value, 2); }), me + "broadcast: root 2 is out of range [0, 2)");
+    invalid(errorFrom([&] { b.barrier({1 - b.rank()}); }), me + "subset barrier: the list does not contain this rank");
+    invalid(errorFrom([&] { b.barrier({0, 1, 1}); }), me + "subset barrier: duplicate rank in the list");
+    invalid(errorFrom([&] { b.split(-7, 0); }), me + "split: negative color -7");
+    invalid(errorFrom([&] { b.setTimeout(milliseconds(-5)); }), me + "setTimeout: negative timeout -5 ms");
+    std::vector<int> buffer(8);
+    invalid(errorFrom([&] { b.alltoall(buffer.data(), buffer.data() + 1, sizeof(int)); }),
+            me + "alltoall: send and receive buffers overlap (pass the same pointer for in place)");
+    std::size_t counts[2] = {4, 4}, displs[2] = {0, 4}, recvCounts[2] = {4, 4};
+    recvCounts[b.rank()] = 8;  // its own block: 4 bytes out, 8 expected back
+    std::vector<unsigned char> out(16), in(16);
+    invalid(errorFrom([&] { b.alltoallv(out.data(), counts, displs, in.data(), recvCounts, displs); }),
+            me + "alltoallv: this rank sends itself 4 bytes but expects 8");
+    invalid(errorFrom([&] { b.alltoallv(out.data(), counts, displs, out.data() + 4, counts, displs); }),
+            me + "alltoallv: send and receive buffers overlap");
     int all[2] = {0, 0};
     all[b.rank()] = 5 + b.rank();
     b.allgather(all, sizeof(int));
     check(all[0] == 5 && all[1] == 6, "allgather after rejected calls");
+  }});
+  list.push_back({"alltoall in place returns every block (4 B and 100 kB blocks)", 4, [](Bootstrap& b) {
+    const int n = b.size(), me = b.rank();
+    for (std::size_t bytes : {std::size_t(4), std::size_t(100 * 1000)}) {
+      std::vector<unsigned char> buf(bytes * static_cast<std::size_t>(n));
+      for (int to = 0; to < n; ++to)
+        for (std::size_t i = 0; i < bytes; ++i) buf[static_cast<std::size_t>(to) * bytes + i] = testing_api::pattern(me, to, i);
+      b.alltoall(buf.data(), buf.data(), bytes);
+      for (int from = 0; from < n; ++from)
+        for (std::size_t i = 0; i < bytes; ++i)
+          check(buf[static_cast<std::size_t>(from) * bytes + i] == testing_api::pattern(from, me, i),
+                "in-place alltoall block from rank " + std::to_string(from) + " (" + std::to_string(bytes) + " B)");
+    }
+  }});
+  list.push_back({"a timeout names the operation, the step and the rank waited for", 2, [](Bootstrap& b) {
+    b.setTimeout(milliseconds(300));
+    if (b.rank() == 1) {
+      int value = 0;
+      b.setTimeout(milliseconds(5000));
+      auto e = errorFrom([&] { b.recv(&value, sizeof value, 0, 9); });
+      expectCode(e, ErrorCode::Aborted, "the rank that never called");
+      return;
+    }
+    auto e = errorFrom([&] { b.barrier(); });
+    expectCode(e, ErrorCode::Timeout, "barrier without rank 1");
+    check(contains(e.what(), "rank 0: barrier#1: timed out waiting for step 0 from rank 1"),
+          std::string("timeout text: ") + e.what());
+    check(e.peer() == 1, "peer() names the rank waited for");
   }});
   return list;
 }

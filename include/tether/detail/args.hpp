@@ -22,10 +22,15 @@ namespace args {
   throw Error(ErrorCode::InvalidArgument, "rank " + std::to_string(rank) + ": " + op + ": " + what, rank, peer);
 }
 
-inline void peer(int rank, int size, const std::string& op, int peer) {
-  if (peer < 0 || peer >= size)
-    invalid(rank, op, "peer " + std::to_string(peer) + " is out of range [0, " + std::to_string(size) + ")", peer);
+// `what` `value` (a rank of the communicator) must be in [0, size).
+inline void inRange(int rank, int size, const std::string& op, const char* what, int value) {
+  if (value < 0 || value >= size)
+    invalid(rank, op, std::string(what) + " " + std::to_string(value) + " is out of range [0, " +
+                          std::to_string(size) + ")",
+            value);
 }
+
+inline void peer(int rank, int size, const std::string& op, int peer) { inRange(rank, size, op, "peer", peer); }
 
 inline void tag(int rank, const std::string& op, int tag) {
   if (tag < 0) invalid(rank, op, "negative tag " + std::to_string(tag));
@@ -70,14 +75,14 @@ inline void alltoallv(int rank, int size, const void* send, const std::size_t* s
   if (overlap(send, sendExtent, recv, recvExtent)) invalid(rank, op, "send and receive buffers overlap");
 }
 
-inline void root(int rank, int size, int root) { peer(rank, size, "broadcast root", root); }
+inline void root(int rank, int size, int root) { inRange(rank, size, "broadcast", "root", root); }
 
 // A subset barrier's list, sorted; checked for range, duplicates and the caller.
 inline std::vector<int> subset(int rank, int size, std::vector<int> ranks) {
   const char* op = "subset barrier";
   std::sort(ranks.begin(), ranks.end());
   if (std::adjacent_find(ranks.begin(), ranks.end()) != ranks.end()) invalid(rank, op, "duplicate rank in the list");
-  for (int r : ranks) peer(rank, size, op, r);
+  for (int r : ranks) inRange(rank, size, op, "rank", r);
   if (!std::binary_search(ranks.begin(), ranks.end(), rank)) invalid(rank, op, "the list does not contain this rank");
   return ranks;
 }

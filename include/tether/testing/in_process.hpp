@@ -102,13 +102,23 @@ class InProcessWorld {
     for (auto& thread : threads) thread.join();
     if (failures.empty()) return;
 
+    // The failure to report is the first one that is not merely the abort
+    // another rank's failure caused (a bystander may wake with Aborted
+    // before the original failure is recorded).
+    std::size_t first = 0;
+    for (std::size_t i = 0; i < failures.size(); ++i) {
+      if (!isAbortedError(failures[i].second)) {
+        first = i;
+        break;
+      }
+    }
     std::string others;
-    for (std::size_t i = 1; i < failures.size(); ++i) {
-      others += "; also failed: rank " + std::to_string(failures[i].first) + ": " +
-                messageOf(failures[i].second);
+    for (std::size_t i = 0; i < failures.size(); ++i) {
+      if (i == first) continue;
+      others += "; also failed: rank " + std::to_string(failures[i].first) + ": " + messageOf(failures[i].second);
     }
     try {
-      std::rethrow_exception(failures.front().second);
+      std::rethrow_exception(failures[first].second);
     } catch (const Error& error) {
       if (others.empty()) throw;
       throw Error(error.code(), error.what() + others, error.rank(), error.peer());
@@ -122,6 +132,16 @@ class InProcessWorld {
   void abortAll(const std::string& reason) { state_->abortAll(-1, reason); }
 
  private:
+  static bool isAbortedError(const std::exception_ptr& failure) {
+    try {
+      std::rethrow_exception(failure);
+    } catch (const Error& e) {
+      return e.code() == ErrorCode::Aborted;
+    } catch (...) {
+      return false;
+    }
+  }
+
   static std::string messageOf(const std::exception_ptr& failure) {
     try {
       std::rethrow_exception(failure);

@@ -79,8 +79,7 @@ class Endpoint {
 
   // Point-to-point receive: the oldest posted recv for (peer, tag) takes the
   // oldest message for it; sizes must agree.
-  void receivePointToPoint(void* data, std::size_t bytes, int peer, int tag,
-                           const std::string& where) const {
+  void receivePointToPoint(void* data, std::size_t bytes, int peer, int tag, const std::string& where) const {
     const auto until = deadline();
     ChannelKey key;
     key.comm = comm_;
@@ -95,54 +94,57 @@ class Endpoint {
     box.postedRecvs[key].push_back(ticket);
     PostedRecvGuard guard{box, key, ticket};
 
-    waitLocked(lock, until, where, peer, [&] {
-      return box.postedRecvs[key].front() == ticket && box.inbox.count(key) != 0;
-    });
+    const std::string waitingFor = "a message with tag " + std::to_string(tag) + " from rank " + std::to_string(peer);
+    waitLocked(lock, until, where, peer, waitingFor,
+               [&] { return box.postedRecvs[key].front() == ticket && box.inbox.count(key) != 0; });
     Message message = popLocked(box, key);
     if (message.payload.size() != bytes) {
       fail(ErrorCode::Protocol, where, peer,
-           "peer sent " + std::to_string(message.payload.size()) + " bytes, expected " +
-               std::to_string(bytes) + " bytes");
+           "rank " + std::to_string(peer) + " sent send tag " + std::to_string(tag) + " (" +
+               std::to_string(message.payload.size()) + " bytes), this rank expects " + std::to_string(bytes) +
+               " bytes");
     }
     if (bytes != 0) std::memcpy(data, message.payload.data(), bytes);
   }
 
-  // Collective receive of `step` from `peer`. Any message of the same call id
-  // stamped with a different operation is a Protocol error naming both sides.
-  std::vector<unsigned char> receiveCollective(ChannelKey key, const OpStamp& expected, int step,
-                                               int peer, std::size_t payloadBytes,
-                                               Clock::time_point until) const {
+  // Collective receive of `key.step` from `peer`, as the TCP world matches a
+  // frame: a message of another operation at the same call id, or of the
+  // wrong size, is a Protocol error naming both sides.
+  std::vector<unsigned char> receiveCollective(ChannelKey key, const OpStamp& expected, int peer,
+                                               std::size_t payloadBytes, Clock::time_point until) const {
     key.comm = comm_;
     key.source = peer;
-    const std::string where = expected.name + "#" + std::to_string(expected.id) +
-                              " from peer " + std::to_string(peer);
-
+    const std::string where = expected.call();
     std::unique_lock<std::mutex> lock(world_->mutex);
     RankMailbox& box = mailbox();
-    waitLocked(lock, until, where, peer, [&] {
-      rejectForeignCallsLocked(box, key, expected);
-      return box.inbox.count(key) != 0;
-    });
+    waitLocked(lock, until, where, peer, "step " + std::to_string(key.step) + " from rank " + std::to_string(peer),
+               [&] {
+                 rejectForeignCallsLocked(box, key, expected);
+                 return box.inbox.count(key) != 0;
+               });
     Message message = popLocked(box, key);
-    if (!message.op.sameCallAs(expected) || message.op.bytes != expected.bytes) {
+    if (message.payload.size() != payloadBytes) {
       fail(ErrorCode::Protocol, where, peer,
-           "peer called " + message.op.describe() + ", expected " + expected.describe());
-    }
-    if (message.step != step || message.payload.size() != payloadBytes) {
-      fail(ErrorCode::Protocol, where, peer,
-           "peer sent step " + std::to_string(message.step) + " (" +
-               std::to_string(message.payload.size()) + " bytes), expected step " +
-               std::to_string(step) + " (" + std::to_string(payloadBytes) + " bytes)");
+           "rank " + std::to_string(peer) + " sent " + message.describe() + ", this rank expects " +
+               std::to_string(payloadBytes) + " bytes");
     }
     return std::move(message.payload);
   }
 
-  // After a collective: a message of the same call id stamped with another
-  // operation means a peer called something else (it would never be received).
-  void rejectForeignCalls(ChannelKey key, const OpStamp& expected) const {
+  // After a collective: any message left at its call id was sent by a rank
+  // that called something else or ran another algorithm.
+  void rejectLeftovers(ChannelKey key, const OpStamp& expected) const {
     key.comm = comm_;
     std::lock_guard<std::mutex> lock(world_->mutex);
-    rejectForeignCallsLocked(mailbox(), key, expected);
+    RankMailbox& box = mailbox();
+    rejectForeignCallsLocked(box, key, expected);
+    key.source = INT_MIN;
+    key.step = 0;
+    auto it = box.inbox.lower_bound(key);
+    if (it == box.inbox.end() || !sameCall(it->first, key) || it->second.empty()) return;
+    fail(ErrorCode::Protocol, expected.call(), it->first.source,
+         "rank " + std::to_string(it->first.source) + " sent " + it->second.front().describe() +
+             " which this rank's " + expected.call() + " never receives");
   }
 
  private:
@@ -178,8 +180,8 @@ class Endpoint {
 
   // Sleeps on this rank's condition variable until ready(), an abort, or the deadline.
   template <class Ready>
-  void waitLocked(std::unique_lock<std::mutex>& lock, Clock::time_point until,
-                  const std::string& where, int peer, Ready ready) const {
+  void waitLocked(std::unique_lock<std::mutex>& lock, Clock::time_point until, const std::string& where, int peer,
+                  const std::string& waitingFor, Ready ready) const {
     RankMailbox& box = mailbox();
     for (;;) {
       throwIfAbortedLocked(where);
@@ -187,27 +189,30 @@ class Endpoint {
       if (box.wake.wait_until(lock, until) == std::cv_status::timeout) {
         throwIfAbortedLocked(where);
         if (ready()) return;
-        fail(ErrorCode::Timeout, where, peer,
-             "timed out after " + std::to_string(timeout().count()) + " ms");
+        fail(ErrorCode::Timeout, where, peer, "timed out waiting for " + waitingFor);
       }
     }
   }
 
-  void rejectForeignCallsLocked(const RankMailbox& box, ChannelKey key,
-                                const OpStamp& expected) const {
+  static bool sameCall(const ChannelKey& a, const ChannelKey& b) {
+    return a.comm == b.comm && a.channel == b.channel && a.group == b.group && a.sequence == b.sequence;
+  }
+
+  // A message at this call id from another operation, or with another root.
+  void rejectForeignCallsLocked(const RankMailbox& box, ChannelKey key, const OpStamp& expected) const {
     key.source = INT_MIN;
-    for (auto it = box.inbox.lower_bound(key); it != box.inbox.end(); ++it) {
-      const ChannelKey& found = it->first;
-      if (found.comm != key.comm || found.channel != key.channel || found.group != key.group ||
-          found.sequence != key.sequence) {
-        break;
-      }
-      if (it->second.empty() || it->second.front().op.sameCallAs(expected)) continue;
-      fail(ErrorCode::Protocol,
-           expected.name + "#" + std::to_string(expected.id) + " from peer " +
-               std::to_string(found.source),
-           found.source,
-           "peer called " + it->second.front().op.describe() + ", expected " + expected.describe());
+    key.step = 0;
+    for (auto it = box.inbox.lower_bound(key); it != box.inbox.end() && sameCall(it->first, key); ++it) {
+      if (it->second.empty()) continue;
+      const Message& m = it->second.front();
+      const std::string from = "rank " + std::to_string(it->first.source);
+      if (m.op.name != expected.name)
+        fail(ErrorCode::Protocol, expected.call(), it->first.source,
+             from + " is in " + m.describe() + " — the ranks called different collectives");
+      if (m.op.root != expected.root)
+        fail(ErrorCode::Protocol, expected.call(), it->first.source,
+             from + " is in " + m.op.call() + " with root " + std::to_string(m.op.root) + ", this rank's root is " +
+                 std::to_string(expected.root));
     }
   }
 

@@ -19,49 +19,43 @@ namespace detail {
 // Which matching space a message belongs to (separate spaces never collide).
 enum class Channel : std::uint8_t { PointToPoint, Collective, SubsetBarrier };
 
-// The full matching key. For PointToPoint `sequence` is the tag; for Collective
-// it is the collective id; for SubsetBarrier `group` names the subset and
-// `sequence` counts that subset's barriers.
+// The full matching key, as on the wire. For PointToPoint `sequence` is the
+// tag; for Collective it is the collective id and `step` the frame's step;
+// for SubsetBarrier `group` names the subset and `sequence` counts that
+// subset's barriers.
 struct ChannelKey {
   std::uint64_t comm = 0;
   Channel channel = Channel::PointToPoint;
   std::uint64_t group = 0;
   std::uint64_t sequence = 0;
-  int source = 0;  // sender's rank in the communicator
+  int source = 0;          // sender's rank in the communicator
+  std::uint32_t step = 0;  // collectives: the step within the algorithm
 
   bool operator<(const ChannelKey& other) const {
-    return std::tie(comm, channel, group, sequence, source) <
-           std::tie(other.comm, other.channel, other.group, other.sequence, other.source);
+    return std::tie(comm, channel, group, sequence, source, step) <
+           std::tie(other.comm, other.channel, other.group, other.sequence, other.source, other.step);
   }
 };
 
-// The header a sender stamps on a collective message: which operation, which
-// call, and the sizes it used, so the receiver can name both sides of a mismatch.
+// The header a sender stamps on a collective message: which operation and
+// which call, so the receiver can name both sides of a mismatch.
 struct OpStamp {
-  std::string name;          // "allgather", "broadcast", ...
-  std::uint64_t id = 0;      // collective id (or subset-barrier count)
-  int root = -1;             // broadcast root, else -1
-  std::size_t bytes = 0;     // per-rank size of the call; per-pair for alltoallv
-  bool perPairBytes = false; // alltoallv: sizes legitimately differ between pairs
+  std::string name;      // "allgather", "broadcast", ...
+  std::uint64_t id = 0;  // collective id (or subset-barrier count)
+  int root = -1;         // broadcast root, else -1
 
-  std::string describe() const {
-    std::string text = name + "#" + std::to_string(id);
-    if (root >= 0) text += " root " + std::to_string(root);
-    text += " (" + std::to_string(bytes) + " bytes";
-    if (perPairBytes) text += " to us";
-    return text + ")";
-  }
-  // Same call on both sides? Sizes of alltoallv are checked per pair by the caller.
-  bool sameCallAs(const OpStamp& other) const {
-    return name == other.name && id == other.id && root == other.root &&
-           (perPairBytes || bytes == other.bytes);
-  }
+  std::string call() const { return name + "#" + std::to_string(id); }
 };
 
 struct Message {
-  OpStamp op;     // collectives only; empty name for point-to-point
-  int step = 0;   // position of this message within the collective
+  OpStamp op;              // collectives only; empty name for point-to-point
+  std::uint32_t step = 0;  // collectives: the step within the algorithm
   std::vector<unsigned char> payload;
+
+  // "allgather#2 step 0 (64 bytes)", as the TCP world describes a frame.
+  std::string describe() const {
+    return op.call() + " step " + std::to_string(step) + " (" + std::to_string(payload.size()) + " bytes)";
+  }
 };
 
 // splitmix64 finaliser: deterministic ids for children and subsets.

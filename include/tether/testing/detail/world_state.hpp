@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "tether/bootstrap.hpp"
 #include "tether/testing/detail/message.hpp"
 
 namespace tether {
@@ -77,7 +78,7 @@ struct WorldState {
       long long value = std::strtoll(text, &end, 10);
       if (end != text && *end == '\0' && value > 0) return std::chrono::milliseconds(value);
     }
-    return std::chrono::milliseconds(300000);
+    return kDefaultTimeout;
   }
 };
 

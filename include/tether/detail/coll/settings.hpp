@@ -1,0 +1,75 @@
+// tether/detail/coll/settings.hpp — the algorithm settings from the
+// environment (docs/configuration.md): TETHER_ALGO_{ALLGATHER,ALLTOALL,
+// BROADCAST,BARRIER} name a row of the table (or "auto"), TETHER_TREE_RADIX,
+// TETHER_ALGO_LARGE_BYTES and TETHER_PIPELINE_CHUNK_BYTES tune them. Read the
+// same way by every world, so the same environment picks the same algorithm.
+// Header-only, C++17.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "tether/detail/coll/table.hpp"
+#include "tether/error.hpp"
+
+namespace tether {
+namespace detail {
+namespace coll {
+
+struct Settings {
+  std::array<std::string, 8> forced;  // a row name per family (indexed by Op), "" = automatic
+  Shape tuning;                       // radix, largeBytes, chunk
+
+  const char* forcedFor(Op op) const { return forced[static_cast<std::size_t>(familyOf(op))].c_str(); }
+};
+
+inline std::int64_t envInt(const char* var, std::int64_t fallback) {
+  const char* v = std::getenv(var);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  errno = 0;
+  long long x = std::strtoll(v, &end, 10);
+  if (errno || *end != '\0')
+    throw Error(ErrorCode::InvalidArgument, std::string(var) + "='" + v + "' is not an integer");
+  return x;
+}
+
+inline std::string envAlgorithm(const char* var, Op family) {
+  const char* v = std::getenv(var);
+  if (!v || !*v || std::string(v) == "auto") return "";
+  if (findAlgorithm(family, v)) return v;
+  std::string allowed = "auto";
+  for (const auto& a : kAlgorithms)
+    if (a.family == family) allowed += std::string("|") + a.name;
+  throw Error(ErrorCode::InvalidArgument, std::string(var) + "='" + v + "' (use " + allowed + ")");
+}
+
+// Throws Error{InvalidArgument} naming the variable for a bad value.
+inline Settings loadSettings() {
+  Settings s;
+  auto set = [&](const char* var, Op family) { s.forced[static_cast<std::size_t>(family)] = envAlgorithm(var, family); };
+  set("TETHER_ALGO_ALLGATHER", Op::Allgather);
+  set("TETHER_ALGO_ALLTOALL", Op::Alltoall);
+  set("TETHER_ALGO_BROADCAST", Op::Broadcast);
+  set("TETHER_ALGO_BARRIER", Op::Barrier);
+  s.tuning.largeBytes = static_cast<std::size_t>(std::max<std::int64_t>(0, envInt("TETHER_ALGO_LARGE_BYTES", 64 * 1024)));
+  s.tuning.chunk = static_cast<std::size_t>(std::max<std::int64_t>(4096, envInt("TETHER_PIPELINE_CHUNK_BYTES", 256 * 1024)));
+  // Flat (every rank talks to rank 0) up to 64 ranks by default: on 2 cores,
+  // 64 B all-gather, flat beat radix 2, 4 and 8 at N = 8, 16 and 32
+  // (docs/benchmarks.md). Past 64 ranks the tree gets a second level, so
+  // rank 0 does not serialise thousands of messages.
+  const std::int64_t radix = envInt("TETHER_TREE_RADIX", 0);
+  if (radix != 0 && radix < 2)
+    throw Error(ErrorCode::InvalidArgument,
+                "TETHER_TREE_RADIX=" + std::to_string(radix) + " (use 0 for the default, or 2 or more)");
+  if (radix) s.tuning.radix = static_cast<int>(std::min<std::int64_t>(radix, 1 << 20));
+  return s;
+}
+
+}  // namespace coll
+}  // namespace detail
+}  // namespace tether
