@@ -31,6 +31,16 @@ tether_result_t fail(tether_result_t result, const std::string& message) noexcep
 
 void invalid(const std::string& message) { throw Error(ErrorCode::InvalidArgument, message); }
 
+// A C enum may hold any int; C++ may not load one outside the enumerators'
+// range, so the value is read as the int it is.
+template <class Enum>
+int asInt(const Enum& value) {
+  static_assert(sizeof(Enum) == sizeof(int), "C enums are ints here");
+  int i;
+  std::memcpy(&i, &value, sizeof i);
+  return i;
+}
+
 }  // namespace tether::capi
 
 using namespace tether::capi;
@@ -40,7 +50,7 @@ extern "C" {
 const char* tether_last_error(void) { return lastError; }
 
 const char* tether_result_string(tether_result_t result) {
-  switch (result) {
+  switch (asInt(result)) {
     case TETHER_SUCCESS: return "TETHER_SUCCESS";
     case TETHER_ERR_TIMEOUT: return "TETHER_ERR_TIMEOUT";
     case TETHER_ERR_ABORTED: return "TETHER_ERR_ABORTED";
@@ -58,9 +68,10 @@ const char* tether_version_string(void) { return TETHER_VERSION_STRING; }
 
 tether_result_t tether_set_log_level(tether_log_level_t level) {
   return guarded("tether_set_log_level", [&] {
-    if (level < TETHER_LOG_NONE || level > TETHER_LOG_TRACE)
-      invalid("tether_set_log_level: level " + std::to_string(static_cast<int>(level)) + " is not a tether_log_level_t");
-    tether::setLogLevel(static_cast<tether::LogLevel>(level));
+    int value = asInt(level);
+    if (value < TETHER_LOG_NONE || value > TETHER_LOG_TRACE)
+      invalid("tether_set_log_level: level " + std::to_string(value) + " is not a tether_log_level_t");
+    tether::setLogLevel(static_cast<tether::LogLevel>(value));
   });
 }
 

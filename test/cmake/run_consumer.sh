@@ -3,9 +3,14 @@
 # builds test/cmake/consumer against it with CMake (find_package(tether)), and
 # runs its C++ and C programs on 4 ranks each (TETHER_RANK/TETHER_NRANKS and a
 # TETHER_UID_FILE that rank 0 writes). Exit 77 (skipped) without cmake.
-#   run_consumer.sh MESON BUILD_DIR SOURCE_DIR PREFIX
+# SANITIZE is the build's b_sanitize: the consumer is built with the same.
+#   run_consumer.sh MESON BUILD_DIR SOURCE_DIR PREFIX SANITIZE
 set -euo pipefail
-meson=$1 build=$2 src=$3 prefix=$4
+meson=$1 build=$2 src=$3 prefix=$4 sanitize=$5
+flags=()
+if [ "$sanitize" != none ]; then
+  for v in C CXX EXE_LINKER; do flags+=("-DCMAKE_${v}_FLAGS=-fsanitize=$sanitize"); done
+fi
 if ! command -v cmake >/dev/null; then
   echo "SKIP: cmake is not installed (.ci/deps.sh installs it)"
   exit 77
@@ -21,7 +26,7 @@ config=$(find "$tmp/root" -name tetherConfig.cmake)
 echo "installed: ${config#"$tmp/root"}"
 
 cmake -S "$src/test/cmake/consumer" -B "$tmp/consumer" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_PREFIX_PATH="$tmp/root$prefix" >"$tmp/configure.log" 2>&1 ||
+  -DCMAKE_PREFIX_PATH="$tmp/root$prefix" "${flags[@]}" >"$tmp/configure.log" 2>&1 ||
   { cat "$tmp/configure.log"; exit 1; }
 cmake --build "$tmp/consumer" >"$tmp/build.log" 2>&1 || { cat "$tmp/build.log"; exit 1; }
 

@@ -30,8 +30,13 @@ enum { kIdHead = 4, kHostBytes = 65 /* HOST_NAME_MAX + NUL */ };
 static _Thread_local char last_error[1024];
 /* One bootstrap per process: global_exit gets no handle. */
 static tether_comm_t* current_comm;
-/* What pre-init allocated (freed by finalize when the handle still holds it). */
-static bootstrap_init_ops_t* allocated_ops;
+/* Every pre_init_ops this plug-in allocated: finalize frees the one its
+ * handle holds, unloading the plug-in frees the rest. */
+typedef struct owned_ops {
+  bootstrap_init_ops_t ops; /* first: &node->ops == node */
+  struct owned_ops* next;
+} owned_ops_t;
+static owned_ops_t* owned;
 static tether_options_t host_options;
 static int have_host_options;
 
@@ -148,10 +153,13 @@ static int op_finalize(bootstrap_handle_t* handle) {
   tether_comm_t* comm = handle->comm_state;
   handle->comm_state = NULL;
   if (comm == current_comm) current_comm = NULL;
-  if (allocated_ops && handle->pre_init_ops == allocated_ops) {
-    free(allocated_ops);
-    allocated_ops = NULL;
+  for (owned_ops_t** link = &owned; *link; link = &(*link)->next) {
+    if (&(*link)->ops != handle->pre_init_ops) continue;
+    owned_ops_t* node = *link;
+    *link = node->next;
+    free(node);
     handle->pre_init_ops = NULL;
+    break;
   }
   tether_result_t r = tether_finalize(comm);
   return r == TETHER_SUCCESS ? 0 : fail_tether(r, "finalize");
@@ -188,15 +196,23 @@ EXPORT int nvshmemi_bootstrap_plugin_pre_init(bootstrap_handle_t* handle, int ab
   if (rc) return rc;
   if (!handle) return fail(TETHER_ERR_INVALID_ARGUMENT, "pre_init: handle is NULL");
   if (!handle->pre_init_ops) {
-    bootstrap_init_ops_t* ops = calloc(1, sizeof *ops);
-    if (!ops) return fail(TETHER_ERR_SYSTEM, "pre_init: out of memory");
-    free(allocated_ops);
-    allocated_ops = ops;
-    handle->pre_init_ops = ops;
+    owned_ops_t* node = calloc(1, sizeof *node);
+    if (!node) return fail(TETHER_ERR_SYSTEM, "pre_init: out of memory");
+    node->next = owned;
+    owned = node;
+    handle->pre_init_ops = &node->ops;
   }
   handle->pre_init_ops->cookie = NULL;
   handle->pre_init_ops->get_unique_id = get_unique_id;
   return 0;
+}
+
+__attribute__((destructor)) static void free_owned_ops(void) {
+  while (owned) {
+    owned_ops_t* next = owned->next;
+    free(owned);
+    owned = next;
+  }
 }
 
 /* ---- init ---- */
