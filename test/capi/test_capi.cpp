@@ -3,7 +3,10 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <new>
+#include <stdexcept>
 
+#include "capi/guard.hpp"
 #include "capi_ranks.h"
 #include "multiproc.hpp"
 
@@ -52,4 +55,19 @@ TEST_CASE("a C receive that nobody answers fails with TETHER_ERR_TIMEOUT at its 
 
 TEST_CASE("tether_abort from C ends the other ranks' barrier with TETHER_ERR_ABORTED naming the origin") {
   runC(3, capi_abort);
+}
+
+TEST_CASE("any exception inside a C call becomes a result code and a message, out of memory included") {
+  using tether::capi::guarded;
+  CHECK(guarded("tether_x", [] { throw std::bad_alloc(); }) == TETHER_ERR_SYSTEM);
+  CHECK(std::string(tether_last_error()) == "tether_x: out of memory");
+  CHECK(guarded("tether_x", [] { throw tether::Error(tether::ErrorCode::PeerLost, "rank 1: recv: lost rank 2"); }) ==
+        TETHER_ERR_PEER_LOST);
+  CHECK(std::string(tether_last_error()) == "rank 1: recv: lost rank 2");
+  CHECK(guarded("tether_x", [] { throw std::out_of_range("vector"); }) == TETHER_ERR_SYSTEM);
+  CHECK(std::string(tether_last_error()) == "tether_x: unexpected exception: vector");
+  CHECK(guarded("tether_x", [] { throw 42; }) == TETHER_ERR_SYSTEM);
+  CHECK(std::string(tether_last_error()) == "tether_x: unexpected exception");
+  CHECK(guarded("tether_x", [] {}) == TETHER_SUCCESS);
+  CHECK(std::string(tether_last_error()) == "tether_x: unexpected exception");  // left alone
 }
