@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -17,7 +18,7 @@
 #include "join_snippet.hpp"  // docs/integration.md, verbatim
 #include "multiproc.hpp"
 #include "plugin_loader.hpp"
-#include "qp_records.hpp"
+#include "payload.hpp"
 
 namespace tether::test {
 
@@ -142,19 +143,26 @@ void stressRank(int rank, const StressConfig& config, const UidPipes& pipes, Ran
   call(h.allgather(&mine, all.data(), sizeof mine, &h), plugin, "allgather");
   for (int r = 0; r < n; ++r) expect(all[static_cast<std::size_t>(r)] == 0xA11000u + r, "allgather block " + std::to_string(r));
 
+  // 64-byte records like the queue-pair information runtimes exchange, each
+  // naming source, destination and iteration and carrying a checksum
+  // (test/stress/payload.hpp), so a record in the wrong slot is counted.
+  constexpr std::size_t kRecord = 64;
+  auto key = [](int src, int dst, std::uint64_t it) {
+    return stress::OpKey{0, static_cast<std::uint32_t>(it), stress::OpKind::Alltoall, 0, src, dst, 0};
+  };
   RankTally& tally = tallies[rank];
-  std::vector<QpRecord> out(static_cast<std::size_t>(n)), in(static_cast<std::size_t>(n));
+  std::vector<unsigned char> out(n * kRecord), in(n * kRecord);
   std::string firstSwap;
   for (std::uint64_t it = 0; it < config.iterations; ++it) {
-    for (int d = 0; d < n; ++d) out[static_cast<std::size_t>(d)] = makeRecord(rank, d, it);
-    std::memset(in.data(), 0, in.size() * sizeof(QpRecord));
-    call(h.alltoall(out.data(), in.data(), sizeof(QpRecord), &h), plugin, "alltoall #" + std::to_string(it));
+    for (int d = 0; d < n; ++d) stress::fillPayload(&out[d * kRecord], kRecord, key(rank, d, it));
+    std::fill(in.begin(), in.end(), 0);
+    call(h.alltoall(out.data(), in.data(), kRecord, &h), plugin, "alltoall #" + std::to_string(it));
     for (int s = 0; s < n; ++s) {
-      auto why = checkRecord(in[static_cast<std::size_t>(s)], s, rank, it);
+      auto why = stress::checkPayload(&in[s * kRecord], kRecord, key(s, rank, it));
       ++tally.records;
-      if (!why.empty()) {
+      if (why) {
         ++tally.swapped;
-        if (firstSwap.empty()) firstSwap = why;
+        if (firstSwap.empty()) firstSwap = *why;
       }
     }
     call(h.barrier(&h), plugin, "barrier #" + std::to_string(it));
