@@ -12,7 +12,8 @@ packages=(
   libcxxopts-dev nlohmann-json3-dev   # command-line options, benchmark JSON
   openmpi-bin libopenmpi-dev          # the mpirun launcher test and the MPI benchmark
   iproute2                            # network namespaces for the multi-host tests
-  python3                             # benchmark smoke test's JSON check
+  python3                             # benchmark smoke test's JSON check, docs snippet check
+  cmake                               # the installed CMake package's consumer test
 )
 missing=()
 for p in "${packages[@]}"; do

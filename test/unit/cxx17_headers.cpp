@@ -1,6 +1,8 @@
 // Compiled as C++17 with -Wpedantic -Werror: the public headers, including the
 // header-only testing API, must stay usable from C++17 runtimes. Links no
 // tether library code.
+#include <tether/adapters/mscclpp.hpp>
+#include <tether/tether.h>
 #include <tether/tether.hpp>
 #include <tether/testing/in_process.hpp>
 

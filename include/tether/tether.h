@@ -1,0 +1,188 @@
+/* tether/tether.h — the C ABI of tether (C11; usable from C++ too).
+ *
+ * The same bootstrap as tether::TcpBootstrap (include/tether/tcp_bootstrap.hpp,
+ * docs/design.md) behind an opaque handle, for runtimes written in C and for
+ * plug-ins loaded with dlopen. Link with -ltether (pkg-config tether, or CMake
+ * find_package(tether) -> tether::tether; docs/integration.md).
+ *
+ * Conventions:
+ *  - Every function returns a tether_result_t: TETHER_SUCCESS (0) or an error
+ *    code that mirrors tether::ErrorCode. On an error, tether_last_error()
+ *    returns the message on the calling thread, naming rank, peer and operation
+ *    ("rank 3: allgather#12: timed out waiting for step 1 from rank 5 ...").
+ *  - No C++ exception ever crosses this boundary (out of memory included: it is
+ *    TETHER_ERR_SYSTEM with the message "out of memory").
+ *  - A NULL handle, a NULL out-pointer or a NULL buffer with a non-zero size is
+ *    TETHER_ERR_INVALID_ARGUMENT; nothing is dereferenced.
+ *  - Every blocking call honours the communicator's timeout (tether_set_timeout)
+ *    and fails with TETHER_ERR_TIMEOUT when it passes; tether_abort() ends every
+ *    pending and future call on every rank with TETHER_ERR_ABORTED.
+ *  - Threading and ordering are those of tether::Bootstrap: send/recv are
+ *    thread-safe; collectives of one communicator are called in the same order
+ *    on every rank, one at a time. */
+#ifndef TETHER_TETHER_H
+#define TETHER_TETHER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tether/version.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- results and errors ---- */
+
+typedef enum tether_result {
+  TETHER_SUCCESS = 0,
+  TETHER_ERR_TIMEOUT = 1,          /* a deadline passed before the operation completed */
+  TETHER_ERR_ABORTED = 2,          /* abort on this rank, or an abort notice from a peer */
+  TETHER_ERR_PEER_LOST = 3,        /* a peer's connection closed or it stopped answering */
+  TETHER_ERR_PROTOCOL = 4,         /* a peer broke the wire contract (or called another collective) */
+  TETHER_ERR_INVALID_ARGUMENT = 5, /* the caller passed something unusable */
+  TETHER_ERR_SYSTEM = 6            /* the operating system refused (socket, bind, fds, memory, ...) */
+} tether_result_t;
+
+/* The message of the last call that failed on this thread ("" if none has).
+ * Successful calls leave it alone. Valid until the next tether call on this thread. */
+const char* tether_last_error(void);
+/* "TETHER_SUCCESS", "TETHER_ERR_TIMEOUT", ...; "TETHER_ERR_UNKNOWN" for other values. */
+const char* tether_result_string(tether_result_t result);
+
+/* ---- version ---- */
+
+/* TETHER_VERSION_MAJOR * 10000 + MINOR * 100 + PATCH of the library linked at
+ * run time (compare with TETHER_VERSION from tether/version.h). */
+int tether_version(void);
+/* "MAJOR.MINOR.PATCH" of the library linked at run time. */
+const char* tether_version_string(void);
+
+/* ---- unique id: the 128 bytes that let ranks find each other ---- */
+
+#define TETHER_UNIQUE_ID_BYTES 128
+/* 256 hex characters and the terminating NUL. */
+#define TETHER_UNIQUE_ID_STRING_BYTES 257
+
+typedef struct tether_unique_id {
+  unsigned char bytes[TETHER_UNIQUE_ID_BYTES];
+} tether_unique_id_t;
+
+/* A new id whose root is this host on a free port, bound now and kept open so
+ * that rank 0 in this process or a forked child adopts it. */
+tether_result_t tether_unique_id_create(tether_unique_id_t* id);
+/* A new id for the root "host:port" ("[v6addr]:port"); port 0 binds a free port as above. */
+tether_result_t tether_unique_id_create_at(const char* root_host_port, tether_unique_id_t* id);
+/* An id derived from "host:port" alone (all ranks compute the same one); the secret
+ * comes from TETHER_SECRET, else from the address (docs/security.md). */
+tether_result_t tether_unique_id_from_root(const char* root_host_port, tether_unique_id_t* id);
+/* Closes the port tether_unique_id_create reserved in this process (a launcher
+ * that forked the ranks and does not run rank 0 itself). */
+tether_result_t tether_unique_id_forget(const tether_unique_id_t* id);
+/* Writes 256 lowercase hex characters and a NUL; buf_size >= TETHER_UNIQUE_ID_STRING_BYTES. */
+tether_result_t tether_unique_id_to_string(const tether_unique_id_t* id, char* buf, size_t buf_size);
+/* Parses and validates (magic, version, checksum); trailing whitespace is ignored. */
+tether_result_t tether_unique_id_from_string(const char* text, tether_unique_id_t* id);
+
+/* ---- options ---- */
+
+/* Called once with this rank's real listener "host:port" before it registers;
+ * returns the "host:port" peers should dial instead (a NAT mapping, a proxy),
+ * or NULL to keep the listener's. The string is copied before the call returns. */
+typedef const char* (*tether_advertise_fn)(const char* listen_host_port, void* context);
+
+typedef struct tether_options {
+  size_t struct_size;        /* sizeof(tether_options_t); set by tether_options_init */
+  int64_t timeout_ms;        /* construction and per-call deadline; 0: TETHER_TIMEOUT_MS, else 300000 */
+  const char* listen_host;   /* address to listen on; NULL or "": chosen (docs/configuration.md) */
+  const char* advertise;     /* "host:port" to register instead of the listener's; NULL or "": none */
+  tether_advertise_fn advertise_for; /* takes precedence over advertise; NULL: none */
+  void* advertise_context;   /* passed to advertise_for */
+} tether_options_t;
+
+/* Fills the defaults (all zero / NULL) and struct_size. */
+void tether_options_init(tether_options_t* options);
+
+/* ---- communicators ---- */
+
+typedef struct tether_comm tether_comm_t;
+
+/* Pass as color to tether_split() to get no child communicator. */
+#define TETHER_NO_COLOR (-1)
+
+/* Joins the world of `nranks` ranks as `rank`; returns when every rank has
+ * registered. `options` may be NULL. On failure *comm is set to NULL. */
+tether_result_t tether_init(int rank, int nranks, const tether_unique_id_t* id, const tether_options_t* options,
+                            tether_comm_t** comm);
+/* Rank, size and root from the launch environment (TETHER_RANK/TETHER_NRANKS/
+ * TETHER_UID|TETHER_UID_FILE|TETHER_ROOT, torchrun, Open MPI, PMI, Slurm:
+ * docs/configuration.md). `options` may be NULL. */
+tether_result_t tether_init_from_env(const tether_options_t* options, tether_comm_t** comm);
+/* Flushes pending sends, says goodbye to connected peers and frees the handle
+ * (links stay open while a child from tether_split still uses them). NULL is a no-op. */
+tether_result_t tether_finalize(tether_comm_t* comm);
+
+tether_result_t tether_comm_rank(const tether_comm_t* comm, int* rank);
+tether_result_t tether_comm_size(const tether_comm_t* comm, int* size);
+/* Ranks of this communicator on this rank's host, this rank included. */
+tether_result_t tether_comm_nranks_per_node(const tether_comm_t* comm, int* nranks_per_node);
+
+/* Point-to-point; non-negative tags; `bytes` equal on both sides. */
+tether_result_t tether_send(tether_comm_t* comm, const void* data, size_t bytes, int peer, int tag);
+tether_result_t tether_recv(tether_comm_t* comm, void* data, size_t bytes, int peer, int tag);
+
+/* In place: rank r's block is at all_data + r * bytes_per_rank on entry. */
+tether_result_t tether_allgather(tether_comm_t* comm, void* all_data, size_t bytes_per_rank);
+/* Block i of send_data goes to rank i; block j of recv_data comes from rank j. No overlap. */
+tether_result_t tether_alltoall(tether_comm_t* comm, const void* send_data, void* recv_data, size_t bytes_per_rank);
+/* Counts and displacements in bytes, one entry per rank. */
+tether_result_t tether_alltoallv(tether_comm_t* comm, const void* send_data, const size_t* send_counts,
+                                 const size_t* send_displs, void* recv_data, const size_t* recv_counts,
+                                 const size_t* recv_displs);
+tether_result_t tether_broadcast(tether_comm_t* comm, void* data, size_t bytes, int root);
+tether_result_t tether_barrier(tether_comm_t* comm);
+/* Barrier over `count` listed ranks; only they call it, all with the same list
+ * (any order, no duplicates, including the caller). */
+tether_result_t tether_barrier_subset(tether_comm_t* comm, const int* ranks, size_t count);
+
+/* Collective: ranks with the same color form a child ordered by (key, rank).
+ * color TETHER_NO_COLOR sets *child to NULL. The child is finalized on its own
+ * and stays valid after its parent is finalized. */
+tether_result_t tether_split(tether_comm_t* comm, int color, int key, tether_comm_t** child);
+
+/* Thread-safe: ends every pending and future call on this rank and tells the
+ * peers (they fail with TETHER_ERR_ABORTED naming this rank and `reason`). */
+tether_result_t tether_abort(tether_comm_t* comm, const char* reason);
+
+/* Deadline of each blocking call on this communicator, milliseconds (> 0). */
+tether_result_t tether_set_timeout(tether_comm_t* comm, int64_t timeout_ms);
+tether_result_t tether_get_timeout(const tether_comm_t* comm, int64_t* timeout_ms);
+
+/* ---- nonblocking calls ----
+ * Reserved: the nonblocking operations (iallgather, ialltoall, ibarrier, isend,
+ * irecv with test/wait/cancel) and the UCC-style OOB functions will be declared
+ * here when the library provides them. */
+
+/* ---- logging (tether/log.hpp) ---- */
+
+typedef enum tether_log_level {
+  TETHER_LOG_NONE = 0,
+  TETHER_LOG_WARN = 1,
+  TETHER_LOG_INFO = 2,
+  TETHER_LOG_TRACE = 3
+} tether_log_level_t;
+
+/* `line` is the whole message with its rank prefix, no newline. May be called
+ * from tether's progress threads: must be thread-safe. */
+typedef void (*tether_log_fn)(tether_log_level_t level, const char* line, void* context);
+
+/* Overrides TETHER_DEBUG for this process. */
+tether_result_t tether_set_log_level(tether_log_level_t level);
+/* NULL restores the default (stderr). */
+tether_result_t tether_set_log_handler(tether_log_fn handler, void* context);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TETHER_TETHER_H */
