@@ -22,11 +22,6 @@ namespace asio = boost::asio;
 
 namespace {
 
-std::chrono::milliseconds defaultTimeout(std::chrono::milliseconds given) {
-  if (given.count() > 0) return given;
-  return env::getMs("TETHER_TIMEOUT_MS", std::chrono::milliseconds(300000));
-}
-
 asio::awaitable<void> collectiveBody(World* w, coll::Group g, Op* opp,
                                      std::function<asio::awaitable<void>(coll::Context&)> algo) {
   Op& op = *opp;
@@ -126,7 +121,7 @@ TcpBootstrap::TcpBootstrap(int rank, int nranks, const UniqueId& id, const TcpOp
   cfg.worldId = crypto::hash64("tether-world",
                                std::string_view(reinterpret_cast<const char*>(f.secret.data()), f.secret.size()));
   cfg.root = toEndpoint(f.root);
-  cfg.timeout = defaultTimeout(options.timeout);
+  cfg.timeout = env::resolveTimeout(options.timeout, fmt::format("rank {}: TcpOptions::timeout", rank));
   cfg.handshakeTimeout = env::getMs("TETHER_HANDSHAKE_TIMEOUT_MS", std::chrono::milliseconds(10000));
   cfg.maxPayload = static_cast<std::uint64_t>(env::getInt("TETHER_MAX_PAYLOAD_BYTES", 1LL << 30));
   cfg.listenHost = options.listenHost;
@@ -161,7 +156,9 @@ int TcpBootstrap::size() const { return impl_->group.size; }
 int TcpBootstrap::nranksPerNode() const { return impl_->nranksPerNode; }
 int TcpBootstrap::worldRank() const { return impl_->world->rank(); }
 
-void TcpBootstrap::setTimeout(std::chrono::milliseconds timeout) { impl_->timeoutMs = timeout.count(); }
+void TcpBootstrap::setTimeout(std::chrono::milliseconds timeout) {
+  impl_->timeoutMs = env::resolveTimeout(timeout, fmt::format("rank {}: setTimeout", rank())).count();
+}
 std::chrono::milliseconds TcpBootstrap::timeout() const { return std::chrono::milliseconds(impl_->timeoutMs.load()); }
 
 void TcpBootstrap::abort(const std::string& reason) { impl_->world->abort(impl_->world->rank(), reason); }
