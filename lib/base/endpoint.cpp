@@ -1,5 +1,6 @@
 #include "base/endpoint.hpp"
 
+#include <fmt/format.h>
 #include <netdb.h>
 #include <unistd.h>
 
@@ -68,8 +69,9 @@ asio::ip::address resolveHost(const std::string& host) {
 }
 
 std::string toString(const tcp::endpoint& ep) {
-  if (ep.address().is_v6()) return "[" + ep.address().to_string() + "]:" + std::to_string(ep.port());
-  return ep.address().to_string() + ":" + std::to_string(ep.port());
+  // fmt rather than operator+: GCC 12 at -O3 misreports "[" + string&& as -Wrestrict.
+  if (ep.address().is_v6()) return fmt::format("[{}]:{}", ep.address().to_string(), ep.port());
+  return fmt::format("{}:{}", ep.address().to_string(), ep.port());
 }
 
 PeerAddress toPeerAddress(const tcp::endpoint& ep, std::uint64_t hostId) {

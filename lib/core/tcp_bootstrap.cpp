@@ -13,6 +13,7 @@
 #include "base/crypto.hpp"
 #include "base/endpoint.hpp"
 #include "base/env.hpp"
+#include "base/join.hpp"
 #include "core/unique_id_layout.hpp"
 #include "rendezvous/reserved_listener.hpp"
 
@@ -288,7 +289,7 @@ void TcpBootstrap::barrier(const std::vector<int>& ranks) {
                 fmt::format("rank {}: subset barrier: the list does not contain this rank", rank()), rank());
   std::lock_guard lock(m.collMutex);
   coll::Group g;
-  g.comm = crypto::hash64(fmt::format("subset:{}", m.group.comm), fmt::format("{}", fmt::join(sorted, ",")));
+  g.comm = crypto::hash64(fmt::format("subset:{}", m.group.comm), joined(sorted, ","));
   g.rank = static_cast<int>(me - sorted.begin());
   g.size = static_cast<int>(sorted.size());
   for (int r : sorted) g.worldRanks.push_back(m.group.worldRanks[r]);
