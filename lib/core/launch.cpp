@@ -220,6 +220,7 @@ UniqueId fromVariable(const char* var, const std::string& value, bool secret, F&
 }  // namespace
 
 std::unique_ptr<TcpBootstrap> TcpBootstrap::fromEnvironment(const TcpOptions& options) {
+  (void)logLevel();  // reads TETHER_DEBUG now: a bad value is reported even if the launch fails
   auto rs = rankAndSize();
   auto timeout = env::resolveTimeout(options.timeout, fmt::format("rank {}: TcpOptions::timeout", rs.rank));
   UniqueId id;
