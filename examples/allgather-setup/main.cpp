@@ -130,7 +130,8 @@ int main(int argc, char** argv) {
       ("nranks", "start this many local ranks (otherwise read rank/size/root from the launcher's environment)",
        cxxopts::value<int>()->default_value("0"))
       ("verbs", "RDMA backend: auto|real|fake|none", cxxopts::value<std::string>()->default_value("auto"))
-      ("timeout-ms", "deadline for every bootstrap call", cxxopts::value<long>()->default_value("60000"))
+      ("timeout-ms", "deadline for every bootstrap call (default: TETHER_TIMEOUT_MS, else 300000)",
+       cxxopts::value<long>())
       ("h,help", "show this help");
   cxxopts::ParseResult args;
   try {
@@ -149,8 +150,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "allgather-setup: --verbs must be auto, real, fake or none\n");
     return 2;
   }
-  tether::TcpOptions options;
-  options.timeout = std::chrono::milliseconds(args["timeout-ms"].as<long>());
+  tether::TcpOptions options;  // timeout 0: TETHER_TIMEOUT_MS, else the library default
+  if (args.count("timeout-ms")) options.timeout = std::chrono::milliseconds(args["timeout-ms"].as<long>());
 
   if (nranks <= 0) {  // under a launcher
     int rank = -1, size = 0;

@@ -32,8 +32,11 @@
 
 namespace tether {
 
-// The deadline of each blocking call (and of joining) when none is given:
-// 300 s. TETHER_TIMEOUT_MS overrides it for TcpBootstrap and InProcessWorld.
+// The deadline of construction and of each blocking call when none is given:
+// TETHER_TIMEOUT_MS overrides it. Everywhere a timeout is accepted
+// (TcpOptions::timeout, setTimeout, TETHER_TIMEOUT_MS), 0 means this default
+// (TETHER_TIMEOUT_MS when set, else kDefaultTimeout) and a negative value is
+// rejected with Error{InvalidArgument} naming where it came from.
 inline constexpr std::chrono::milliseconds kDefaultTimeout{300000};
 
 class Bootstrap {
@@ -80,8 +83,11 @@ class Bootstrap {
   // implementations with peers, tells the peers) with Error{Aborted}.
   virtual void abort(const std::string& reason) = 0;
 
-  // Deadline applied to each blocking call of this communicator.
+  // Deadline applied to each blocking call of this communicator. 0 restores
+  // the default (TETHER_TIMEOUT_MS when set, else kDefaultTimeout); a negative
+  // value throws Error{InvalidArgument}. Children of split() inherit it.
   virtual void setTimeout(std::chrono::milliseconds timeout) = 0;
+  // The deadline in effect (never 0).
   virtual std::chrono::milliseconds timeout() const = 0;
 };
 

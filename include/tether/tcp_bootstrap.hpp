@@ -29,7 +29,8 @@ class Communicator;  // internal (lib/core/communicator.hpp)
 
 struct TcpOptions {
   // Deadline for construction (rendezvous) and for each blocking call.
-  // Zero means: TETHER_TIMEOUT_MS, else 300000 ms.
+  // Zero means the default: TETHER_TIMEOUT_MS, else kDefaultTimeout (300 s).
+  // Negative: the constructor throws Error{InvalidArgument}.
   std::chrono::milliseconds timeout{0};
   // Address to listen on for peers; empty: chosen by TETHER_SOCKET_IFNAME /
   // TETHER_SOCKET_FAMILY, falling back to the root's address family.

@@ -6,3 +6,4 @@
 #include "tether/log.hpp"
 #include "tether/tcp_bootstrap.hpp"
 #include "tether/unique_id.hpp"
+#include "tether/version.h"

@@ -49,8 +49,12 @@ class ByteWriter {
   void u32(std::uint32_t v) { put(v); }
   void u64(std::uint64_t v) { put(v); }
   void bytes(const void* p, std::size_t n) {
-    auto* b = static_cast<const unsigned char*>(p);
-    out_.insert(out_.end(), b, b + n);
+    // resize + memcpy rather than insert(): GCC 12 at -O3 misreads insert()'s
+    // no-reallocation branch as writing past the end (-Warray-bounds).
+    if (n == 0) return;
+    std::size_t at = out_.size();
+    out_.resize(at + n);
+    std::memcpy(out_.data() + at, p, n);
   }
   // u16 length + bytes; longer strings are cut at 65535 bytes.
   void str(std::string_view s) {

@@ -31,10 +31,16 @@ std::string toString(const tcp::endpoint& ep);
 PeerAddress toPeerAddress(const tcp::endpoint& ep, std::uint64_t hostId);
 tcp::endpoint toEndpoint(const PeerAddress& a);
 
-// The address this rank listens on for peers: `explicitHost` if given, else an
-// interface matching TETHER_SOCKET_IFNAME / TETHER_SOCKET_FAMILY, else the local
-// address that routes to `root` (loopback when the root is on loopback).
-asio::ip::address chooseListenAddress(const asio::ip::address& root, const std::string& explicitHost);
+// The address this rank listens on for peers (lib/base/interfaces.cpp,
+// docs/configuration.md): `explicitHost` if given, else an interface matching
+// TETHER_SOCKET_IFNAME / TETHER_SOCKET_FAMILY; else, skipping loopback,
+// docker*, virbr*, veth* and link-local addresses: for an unspecified `root`
+// (choosing the root itself) the default route's interface, else the first
+// usable one; for a known root the interface on its subnet, else the address
+// the route to it leaves from; loopback when the root is on loopback, or (with
+// a WARN) when nothing else is up. Logs the choice at INFO under `rank`.
+asio::ip::address chooseListenAddress(const asio::ip::address& root, const std::string& explicitHost,
+                                      int rank = -1);
 
 // Whether an interface name passes a TETHER_SOCKET_IFNAME filter:
 // "eth,ib" prefixes; "^docker,lo" excludes prefixes; "=eth0" exact names.

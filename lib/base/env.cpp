@@ -1,8 +1,12 @@
 #include "base/env.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 
+#include "tether/bootstrap.hpp"
 #include "tether/error.hpp"
 
 namespace tether::env {
@@ -28,9 +32,29 @@ std::int64_t getInt(const char* name, std::int64_t fallback) {
   return getInt(name).value_or(fallback);
 }
 
+namespace {
+constexpr std::chrono::milliseconds kMaxTimeout = std::chrono::hours(24 * 365 * 10);
+}
+
 std::chrono::milliseconds getMs(const char* name, std::chrono::milliseconds fallback) {
   auto v = getInt(name);
-  return v ? std::chrono::milliseconds(*v) : fallback;
+  if (v && *v < 0)
+    throw Error(ErrorCode::InvalidArgument,
+                fmt::format("{}='{}' is negative: give milliseconds (0 or unset: the default, {} ms)", name, *v,
+                            fallback.count()));
+  if (!v || *v == 0) return fallback;
+  return std::min(std::chrono::milliseconds(*v), kMaxTimeout);
+}
+
+std::chrono::milliseconds defaultTimeout() { return getMs("TETHER_TIMEOUT_MS", kDefaultTimeout); }
+
+std::chrono::milliseconds resolveTimeout(std::chrono::milliseconds given, std::string_view source) {
+  if (given.count() < 0)
+    throw Error(ErrorCode::InvalidArgument,
+                fmt::format("{}: negative timeout {} ms (0 means the default: TETHER_TIMEOUT_MS, else {} ms)", source,
+                            given.count(), kDefaultTimeout.count()));
+  if (given.count() == 0) return defaultTimeout();
+  return std::min(given, kMaxTimeout);
 }
 
 }  // namespace tether::env

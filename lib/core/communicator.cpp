@@ -9,6 +9,8 @@
 #include <thread>
 
 #include "base/crypto.hpp"
+#include "base/env.hpp"
+#include "base/join.hpp"
 #include "coll/select.hpp"
 #include "coll/transport.hpp"
 #include "tether/detail/args.hpp"
@@ -110,7 +112,7 @@ Communicator::~Communicator() { world_->removeCommunicator(group_.comm); }
 
 void Communicator::setTimeout(std::chrono::milliseconds t) {
   detail::args::timeout(rank(), t);
-  timeoutMs_ = t.count() == 0 ? kDefaultTimeout.count() : t.count();
+  timeoutMs_ = env::resolveTimeout(t, fmt::format("rank {}: setTimeout", rank())).count();
 }
 
 World::Clock::time_point Communicator::deadline() const {
@@ -182,7 +184,7 @@ void Communicator::subsetBarrier(const std::vector<int>& sorted) {
   auto& sub = subsets_[sorted];
   if (!sub) {
     Group g;
-    g.comm = crypto::hash64(fmt::format("subset:{}", group_.comm), fmt::format("{}", fmt::join(sorted, ",")));
+    g.comm = crypto::hash64(fmt::format("subset:{}", group_.comm), joined(sorted, ","));
     g.rank = static_cast<int>(std::find(sorted.begin(), sorted.end(), rank()) - sorted.begin());
     g.size = static_cast<int>(sorted.size());
     for (int r : sorted) g.worldRanks.push_back(group_.worldRanks[r]);

@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdio>
 #include <fstream>
-#include <sstream>
+#include <optional>
 #include <thread>
+#include <vector>
 
 #include "base/env.hpp"
 #include "base/log.hpp"
@@ -15,80 +17,245 @@
 namespace tether {
 namespace {
 
-struct RankSize {
-  int rank = -1, size = -1;
-  const char* source = nullptr;
+Error badLaunch(const std::string& what) { return Error(ErrorCode::InvalidArgument, "fromEnvironment: " + what); }
+
+struct Launcher {
+  const char* rankVar;
+  const char* sizeVar;
+  const char* name;
+  std::vector<const char*> jobVars;  // variables naming this launch (first set wins)
 };
 
-RankSize rankAndSize() {
-  static const std::pair<const char*, const char*> sources[] = {
-      {"TETHER_RANK", "TETHER_NRANKS"}, {"RANK", "WORLD_SIZE"},     {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
-      {"PMI_RANK", "PMI_SIZE"},         {"SLURM_PROCID", "SLURM_NTASKS"}};
-  for (auto [r, s] : sources) {
-    auto rank = env::getInt(r), size = env::getInt(s);
-    if (rank && size) return {static_cast<int>(*rank), static_cast<int>(*size), r};
-  }
-  throw Error(ErrorCode::InvalidArgument,
-              "no rank/size in the environment: set TETHER_RANK and TETHER_NRANKS (or launch with torchrun, "
-              "mpirun, a PMI launcher or srun)");
+// In precedence order. tether's own pair overrides everything; Slurm is the
+// outer launch (srun and sbatch routinely run torchrun or mpirun, whose ranks
+// then differ from SLURM_PROCID), used only when no other launcher is present.
+const std::vector<Launcher>& launchers() {
+  static const std::vector<Launcher> all = {
+      {"TETHER_RANK", "TETHER_NRANKS", "tether", {}},
+      {"RANK", "WORLD_SIZE", "torchrun", {"TORCHELASTIC_RUN_ID"}},
+      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "Open MPI", {"OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE"}},
+      {"PMI_RANK", "PMI_SIZE", "PMI", {}},
+      {"SLURM_PROCID", "SLURM_NTASKS", "Slurm", {"SLURM_JOB_ID"}},
+  };
+  return all;
 }
 
-UniqueId readUidFile(const std::string& path, std::chrono::steady_clock::time_point deadline) {
-  // The file appears when rank 0 (or the launcher) writes it; renamed into
-  // place, so it is never read half-written.
-  auto wait = std::chrono::milliseconds(5);
-  for (;;) {
-    std::ifstream in(path);
-    if (in) {
-      std::stringstream ss;
-      ss << in.rdbuf();
-      return UniqueId::fromString(ss.str());
+struct RankSize {
+  int rank = -1, size = -1;
+  const Launcher* from = nullptr;
+  std::string text() const {
+    return fmt::format("{}={} {}={} ({})", from->rankVar, rank, from->sizeVar, size, from->name);
+  }
+};
+
+// The launcher's pair if both are set; a half-set pair names the missing one.
+std::optional<RankSize> readPair(const Launcher& l) {
+  auto rank = env::getInt(l.rankVar), size = env::getInt(l.sizeVar);
+  if (!rank && !size) return std::nullopt;
+  if (!rank || !size) {
+    const char* set = rank ? l.rankVar : l.sizeVar;
+    throw badLaunch(fmt::format("{}={} is set but {} is not ({} sets both; unset a leftover, or set the other)", set,
+                                rank ? *rank : *size, rank ? l.sizeVar : l.rankVar, l.name));
+  }
+  RankSize rs{static_cast<int>(*rank), static_cast<int>(*size), &l};
+  if (*size < 1 || *size > (1 << 30) || *rank < 0 || *rank >= *size)
+    throw badLaunch(fmt::format("{}={} with {}={} is not a rank of the world", l.rankVar, *rank, l.sizeVar, *size));
+  return rs;
+}
+
+RankSize rankAndSize() {
+  const auto& all = launchers();
+  if (auto own = readPair(all.front())) return *own;  // explicit: no checks against launchers
+  std::optional<RankSize> chosen;
+  for (std::size_t i = 1; i + 1 < all.size(); ++i) {
+    auto rs = readPair(all[i]);
+    if (!rs) continue;
+    if (!chosen) {
+      chosen = rs;
+    } else if (rs->rank != chosen->rank || rs->size != chosen->size) {
+      throw badLaunch(fmt::format(
+          "launchers disagree: {} but {}; one is a leftover from another launch. Unset the stale variables, or set "
+          "TETHER_RANK and TETHER_NRANKS to choose",
+          chosen->text(), rs->text()));
     }
-    if (std::chrono::steady_clock::now() > deadline)
-      throw Error(ErrorCode::Timeout, "TETHER_UID_FILE '" + path + "' did not appear before the deadline");
+  }
+  if (chosen) return *chosen;
+  if (auto slurm = readPair(all.back())) return *slurm;
+  throw badLaunch(
+      "no rank/size in the environment: set TETHER_RANK and TETHER_NRANKS (or launch with torchrun, mpirun, a PMI "
+      "launcher or srun)");
+}
+
+// What names this launch, so a TETHER_UID_FILE of another run is recognised:
+// TETHER_JOB_ID, else the job variable of the launcher that gave the ranks,
+// else any launcher's. Empty when nothing does.
+std::string jobTag(const Launcher& from) {
+  auto tagOf = [](const char* var) -> std::optional<std::string> {
+    if (auto v = env::get(var)) return std::string(var) + "=" + *v;
+    return std::nullopt;
+  };
+  if (auto t = tagOf("TETHER_JOB_ID")) return *t;
+  for (const char* var : from.jobVars) {
+    if (auto t = tagOf(var)) {
+      // Every task of one srun step shares the step id; reruns in one allocation do not.
+      if (std::string(from.name) == "Slurm")
+        if (auto step = env::get("SLURM_STEP_ID")) *t += "." + *step;
+      return *t;
+    }
+  }
+  for (const auto& l : launchers())
+    for (const char* var : l.jobVars)
+      if (auto t = tagOf(var)) return *t;
+  return {};
+}
+
+std::string describeJob(const std::string& tag) { return tag.empty() ? "a run without a job id" : "job " + tag; }
+
+// The file holds the id on its first line and "job <tag>" on the second.
+struct UidFileContents {
+  std::string idText, job;
+};
+
+std::optional<UidFileContents> readContents(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  UidFileContents c;
+  std::getline(in, c.idText);
+  std::string line;
+  if (std::getline(in, line) && line.rfind("job ", 0) == 0) c.job = line.substr(4);
+  return c;
+}
+
+UniqueId readUidFile(const std::string& path, const std::string& job, int rank, std::chrono::milliseconds timeout) {
+  // The file appears when rank 0 writes it; renamed into place, so it is never
+  // read half-written. A file of another job (left by an earlier run, or by a
+  // job sharing the path) is ignored until rank 0 of this job replaces it.
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto wait = std::chrono::milliseconds(5);
+  std::optional<std::string> otherJob;
+  for (;;) {
+    if (auto c = readContents(path)) {
+      if (c->job == job) {
+        try {
+          return UniqueId::fromString(c->idText);
+        } catch (const Error& e) {
+          throw Error(ErrorCode::InvalidArgument, fmt::format("rank {}: TETHER_UID_FILE '{}': {}", rank, path, e.what()),
+                      rank);
+        }
+      }
+      if (otherJob != c->job)
+        log::info(rank, "ignoring TETHER_UID_FILE '{}' of {} (this rank is in {}); waiting for rank 0 to replace it", path,
+                  describeJob(c->job), describeJob(job));
+      otherJob = c->job;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      if (otherJob)
+        throw Error(ErrorCode::Timeout,
+                    fmt::format("rank {}: TETHER_UID_FILE '{}' still holds the id of {} (this rank is in {}) after {} ms: "
+                                "is rank 0 of this job running with the same TETHER_UID_FILE?",
+                                rank, path, describeJob(*otherJob), describeJob(job), timeout.count()),
+                    rank);
+      throw Error(ErrorCode::Timeout,
+                  fmt::format("rank {}: TETHER_UID_FILE '{}' did not appear within {} ms: is rank 0 running with the "
+                              "same TETHER_UID_FILE?",
+                              rank, path, timeout.count()),
+                  rank);
+    }
     std::this_thread::sleep_for(wait);
     wait = std::min(wait * 2, std::chrono::milliseconds(200));
   }
 }
 
-void writeUidFile(const std::string& path, const UniqueId& id) {
+void writeUidFile(const std::string& path, const UniqueId& id, const std::string& job) {
   std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
   {
     std::ofstream out(tmp);
     out << id.toString() << "\n";
-    if (!out) throw Error(ErrorCode::System, "cannot write TETHER_UID_FILE temporary '" + tmp + "'");
+    if (!job.empty()) out << "job " << job << "\n";
+    out.flush();
+    if (!out) {
+      std::remove(tmp.c_str());
+      throw Error(ErrorCode::System, "rank 0: cannot write TETHER_UID_FILE temporary '" + tmp + "'", 0);
+    }
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw Error(ErrorCode::System, "cannot rename '" + tmp + "' to TETHER_UID_FILE '" + path + "'");
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw Error(ErrorCode::System, "rank 0: cannot rename '" + tmp + "' to TETHER_UID_FILE '" + path + "'", 0);
+  }
+}
+
+// Rank 0 removes its TETHER_UID_FILE once its construction has returned —
+// every rank has registered, so every rank has read it — or failed. A file
+// another run has since written is left alone.
+struct UidFileRemover {
+  UidFileRemover(std::string p, std::string id) : path(std::move(p)), idText(std::move(id)) {}
+  UidFileRemover(const UidFileRemover&) = delete;
+  UidFileRemover& operator=(const UidFileRemover&) = delete;
+  std::string path, idText;
+  ~UidFileRemover() {
+    auto c = readContents(path);
+    if (c && c->idText == idText) std::remove(path.c_str());
+  }
+};
+
+std::string checkedPort(const std::string& text) {
+  unsigned port = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), port);
+  if (ec != std::errc() || end != text.data() + text.size() || port < 1 || port > 65535)
+    throw badLaunch("MASTER_PORT='" + text + "' is not a port number (1-65535)");
+  return text;
+}
+
+// make(value), with an error naming the variable (and the value, unless it is
+// secret).
+template <class F>
+UniqueId fromVariable(const char* var, const std::string& value, bool secret, F&& make) {
+  try {
+    return make(value);
+  } catch (const Error& e) {
+    throw badLaunch(secret ? fmt::format("{}: {}", var, e.what()) : fmt::format("{}='{}': {}", var, value, e.what()));
+  }
 }
 
 }  // namespace
 
 std::unique_ptr<TcpBootstrap> TcpBootstrap::fromEnvironment(const TcpOptions& options) {
+  (void)logLevel();  // reads TETHER_DEBUG now: a bad value is reported even if the launch fails
   auto rs = rankAndSize();
-  auto timeout = options.timeout.count() > 0 ? options.timeout
-                                             : env::getMs("TETHER_TIMEOUT_MS", std::chrono::milliseconds(300000));
+  auto timeout = env::resolveTimeout(options.timeout, fmt::format("rank {}: TcpOptions::timeout", rs.rank));
   UniqueId id;
+  std::string root;
+  std::optional<UidFileRemover> remover;
   if (auto text = env::get("TETHER_UID")) {
-    id = UniqueId::fromString(*text);
+    id = fromVariable("TETHER_UID", *text, true, [](const std::string& t) { return UniqueId::fromString(t); });
+    root = "TETHER_UID";
   } else if (auto path = env::get("TETHER_UID_FILE")) {
+    auto job = jobTag(*rs.from);
     if (rs.rank == 0) {
       id = createUniqueId();
-      writeUidFile(*path, id);
+      writeUidFile(*path, id, job);
+      remover.emplace(*path, id.toString());
     } else {
-      id = readUidFile(*path, std::chrono::steady_clock::now() + timeout);
+      id = readUidFile(*path, job, rs.rank, timeout);
     }
-  } else if (auto root = env::get("TETHER_ROOT")) {
-    id = uniqueIdFromRoot(*root);
+    root = fmt::format("TETHER_UID_FILE '{}' ({})", *path, describeJob(job));
+  } else if (auto hostPort = env::get("TETHER_ROOT")) {
+    id = fromVariable("TETHER_ROOT", *hostPort, false, [](const std::string& t) { return uniqueIdFromRoot(t); });
+    root = "TETHER_ROOT";
   } else if (auto addr = env::get("MASTER_ADDR")) {
     auto port = env::get("MASTER_PORT");
-    if (!port) throw Error(ErrorCode::InvalidArgument, "MASTER_ADDR is set but MASTER_PORT is not");
-    id = uniqueIdFromRoot(addr->find(':') != std::string::npos ? "[" + *addr + "]:" + *port : *addr + ":" + *port);
+    if (!port) throw badLaunch("MASTER_ADDR is set but MASTER_PORT is not");
+    auto hostPort = addr->find(':') != std::string::npos ? "[" + *addr + "]:" + checkedPort(*port)
+                                                         : *addr + ":" + checkedPort(*port);
+    id = fromVariable("MASTER_ADDR", *addr, false, [&](const std::string&) { return uniqueIdFromRoot(hostPort); });
+    root = "MASTER_ADDR/MASTER_PORT";
+  } else if (env::get("MASTER_PORT")) {
+    throw badLaunch("MASTER_PORT is set but MASTER_ADDR is not");
   } else {
-    throw Error(ErrorCode::InvalidArgument,
-                "no root in the environment: set TETHER_UID, TETHER_UID_FILE, TETHER_ROOT or MASTER_ADDR/MASTER_PORT");
+    throw badLaunch("no root in the environment: set TETHER_UID, TETHER_UID_FILE, TETHER_ROOT or "
+                    "MASTER_ADDR/MASTER_PORT");
   }
-  log::info(rs.rank, "rank {} of {} from {}", rs.rank, rs.size, rs.source);
+  log::info(rs.rank, "rank {} of {} from {}; root from {}", rs.rank, rs.size, rs.text(), root);
   return std::make_unique<TcpBootstrap>(rs.rank, rs.size, id, options);
 }
 

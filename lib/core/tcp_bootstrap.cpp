@@ -24,10 +24,6 @@ namespace dc = detail::coll;
 
 namespace {
 
-std::chrono::milliseconds defaultTimeout(std::chrono::milliseconds given) {
-  if (given.count() > 0) return given;
-  return env::getMs("TETHER_TIMEOUT_MS", kDefaultTimeout);
-}
 
 }  // namespace
 
@@ -73,7 +69,7 @@ TcpBootstrap::TcpBootstrap(int rank, int nranks, const UniqueId& id, const TcpOp
   cfg.worldId = crypto::hash64("tether-world",
                                std::string_view(reinterpret_cast<const char*>(f.secret.data()), f.secret.size()));
   cfg.root = toEndpoint(f.root);
-  cfg.timeout = defaultTimeout(options.timeout);
+  cfg.timeout = env::resolveTimeout(options.timeout, fmt::format("rank {}: TcpOptions::timeout", rank));
   cfg.handshakeTimeout = env::getMs("TETHER_HANDSHAKE_TIMEOUT_MS", std::chrono::milliseconds(10000));
   cfg.maxPayload = static_cast<std::uint64_t>(env::getInt("TETHER_MAX_PAYLOAD_BYTES", 1LL << 30));
   cfg.listenHost = options.listenHost;

@@ -87,7 +87,7 @@ void World::start() {
     }
   } else {
     reserved::release(toPeerAddress(cfg_.root, 0));  // an inherited reservation is rank 0's, not ours
-    at = tcp::endpoint(chooseListenAddress(cfg_.root.address(), cfg_.listenHost), 0);
+    at = tcp::endpoint(chooseListenAddress(cfg_.root.address(), cfg_.listenHost, rank()), 0);
     acceptor_.open(at.protocol(), ec);
     if (!ec) acceptor_.bind(at, ec);
     if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);

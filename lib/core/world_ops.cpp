@@ -103,9 +103,11 @@ void World::failOp(Op& op, std::exception_ptr e) {
   wake(op);
 }
 
-// The op's coroutine returned (e == nullptr) or threw.
+// The op's coroutine returned (e == nullptr) or threw. A coroutine that
+// returned has had every frame it posted delivered; a failure recorded after
+// its last settle completed (an abort notice read from the same socket right
+// behind its last frame, while its resumption was queued) does not undo that.
 void World::endOp(Op& op, std::exception_ptr& e) {
-  if (!e && op.error) e = op.error;
   if (op.seq) {
     op.seq->running.erase(op.coll);
     if (!e) {

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "base/join.hpp"
 #include "tether/error.hpp"
 
 namespace tether::rdma {
@@ -86,7 +87,7 @@ void Context::openDevice() {
   if (!config_.hca.empty() && std::find(names.begin(), names.end(), config_.hca) == names.end())
     throw Error(ErrorCode::InvalidArgument,
                 fmt::format("rank {}: rdma: TETHER_IB_HCA names device \"{}\" which is not present "
-                            "(present: {})", rank_, config_.hca, fmt::join(names, ", ")), rank_);
+                            "(present: {})", rank_, config_.hca, joined(names, ", ")), rank_);
   std::vector<std::string> tried;
   for (const auto& name : names) {
     if (!config_.hca.empty() && name != config_.hca) continue;
@@ -110,7 +111,7 @@ void Context::openDevice() {
     verbs_.closeDevice(context);
   }
   throw Error(ErrorCode::System, fmt::format("rank {}: rdma: no usable device port ({})", rank_,
-                                             fmt::join(tried, "; ")), rank_);
+                                             joined(tried, "; ")), rank_);
 }
 
 // Sets port_ and portAttr_ to the wanted (or first) active port; leaves port_ 0 if none.

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "base/endpoint.hpp"
+#include "base/join.hpp"
 #include "base/log.hpp"
 #include "rendezvous/rendezvous.hpp"
 #include "tether/error.hpp"
@@ -153,8 +154,8 @@ class RootStar final : public Rendezvous {
     for (int r = 0; r < cfg_.nranks; ++r)
       if (!registered_[r]) missing.push_back(r);
     std::string text = fmt::format("{} of {} ranks registered; missing ranks: {}", registeredCount_, cfg_.nranks,
-                                   fmt::join(missing, ", "));
-    if (!refusals_.empty()) text += fmt::format("; refused meanwhile: {}", fmt::join(refusals_, "; "));
+                                   joined(missing, ", "));
+    if (!refusals_.empty()) text += fmt::format("; refused meanwhile: {}", joined(refusals_, "; "));
     return text;
   }
 

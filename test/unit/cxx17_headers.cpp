@@ -5,11 +5,14 @@
 #include <tether/tether.h>
 #include <tether/tether.hpp>
 #include <tether/testing/in_process.hpp>
+#include <tether/version.h>
 
 #include <cstdio>
 #include <vector>
 
 static_assert(__cplusplus >= 201703L && __cplusplus < 202002L, "this check must build as C++17");
+static_assert(TETHER_VERSION >= TETHER_VERSION_CHECK(0, 1, 0), "tether/version.h defines a comparable version");
+static_assert(tether::kDefaultTimeout.count() > 0, "the default timeout is a public constant");
 
 int main() {
   constexpr int kRanks = 4;

@@ -212,7 +212,7 @@ std::vector<Scenario> scenarios() {
     invalid(errorFrom([&] { b.barrier({1 - b.rank()}); }), me + "subset barrier: the list does not contain this rank");
     invalid(errorFrom([&] { b.barrier({0, 1, 1}); }), me + "subset barrier: duplicate rank in the list");
     invalid(errorFrom([&] { b.split(-7, 0); }), me + "split: negative color -7");
-    invalid(errorFrom([&] { b.setTimeout(milliseconds(-5)); }), me + "setTimeout: negative timeout -5 ms");
+    invalid(errorFrom([&] { b.setTimeout(milliseconds(-5)); }), me + "setTimeout: negative timeout -5 ms (0 means the default: TETHER_TIMEOUT_MS, else 300000 ms)");
     std::vector<int> buffer(8);
     invalid(errorFrom([&] { b.alltoall(buffer.data(), buffer.data() + 1, sizeof(int)); }),
             me + "alltoall: send and receive buffers overlap (pass the same pointer for in place)");

@@ -114,7 +114,7 @@ TEST_CASE("nranksPerNode counts ranks on the same node, also in children", "[tes
 }
 
 TEST_CASE("the default timeout comes from TETHER_TIMEOUT_MS, children inherit it", "[testing-api]") {
-  REQUIRE(InProcessWorld(1).bootstrap(0)->timeout() == std::chrono::milliseconds(300000));
+  REQUIRE(InProcessWorld(1).bootstrap(0)->timeout() == tether::kDefaultTimeout);
   ::setenv("TETHER_TIMEOUT_MS", "1234", 1);
   InProcessWorld world(2);
   ::unsetenv("TETHER_TIMEOUT_MS");

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "tether/bootstrap.hpp"
 #include "tether/error.hpp"
 
 namespace tether {
@@ -92,7 +93,10 @@ inline void color(int rank, int color, int noColor) {
 }
 
 inline void timeout(int rank, std::chrono::milliseconds t) {
-  if (t.count() < 0) invalid(rank, "setTimeout", "negative timeout " + std::to_string(t.count()) + " ms");
+  if (t.count() < 0)
+    invalid(rank, "setTimeout",
+            "negative timeout " + std::to_string(t.count()) + " ms (0 means the default: TETHER_TIMEOUT_MS, else " +
+                std::to_string(kDefaultTimeout.count()) + " ms)");
 }
 
 }  // namespace args

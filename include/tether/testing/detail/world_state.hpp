@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "tether/bootstrap.hpp"
+#include "tether/error.hpp"
 #include "tether/testing/detail/message.hpp"
 
 namespace tether {
@@ -71,14 +72,20 @@ struct WorldState {
     }
   }
 
-  // TETHER_TIMEOUT_MS when set to a positive number, else 300 s (as TcpBootstrap).
+  // TETHER_TIMEOUT_MS when set and not 0, else kDefaultTimeout (as TcpBootstrap);
+  // a negative or non-numeric value is an InvalidArgument naming it.
   static std::chrono::milliseconds timeoutFromEnvironment() {
-    if (const char* text = std::getenv("TETHER_TIMEOUT_MS")) {
-      char* end = nullptr;
-      long long value = std::strtoll(text, &end, 10);
-      if (end != text && *end == '\0' && value > 0) return std::chrono::milliseconds(value);
-    }
-    return kDefaultTimeout;
+    const char* text = std::getenv("TETHER_TIMEOUT_MS");
+    if (!text || !*text) return kDefaultTimeout;
+    char* end = nullptr;
+    const long long value = std::strtoll(text, &end, 10);
+    if (end == text || *end != '\0')
+      throw Error(ErrorCode::InvalidArgument, std::string("TETHER_TIMEOUT_MS='") + text + "' is not an integer");
+    if (value < 0)
+      throw Error(ErrorCode::InvalidArgument, std::string("TETHER_TIMEOUT_MS='") + text +
+                                                  "' is negative: give milliseconds (0 or unset: the default, " +
+                                                  std::to_string(kDefaultTimeout.count()) + " ms)");
+    return value == 0 ? kDefaultTimeout : std::chrono::milliseconds(value);
   }
 };
 
