@@ -6,8 +6,8 @@
 
 namespace tether {
 
-Driver::Driver(boost::asio::io_context& io)
-    : io_(io), callerRuns_(env::getInt("TETHER_CALLER_PROGRESS", 1) != 0) {}
+Driver::Driver(boost::asio::io_context& io, std::function<void()> between)
+    : io_(io), between_(std::move(between)), callerRuns_(env::getInt("TETHER_CALLER_PROGRESS", 1) != 0) {}
 
 void Driver::start() {
   thread_ = std::thread([this] { backgroundLoop(); });
@@ -60,7 +60,7 @@ void Driver::backgroundLoop() {
     recheck = kLinger;
     io_.restart();  // under the lock: a caller's stop() cannot come before it
     lock.unlock();
-    io_.run();  // until a caller (or stop) calls io_.stop()
+    while (io_.run_one()) between_();  // until a caller (or stop) calls io_.stop()
     lock.lock();
     holder_ = Holder::None;
     cv_.notify_all();
@@ -112,7 +112,8 @@ bool Driver::waitUntil(Completion& done, Clock::time_point deadline) {
   if (takeBaton(lock)) {
     io_.restart();
     lock.unlock();
-    while (!done.isDone() && Clock::now() < deadline) io_.run_one_until(deadline);
+    while (!done.isDone() && Clock::now() < deadline)
+      if (io_.run_one_until(deadline)) between_();
     releaseBaton();
     return done.isDone();
   }

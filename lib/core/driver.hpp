@@ -10,6 +10,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -24,7 +25,9 @@ class Driver {
  public:
   using Clock = std::chrono::steady_clock;
 
-  explicit Driver(boost::asio::io_context& io);
+  // `between` runs after every handler the io_context ran, on the thread
+  // that runs it (the world resumes operations woken by that handler there).
+  Driver(boost::asio::io_context& io, std::function<void()> between);
   ~Driver() { stop(); }
 
   void start();
@@ -47,6 +50,7 @@ class Driver {
   void releaseBaton();
 
   boost::asio::io_context& io_;
+  const std::function<void()> between_;
   std::mutex mutex_;
   std::condition_variable cv_;
   Holder holder_ = Holder::None;

@@ -124,6 +124,7 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
   void onLinkDown(link::Link& link, const std::string& reason, bool graceful) override;
   void onTransferDone(link::Owner& owner, bool abandoned) override;
   void onLinkIdle(link::Link& link) override;
+  void onReadDrained(link::Link&) override { resumeWoken(); }
   // link::Admission
   std::optional<wire::Reject> admit(int peer, const std::string& remote) override;
   void connected(int peer, tcp::socket socket, bool dialedByUs) override;
@@ -145,6 +146,7 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
 
   // Operations (world.cpp, world_ops.cpp).
   void wake(Op& op);
+  void resumeWoken();
   void failOp(Op& op, std::exception_ptr e);
   void endOp(Op& op, std::exception_ptr& e);
   void failOpsOfPeer(int peer, bool graceful);
@@ -169,7 +171,14 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
   WorldConfig cfg_;
   asio::io_context io_{1};
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
-  Driver driver_{io_};  // runs io_: the calling thread during a call, else a background thread
+  // Runs io_: the calling thread during a call, else a background thread;
+  // after each handler it resumes the operations that handler woke.
+  Driver driver_{io_, [this] { resumeWoken(); }};
+  // Operations whose wait ended, with their result. Resumed when the link
+  // that completed them has handed over every frame it read (between frames,
+  // still inside the event loop's handler, so nothing is posted twice), else
+  // after the handler that woke them returns. Never in the middle of a frame.
+  std::vector<std::pair<Op::Waiter, std::exception_ptr>> woken_;
   tcp::acceptor acceptor_;
   link::Connector connector_;
   std::unique_ptr<rdv::Rendezvous> rendezvous_;

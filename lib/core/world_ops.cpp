@@ -82,14 +82,23 @@ asio::awaitable<void> World::settle(Op& op) {
       [&op](auto handler) { op.waiter.emplace(std::move(handler)); }, asio::use_awaitable);
 }
 
-// Resumes the operation's coroutine through the event loop's queue (not on
-// the stack of the link or timer that completed it): it runs next, without
-// another wait for the network.
+// Schedules the operation's coroutine to resume at the next safe point: when
+// the link that completed it has handed over every frame it read, or once
+// the handler running now (a write completion, a timer) has returned. Never
+// in the middle of a frame, and without a trip through the event loop's
+// queue (which would cost an extra epoll_wait per message).
 void World::wake(Op& op) {
   if (!op.waiter || (!op.error && op.outstanding > 0)) return;
-  auto handler = std::move(*op.waiter);
+  woken_.emplace_back(std::move(*op.waiter), op.error);
   op.waiter.reset();
-  asio::post(io_, [handler = std::move(handler), e = op.error]() mutable { std::move(handler)(e); });
+}
+
+void World::resumeWoken() {
+  while (!woken_.empty()) {
+    auto ready = std::move(woken_);
+    woken_.clear();
+    for (auto& [handler, e] : ready) std::move(handler)(e);
+  }
 }
 
 void World::failOp(Op& op, std::exception_ptr e) {

@@ -244,6 +244,7 @@ asio::awaitable<void> Link::readLoop() {
   auto self = shared_from_this();
   try {
     for (;;) {
+      if (rend_ - rbegin_ < wire::kHeaderBytes) sink_.onReadDrained(*this);
       co_await fill(wire::kHeaderBytes);
       std::string why;
       auto h = wire::decodeHeader(rbuf_.data() + rbegin_, limits_.maxPayload, &why);
