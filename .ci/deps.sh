@@ -14,6 +14,7 @@ packages=(
   iproute2                            # network namespaces for the multi-host tests
   python3                             # benchmark smoke test's JSON check, docs snippet check
   cmake                               # the installed CMake package's consumer test
+  spin                                # model checker: Promela models in test/model (suite model)
 )
 missing=()
 for p in "${packages[@]}"; do
