@@ -26,11 +26,8 @@ inline closeEnd(c, e) {
      if
      :: len(ch[2 * c + 1 - e]) > 0 ->
         rst[c] = 1;
-        do
-        :: len(ch[2 * c]) > 0 -> ch[2 * c]?_, _
-        :: len(ch[2 * c + 1]) > 0 -> ch[2 * c + 1]?_, _
-        :: else -> break
-        od
+        do :: len(ch[2 * c]) > 0 -> ch[2 * c]?_, _ :: else -> break od;
+        do :: len(ch[2 * c + 1]) > 0 -> ch[2 * c + 1]?_, _ :: else -> break od
      :: else
      fi
   :: else
