@@ -51,7 +51,7 @@ inline freshLink(p) {
   byeIn[P(r, p)] = 0; byeOut[P(r, p)] = 0; acked[P(r, p)] = 0; defer[P(r, p)] = 0
 }
 
-/* World::onLinkDown / onDialFailed: the peer is gone for good, and the
+/* World::onLinkDown / connectFailed: the peer is gone for good, and the
  * operations that still need it fail: frames queued for it, a receive from
  * it. (Whether it said goodbye first only changes the message.) */
 inline peerLost(p) {
@@ -64,7 +64,7 @@ inline peerLost(p) {
   ls[P(r, p)] = L_FAILED; q[P(r, p)] = 0; qbye[P(r, p)] = 0; defer[P(r, p)] = 0
 }
 
-/* World::dialPeer, first half: connect(2) and the hello (the challenge round
+/* Connector::dialOnce, first half: connect(2) and the hello (the challenge round
  * trip adds nothing here and is folded into it). A rank whose listener is
  * closed refuses the connection. */
 inline dial(p) {
@@ -102,7 +102,7 @@ inline linkFor(p) {
   fi
 }
 
-/* World::attach + Link::attach: Dialing -> Up; frames queued meanwhile (and
+/* World::connected + Link::attach: Dialing -> Up; frames queued meanwhile (and
  * shutdown's goodbye behind them) are written first. No link object: one is
  * made. A link that is Up or gone keeps what it has; this socket is closed. */
 inline attach(p, c, byUs) {

@@ -44,7 +44,7 @@ inline idleClose(p) {
   oldCheck(p)
 }
 
-/* World::dialPeer, second half: the reply to our hello. A dial belongs to
+/* Connector::dialOnce, second half: the reply to our hello. A dial belongs to
  * the link object it was started for: once that object has been set aside
  * by an idle close (the epoch moved on), its outcome concerns nobody (R5). */
 inline dialReply(c) {
@@ -79,7 +79,7 @@ inline dialReply(c) {
   fi
 }
 
-/* World::serveIncoming + World::admit: read the hello, answer */
+/* Connector::serveIncoming + World::admit: read the hello, answer */
 inline admit(c) {
   p = cd[c];
   if
@@ -168,7 +168,7 @@ inline readOld(c) {
   fi
 }
 
-/* World::shutdown: goodbye on every link, queued behind frames on Dialing ones */
+/* World::shutdownOnProgress: goodbye on every link, queued behind frames on Dialing ones */
 inline shutdown() {
   shut[r] = 1;
   printf("MODEL: rank %d shuts down\n", r);
@@ -187,7 +187,7 @@ inline shutdown() {
 
 /* The app is done with p: all frames sent, all received or failed. */
 #define APPDONE(p) ((p) == r || (sent[P(r, p)] == NFR(r, p) && (got[P(r, p)] == NFR(p, r) || err[P(r, p)])))
-/* World::onLinkIdle per link: closed, or our goodbye acknowledged. */
+/* World::checkDrained per link: closed, or our goodbye acknowledged. */
 #define DRAINED(p) ((p) == r || ((ls[P(r, p)] == L_NONE || ls[P(r, p)] == L_FAILED || \
                     (ls[P(r, p)] == L_UP && acked[P(r, p)])) && old[P(r, p)] == NOC))
 #if N == 2
@@ -264,7 +264,7 @@ proctype Rank(byte r) {
        :: ev == EV_CLOSE -> idleClose(p)
        :: ev == EV_REPLY -> dialReply(c)
        :: ev == EV_ADMIT -> admit(c)
-       :: ev == EV_ATTACH -> cs[c] = C_DONE; p = cd[c]; attach(p, c, 0)  /* serveIncoming: welcome written */
+       :: ev == EV_ATTACH -> cs[c] = C_DONE; p = cd[c]; attach(p, c, 0)  /* welcome written: World::connected */
        :: ev == EV_CUR -> readCur(c)
        :: ev == EV_OLD -> readOld(c)
        :: ev == EV_SHUT -> shutdown()

@@ -109,7 +109,7 @@ inline postRecv(r, k, c, s, t, x, pl) {
   fi
 }
 
-/* the collectives thread: TcpBootstrap::Impl::collective -> collectiveBody.
+/* the collectives thread: Communicator::collective -> collectiveBody.
  * A collective's first handler sets it current, checks early frames against
  * it and runs the algorithm to its first settle(): post the receive, send
  * (the 2-rank barrier and all-to-all alike). */
@@ -119,7 +119,7 @@ proctype Coll(byte r) {
   :: i > NCOLL || STOPPED(r) -> break
   :: else ->
      atomic {
-       cur[r] = i; running[r] = 1;          /* World::setCurrentCollective */
+       cur[r] = i; running[r] = 1;          /* World::beginCollective */
        if
 #ifndef NO_COLL_CHECK
        :: stash[r]??[COLL, eval(i), _, eval(OTHER(CODE(r, i))), _] ->
@@ -134,7 +134,7 @@ proctype Coll(byte r) {
        v = 0
      }
      (got[2 * r] || STOPPED(r));            /* settle() */
-     atomic {              /* World::finishOp: no frame of this collective left over */
+     atomic {              /* World::checkLeftovers: no frame of this collective left over */
        running[r] = 0;
        if
        :: !STOPPED(r) && stash[r]??[COLL, eval(i), _, _, _] -> protocolError(r)
@@ -170,7 +170,7 @@ proctype P2PRecv() {
   fin++
 }
 
-/* Link::readLoop -> World::onDataHeader (step 1), onDataComplete (step 2) */
+/* Link::readDataFrame -> World::onDataHeader (step 1), onDataComplete (step 2) */
 proctype Reader(byte r) {
   mtype k; byte c, s, t, pl, x, v;
   bool toPosted;
