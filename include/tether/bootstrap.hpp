@@ -48,8 +48,23 @@ class Bootstrap {
 
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  // Number of ranks of this communicator on this rank's host (this rank included).
+  // This process's rank in the world communicator (rank() on the world itself).
+  virtual int worldRank() const = 0;
+
+  // Topology, as the rendezvous learned it; no communication. A node is a
+  // host (ranks with the same host id). Nodes of a communicator are numbered
+  // 0..nnodes()-1 in the order of their lowest communicator rank.
+  // Number of ranks of this communicator on this rank's node (this rank included).
   virtual int nranksPerNode() const = 0;
+  // This rank's index among the communicator's ranks on its node, in rank order.
+  virtual int localRank() const = 0;
+  // This rank's node, and how many nodes the communicator spans.
+  virtual int nodeId() const = 0;
+  virtual int nnodes() const = 0;
+  // Where `peer` (a rank of this communicator) runs: its host address
+  // ("10.0.0.7") and its advertised listen address ("10.0.0.7:41235").
+  virtual std::string peerHost(int peer) const = 0;
+  virtual std::string peerAddress(int peer) const = 0;
 
   // Point-to-point. `bytes` must be equal on both sides (a mismatch is a Protocol error).
   virtual void send(const void* data, std::size_t bytes, int peer, int tag) = 0;
@@ -59,7 +74,8 @@ class Bootstrap {
   // every block holds its rank's data.
   virtual void allgather(void* allData, std::size_t bytesPerRank) = 0;
   // Block i of sendData goes to rank i; block j of recvData comes from rank j.
-  // The buffers must not overlap.
+  // sendData == recvData works in place; partly overlapping buffers are an
+  // Error{InvalidArgument}.
   virtual void alltoall(const void* sendData, void* recvData, std::size_t bytesPerRank) = 0;
   // Counts and displacements in bytes, one entry per rank. recvCounts[j] must equal
   // what rank j sends to us (a mismatch is a Protocol error).
@@ -78,6 +94,9 @@ class Bootstrap {
   // The child shares this communicator's connections; it stays valid after the
   // parent object is destroyed.
   virtual std::shared_ptr<Bootstrap> split(int color, int key) = 0;
+  // Collective: the ranks of each node form a child communicator, in rank
+  // order (split(nodeId(), rank())).
+  virtual std::shared_ptr<Bootstrap> splitByNode() { return split(nodeId(), rank()); }
 
   // Thread-safe. Ends every pending and future call on this rank (and, for
   // implementations with peers, tells the peers) with Error{Aborted}.

@@ -75,7 +75,13 @@ class TcpBootstrap : public Bootstrap {
 
   int rank() const override;
   int size() const override;
+  int worldRank() const override;
   int nranksPerNode() const override;
+  int localRank() const override;
+  int nodeId() const override;
+  int nnodes() const override;
+  std::string peerHost(int peer) const override;
+  std::string peerAddress(int peer) const override;
   void send(const void* data, std::size_t bytes, int peer, int tag) override;
   void recv(void* data, std::size_t bytes, int peer, int tag) override;
   void allgather(void* allData, std::size_t bytesPerRank) override;
@@ -91,8 +97,6 @@ class TcpBootstrap : public Bootstrap {
   void setTimeout(std::chrono::milliseconds timeout) override;
   std::chrono::milliseconds timeout() const override;
 
-  // World rank of this process (equals rank() for the world communicator).
-  int worldRank() const;
 
   // Internal: wraps a communicator made by split().
   explicit TcpBootstrap(std::shared_ptr<Communicator> impl);

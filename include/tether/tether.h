@@ -124,8 +124,20 @@ tether_result_t tether_finalize(tether_comm_t* comm);
 
 tether_result_t tether_comm_rank(const tether_comm_t* comm, int* rank);
 tether_result_t tether_comm_size(const tether_comm_t* comm, int* size);
-/* Ranks of this communicator on this rank's host, this rank included. */
+/* This process's rank in the world communicator. */
+tether_result_t tether_comm_world_rank(const tether_comm_t* comm, int* world_rank);
+/* Topology (no communication; a node is a host). Ranks of this communicator
+ * on this rank's node, this rank included; this rank's index among them; this
+ * rank's node (nodes numbered by their lowest rank) and the number of nodes. */
 tether_result_t tether_comm_nranks_per_node(const tether_comm_t* comm, int* nranks_per_node);
+tether_result_t tether_comm_local_rank(const tether_comm_t* comm, int* local_rank);
+tether_result_t tether_comm_node_id(const tether_comm_t* comm, int* node_id);
+tether_result_t tether_comm_nnodes(const tether_comm_t* comm, int* nnodes);
+/* Where `peer` runs: its host address ("10.0.0.7") or its advertised listen
+ * address ("10.0.0.7:41235"), written with a terminating NUL into buf[0..len);
+ * TETHER_ERR_INVALID_ARGUMENT if it does not fit. */
+tether_result_t tether_comm_peer_host(const tether_comm_t* comm, int peer, char* buf, size_t len);
+tether_result_t tether_comm_peer_address(const tether_comm_t* comm, int peer, char* buf, size_t len);
 
 /* Point-to-point; non-negative tags; `bytes` equal on both sides. */
 tether_result_t tether_send(tether_comm_t* comm, const void* data, size_t bytes, int peer, int tag);
@@ -149,6 +161,8 @@ tether_result_t tether_barrier_subset(tether_comm_t* comm, const int* ranks, siz
  * color TETHER_NO_COLOR sets *child to NULL. The child is finalized on its own
  * and stays valid after its parent is finalized. */
 tether_result_t tether_split(tether_comm_t* comm, int color, int key, tether_comm_t** child);
+/* Collective: the ranks of each node form a child, in rank order. */
+tether_result_t tether_split_by_node(tether_comm_t* comm, tether_comm_t** child);
 
 /* Thread-safe: ends every pending and future call on this rank and tells the
  * peers (they fail with TETHER_ERR_ABORTED naming this rank and `reason`). */

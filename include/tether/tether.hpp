@@ -3,6 +3,7 @@
 
 #include "tether/bootstrap.hpp"
 #include "tether/error.hpp"
+#include "tether/forwarding_bootstrap.hpp"
 #include "tether/log.hpp"
 #include "tether/tcp_bootstrap.hpp"
 #include "tether/unique_id.hpp"

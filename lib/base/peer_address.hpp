@@ -1,6 +1,7 @@
-// One rank's listen address as it travels in the rendezvous (and in the
-// UniqueId for the root): family, raw address bytes, port, and a host id that
-// tells which ranks share a node.
+// One rank's listen address and host facts as they travel in the rendezvous
+// (and in the UniqueId for the root): family, raw address bytes, port, a host
+// id that tells which ranks share a node, and that host's core count (so every
+// rank derives the same algorithm choices from the same table).
 #pragma once
 
 #include <array>
@@ -17,6 +18,7 @@ struct PeerAddress {
   std::array<unsigned char, 16> addr{};
   std::uint16_t port = 0;
   std::uint64_t hostId = 0;  // hash of the host name: ranks with equal ids share a node
+  std::uint16_t cores = 0;   // cores of that host (0: unknown)
 };
 
 }  // namespace tether

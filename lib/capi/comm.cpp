@@ -58,6 +58,26 @@ void requireArray(const tether_comm_t* comm, T* p, const char* function, const c
 
 tether_comm_t* wrap(std::shared_ptr<tether::Bootstrap> b) { return new tether_comm{std::move(b)}; }
 
+
+// One int fact of a communicator into *out.
+template <class Get>
+tether_result_t intFact(const tether_comm_t* comm, int* out, const char* function, const char* name, Get get) {
+  return guarded(function, [&] { *require(out, function, name) = get(boot(comm, function)); });
+}
+
+// A string fact of a communicator into buf[0..len), NUL-terminated.
+template <class Get>
+tether_result_t stringFact(const tether_comm_t* comm, char* buf, size_t len, const char* function, Get get) {
+  return guarded(function, [&] {
+    std::string text = get(boot(comm, function));
+    require(buf, function, "buf");
+    if (text.size() + 1 > len)
+      invalid(std::string(function) + ": " + std::to_string(text.size() + 1) + " bytes needed, buffer has " +
+              std::to_string(len));
+    std::memcpy(buf, text.c_str(), text.size() + 1);
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -110,6 +130,35 @@ tether_result_t tether_comm_nranks_per_node(const tether_comm_t* comm, int* nran
     *require(nranks_per_node, "tether_comm_nranks_per_node", "nranks_per_node") =
         boot(comm, "tether_comm_nranks_per_node").nranksPerNode();
   });
+}
+
+
+tether_result_t tether_comm_world_rank(const tether_comm_t* comm, int* world_rank) {
+  return intFact(comm, world_rank, "tether_comm_world_rank", "world_rank",
+                 [](const tether::Bootstrap& b) { return b.worldRank(); });
+}
+
+tether_result_t tether_comm_local_rank(const tether_comm_t* comm, int* local_rank) {
+  return intFact(comm, local_rank, "tether_comm_local_rank", "local_rank",
+                 [](const tether::Bootstrap& b) { return b.localRank(); });
+}
+
+tether_result_t tether_comm_node_id(const tether_comm_t* comm, int* node_id) {
+  return intFact(comm, node_id, "tether_comm_node_id", "node_id", [](const tether::Bootstrap& b) { return b.nodeId(); });
+}
+
+tether_result_t tether_comm_nnodes(const tether_comm_t* comm, int* nnodes) {
+  return intFact(comm, nnodes, "tether_comm_nnodes", "nnodes", [](const tether::Bootstrap& b) { return b.nnodes(); });
+}
+
+tether_result_t tether_comm_peer_host(const tether_comm_t* comm, int peer, char* buf, size_t len) {
+  return stringFact(comm, buf, len, "tether_comm_peer_host",
+                    [peer](const tether::Bootstrap& b) { return b.peerHost(peer); });
+}
+
+tether_result_t tether_comm_peer_address(const tether_comm_t* comm, int peer, char* buf, size_t len) {
+  return stringFact(comm, buf, len, "tether_comm_peer_address",
+                    [peer](const tether::Bootstrap& b) { return b.peerAddress(peer); });
 }
 
 tether_result_t tether_send(tether_comm_t* comm, const void* data, size_t bytes, int peer, int tag) {
@@ -165,6 +214,15 @@ tether_result_t tether_split(tether_comm_t* comm, int color, int key, tether_com
     requireArray(comm, child, "tether_split", "child");
     auto c = b.split(color, key);
     if (c) *child = wrap(std::move(c));
+  });
+}
+
+tether_result_t tether_split_by_node(tether_comm_t* comm, tether_comm_t** child) {
+  if (child) *child = nullptr;
+  return guarded("tether_split_by_node", [&] {
+    auto& b = boot(comm, "tether_split_by_node");
+    requireArray(comm, child, "tether_split_by_node", "child");
+    *child = wrap(b.splitByNode());
   });
 }
 

@@ -6,7 +6,7 @@
 
 #include <algorithm>
 #include <numeric>
-#include <thread>
+#include <unordered_map>
 
 #include "base/crypto.hpp"
 #include "base/env.hpp"
@@ -76,10 +76,6 @@ asio::awaitable<void> recvBody(World* w, Op* op, match::Key key, void* data, std
   co_await w->settle(*op);
 }
 
-bool moreRanksThanCores(int ranksOnThisHost) {
-  return ranksOnThisHost > static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
-
 }  // namespace
 
 Communicator::Communicator(std::shared_ptr<World> world)
@@ -90,22 +86,31 @@ Communicator::Communicator(std::shared_ptr<World> world)
   group_.size = w.nranks();
   group_.worldRanks.resize(w.nranks());
   std::iota(group_.worldRanks.begin(), group_.worldRanks.end(), 0);
-  const auto host = w.address(w.rank()).hostId;
-  ranksPerHost_ = 0;
-  for (int r = 0; r < w.nranks(); ++r)
-    if (w.address(r).hostId == host) ++ranksPerHost_;
-  cpuBound_ = moreRanksThanCores(ranksPerHost_);
+  learnNodes();
   world_->addCommunicator(group_.comm, seq_);
 }
 
-Communicator::Communicator(std::shared_ptr<World> world, Group group, int ranksPerHost, bool cpuBound,
-                           std::chrono::milliseconds timeout)
-    : world_(std::move(world)),
-      group_(std::move(group)),
-      ranksPerHost_(ranksPerHost),
-      cpuBound_(cpuBound),
-      timeoutMs_(timeout.count()) {
+Communicator::Communicator(std::shared_ptr<World> world, Group group, std::chrono::milliseconds timeout)
+    : world_(std::move(world)), group_(std::move(group)), timeoutMs_(timeout.count()) {
+  learnNodes();
   world_->addCommunicator(group_.comm, seq_);
+}
+
+// This communicator's nodes, numbered in the order of their lowest rank here.
+void Communicator::learnNodes() {
+  const auto& nodeOf = world_->topology().nodeOf;
+  std::unordered_map<int, int> local;  // world node -> node of this communicator
+  const int myNode = nodeOf[group_.worldRanks[group_.rank]];
+  ranksPerNode_ = localRank_ = 0;
+  for (int r = 0; r < group_.size; ++r) {
+    const int node = nodeOf[group_.worldRanks[r]];
+    local.emplace(node, static_cast<int>(local.size()));
+    if (node != myNode) continue;
+    if (r < group_.rank) ++localRank_;
+    ++ranksPerNode_;
+  }
+  nodeId_ = local[myNode];
+  nnodes_ = static_cast<int>(local.size());
 }
 
 Communicator::~Communicator() { world_->removeCommunicator(group_.comm); }
@@ -155,7 +160,7 @@ void Communicator::runCollective(Communicator& on, dc::Call call, const void* in
   ++on.nextColl_;
   op->members = on.group_.worldRanks;
   op->seq = on.seq_;
-  const dc::Shape shape = coll::shape(on.group_.rank, on.group_.size, cpuBound_);
+  const dc::Shape shape = coll::shape(on.group_.rank, on.group_.size, world_->topology().cpuBound);
   const dc::Algorithm* algo = &coll::choose(shape, call);
   Blocks blocks;
   if (call.blocks.sendCounts) {
@@ -188,7 +193,7 @@ void Communicator::subsetBarrier(const std::vector<int>& sorted) {
     g.rank = static_cast<int>(std::find(sorted.begin(), sorted.end(), rank()) - sorted.begin());
     g.size = static_cast<int>(sorted.size());
     for (int r : sorted) g.worldRanks.push_back(group_.worldRanks[r]);
-    sub.reset(new Communicator(world_, std::move(g), ranksPerHost_, cpuBound_, timeout()));
+    sub.reset(new Communicator(world_, std::move(g), timeout()));
   }
   dc::Call call;
   call.op = dc::Op::SubsetBarrier;
@@ -216,16 +221,11 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
   Group g;
   g.comm = crypto::hash64(fmt::format("split:{}:{}", group_.comm, splitNo), std::to_string(color));
   g.size = static_cast<int>(members.size());
-  const auto myHost = world_->address(world_->rank()).hostId;
-  int ranksPerHost = 0;
   for (std::size_t i = 0; i < members.size(); ++i) {
-    int wr = group_.worldRanks[members[i]];
-    g.worldRanks.push_back(wr);
+    g.worldRanks.push_back(group_.worldRanks[members[i]]);
     if (members[i] == rank()) g.rank = static_cast<int>(i);
-    if (world_->address(wr).hostId == myHost) ++ranksPerHost;
   }
-  return std::shared_ptr<Communicator>(
-      new Communicator(world_, std::move(g), ranksPerHost, cpuBound_, timeout()));
+  return std::shared_ptr<Communicator>(new Communicator(world_, std::move(g), timeout()));
 }
 
 }  // namespace tether

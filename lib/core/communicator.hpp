@@ -40,7 +40,12 @@ class Communicator {
   const Group& group() const { return group_; }
   int rank() const { return group_.rank; }
   int size() const { return group_.size; }
-  int nranksPerNode() const { return ranksPerHost_; }
+  int nranksPerNode() const { return ranksPerNode_; }
+  int localRank() const { return localRank_; }
+  int nodeId() const { return nodeId_; }
+  int nnodes() const { return nnodes_; }
+  // `peer`'s advertised address (a rank of this communicator).
+  PeerAddress address(int peer) const { return world_->address(group_.worldRanks[peer]); }
   World& world() const { return *world_; }
   std::chrono::milliseconds timeout() const { return std::chrono::milliseconds(timeoutMs_.load()); }
   void setTimeout(std::chrono::milliseconds t);
@@ -55,8 +60,8 @@ class Communicator {
   std::shared_ptr<Communicator> split(int color, int key);
 
  private:
-  Communicator(std::shared_ptr<World> world, Group group, int ranksPerHost, bool cpuBound,
-               std::chrono::milliseconds timeout);
+  Communicator(std::shared_ptr<World> world, Group group, std::chrono::milliseconds timeout);
+  void learnNodes();
   // Runs one collective on `on` (this communicator or one of its subsets);
   // collMutex_ is held. A failure leaves this communicator unusable.
   void runCollective(Communicator& on, detail::coll::Call call, const void* in, void* out);
@@ -64,8 +69,7 @@ class Communicator {
 
   std::shared_ptr<World> world_;
   Group group_;
-  int ranksPerHost_ = 1;
-  bool cpuBound_ = false;  // some host runs more ranks of the world than it has cores
+  int ranksPerNode_ = 1, localRank_ = 0, nodeId_ = 0, nnodes_ = 1;
   std::atomic<std::int64_t> timeoutMs_;
 
   // Collectives of one communicator are serialized by contract; the mutex
@@ -73,7 +77,7 @@ class Communicator {
   std::mutex collMutex_;
   std::uint64_t nextColl_ = 1;
   std::uint64_t splits_ = 0;
-  std::map<std::vector<int>, std::unique_ptr<Communicator>> subsets_;
+  std::map<std::vector<int>, std::shared_ptr<Communicator>> subsets_;
   std::string brokenBy_;  // set when a collective failed
   const std::shared_ptr<CollectiveSeq> seq_ = std::make_shared<CollectiveSeq>();
 };

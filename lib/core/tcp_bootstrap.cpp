@@ -90,6 +90,19 @@ int TcpBootstrap::rank() const { return impl_->rank(); }
 int TcpBootstrap::size() const { return impl_->size(); }
 int TcpBootstrap::nranksPerNode() const { return impl_->nranksPerNode(); }
 int TcpBootstrap::worldRank() const { return impl_->world().rank(); }
+int TcpBootstrap::localRank() const { return impl_->localRank(); }
+int TcpBootstrap::nodeId() const { return impl_->nodeId(); }
+int TcpBootstrap::nnodes() const { return impl_->nnodes(); }
+
+std::string TcpBootstrap::peerHost(int peer) const {
+  args::peer(rank(), size(), "peerHost", peer);
+  return toEndpoint(impl_->address(peer)).address().to_string();
+}
+
+std::string TcpBootstrap::peerAddress(int peer) const {
+  args::peer(rank(), size(), "peerAddress", peer);
+  return toString(toEndpoint(impl_->address(peer)));
+}
 
 void TcpBootstrap::setTimeout(std::chrono::milliseconds timeout) { impl_->setTimeout(timeout); }
 std::chrono::milliseconds TcpBootstrap::timeout() const { return impl_->timeout(); }

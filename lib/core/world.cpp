@@ -6,6 +6,8 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
+#include <algorithm>
+#include <thread>
 
 #include "base/bytes.hpp"
 #include "base/endpoint.hpp"
@@ -67,6 +69,7 @@ std::shared_ptr<World> World::create(WorldConfig config) {
   // A failed rendezvous has already told the ranks that depend on it (the
   // root aborts the registered ranks); ~World drains that notice and closes.
   w->initDone_.rethrowIfFailed();
+  w->learnTopology();
   log::info(w->rank(), "joined a world of {} ranks in {:.1f} ms", w->nranks(),
             std::chrono::duration<double, std::milli>(Clock::now() - began).count());
   return w;
@@ -105,6 +108,7 @@ void World::start() {
     advertised = tcp::endpoint(resolveHost(hp.host), hp.port);
   }
   self_ = toPeerAddress(advertised, thisHostId());
+  self_.cores = static_cast<std::uint16_t>(std::clamp(std::thread::hardware_concurrency(), 1u, 65535u));
   log::info(rank(), "listening on {} (advertised as {})", toString(local), toString(advertised));
 
   work_.emplace(io_.get_executor());
@@ -113,6 +117,24 @@ void World::start() {
     connector_.listen(acceptor_);
     rendezvous_->start(self_);
   });
+}
+
+void World::learnTopology() {
+  std::unordered_map<std::uint64_t, int> nodes;
+  std::vector<int> cores;
+  topology_.nodeOf.resize(nranks());
+  for (int r = 0; r < nranks(); ++r) {
+    const PeerAddress a = address(r);
+    auto [it, added] = nodes.emplace(a.hostId, static_cast<int>(nodes.size()));
+    if (added) {
+      topology_.ranksOn.push_back(0);
+      cores.push_back(a.cores);
+    }
+    topology_.nodeOf[r] = it->second;
+    ++topology_.ranksOn[it->second];
+  }
+  for (std::size_t n = 0; n < cores.size(); ++n)
+    if (cores[n] > 0 && topology_.ranksOn[n] > cores[n]) topology_.cpuBound = true;
 }
 
 void World::finishInit(std::exception_ptr e) {

@@ -60,6 +60,15 @@ struct WorldConfig {
   int keepaliveIdleS = 10, keepaliveIntervalS = 2, keepaliveCount = 3;
 };
 
+// The world's nodes, from the rendezvous table (after the rendezvous; immutable).
+struct Topology {
+  std::vector<int> nodeOf;   // world rank -> node (nodes numbered by their lowest world rank)
+  std::vector<int> ranksOn;  // node -> ranks of the world on it
+  // Some node runs more ranks than it has cores: latency is then set by CPU
+  // time, and tree algorithms win. Every rank computes the same value.
+  bool cpuBound = false;
+};
+
 class World final : link::LinkSink, link::Admission, rdv::Host {
  public:
   using Clock = std::chrono::steady_clock;
@@ -75,7 +84,8 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
   int rank() const { return cfg_.rank; }
   int nranks() const { return cfg_.nranks; }
   // After the rendezvous: every rank's advertised address (immutable).
-  const PeerAddress& address(int rank) const { return rendezvous_->address(rank); }
+  PeerAddress address(int rank) const { return rendezvous_->address(rank); }
+  const Topology& topology() const { return topology_; }
 
   // ---- calling threads ----
   // Starts `body` as the op's coroutine; its end is reported on the result.
@@ -114,6 +124,7 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
   explicit World(WorldConfig config);
   void start();
   void finishInit(std::exception_ptr e);
+  void learnTopology();
   void shutdownOnProgress(const std::shared_ptr<Completion>& done, std::chrono::milliseconds drain);
 
   // link::LinkSink
@@ -134,7 +145,8 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
   bool mayRetry() const override { return !shuttingDown_ && !aborted_.load(); }
   // rdv::Host
   void connect(int peer, const PeerAddress& at) override;
-  void send(int peer, wire::Kind kind, const std::vector<unsigned char>& payload) override;
+  void send(int peer, wire::Kind kind, wire::SharedBytes payload) override;
+  void post(std::function<void()> fn) override;
   void finished(std::exception_ptr error) override { finishInit(std::move(error)); }
   void abortAll(const std::string& reason) override { abortOnProgress(rank(), reason, true); }
 
@@ -183,6 +195,7 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
   link::Connector connector_;
   std::unique_ptr<rdv::Rendezvous> rendezvous_;
   PeerAddress self_;
+  Topology topology_;
 
   // Progress-thread state.
   std::vector<std::shared_ptr<link::Link>> links_;

@@ -3,6 +3,7 @@
 // the control frames that travel on them.
 #include <fmt/format.h>
 
+#include <boost/asio/post.hpp>
 #include <algorithm>
 
 #include "base/bytes.hpp"
@@ -47,9 +48,11 @@ void World::connect(int peer, const PeerAddress& at) {
   connector_.dial(peer, toEndpoint(at), Clock::now() + cfg_.timeout);
 }
 
-void World::send(int peer, wire::Kind kind, const std::vector<unsigned char>& payload) {
-  if (auto& l = links_[peer]; l && l->state() != Link::State::Closed) sendControl(*l, kind, payload);
+void World::send(int peer, wire::Kind kind, wire::SharedBytes payload) {
+  if (auto& l = links_[peer]; l && l->state() != Link::State::Closed) l->enqueue(link::controlFrame(kind, std::move(payload)));
 }
+
+void World::post(std::function<void()> fn) { asio::post(io_, std::move(fn)); }
 
 // ---- link::Admission ----
 
@@ -156,7 +159,6 @@ void World::checkDrained() {
 
 void World::onControlFrame(Link& link, const wire::FrameHeader& h, std::vector<unsigned char>&& payload) {
   try {
-    if (rendezvous_->onFrame(link.peer(), h.kind, payload)) return;
     switch (h.kind) {
       case wire::Kind::Abort: {
         ByteReader r(payload.data(), payload.size());
@@ -179,7 +181,9 @@ void World::onControlFrame(Link& link, const wire::FrameHeader& h, std::vector<u
         return;
       case wire::Kind::Heartbeat:
         return;
-      default:
+      default:  // the rendezvous' own frames (Register, Table)
+        if (rendezvous_->onFrame(link.peer(), h.kind, std::make_shared<const wire::Bytes>(std::move(payload))))
+          return;
         link.fail(fmt::format("unexpected {} frame on an established link", wire::kindName(h.kind)));
         return;
     }

@@ -31,6 +31,17 @@ OutFrame controlFrame(wire::Kind kind, const std::vector<unsigned char>& payload
   return f;
 }
 
+OutFrame controlFrame(wire::Kind kind, wire::SharedBytes payload) {
+  OutFrame f;
+  wire::FrameHeader h;
+  h.kind = kind;
+  h.length = payload ? payload->size() : 0;
+  wire::encodeHeader(h, f.header.data());
+  f.len = h.length;
+  f.shared = std::move(payload);
+  return f;
+}
+
 Link::Link(asio::io_context& io, LinkSink& sink, int peer, LinkLimits limits)
     : io_(io), sink_(sink), peer_(peer), limits_(limits), rbuf_(kReadAhead) {}
 
@@ -62,7 +73,7 @@ void Link::startWrite() {
     for (std::size_t i = 0; i < n; ++i) {
       const auto& f = queue_[i];
       bufs[nbufs++] = asio::const_buffer(f.header.data(), f.header.size());
-      if (f.len) bufs[nbufs++] = asio::const_buffer(f.ref ? f.ref : f.owned.data(), f.len);
+      if (f.len) bufs[nbufs++] = asio::const_buffer(f.ref ? f.ref : f.shared ? f.shared->data() : f.owned.data(), f.len);
       total += f.header.size() + f.len;
     }
     inFlight_ = n;

@@ -17,6 +17,7 @@
 #include "base/layer.hpp"
 #include "link/sink.hpp"
 #include "wire/frame.hpp"
+#include "wire/handshake.hpp"
 
 TETHER_LAYER(3, "link");
 
@@ -28,14 +29,16 @@ using tcp = asio::ip::tcp;
 struct OutFrame {
   wire::HeaderBytes header{};
   std::vector<unsigned char> owned;  // copied payload, or
+  wire::SharedBytes shared;          // a payload shared with other frames (a table sent to many), or
   const void* ref = nullptr;         // the caller's payload (owner waits until written)
   std::size_t len = 0;
   Owner* owner = nullptr;            // set only for referenced payloads
   bool abandoned = false;            // owner failed while this frame was being written
 };
 
-// A frame with a header of `kind` and a copied payload (control frames).
+// A control frame of `kind` with a copied payload, or a shared one.
 OutFrame controlFrame(wire::Kind kind, const std::vector<unsigned char>& payload);
+OutFrame controlFrame(wire::Kind kind, wire::SharedBytes payload);
 
 struct LinkLimits {
   std::uint64_t maxPayload = 1ULL << 30;  // larger frames are a protocol error

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "base/peer_address.hpp"
 #include "link/connector.hpp"
 #include "wire/frame.hpp"
+#include "wire/handshake.hpp"
 
 TETHER_LAYER(4, "rendezvous");
 
@@ -24,13 +26,17 @@ class Host {
  public:
   // Opens the link to `peer` at `at`, retrying until the rendezvous deadline.
   virtual void connect(int peer, const PeerAddress& at) = 0;
-  // Queues a control frame on the link to `peer` (sent once it is up).
-  virtual void send(int peer, wire::Kind kind, const std::vector<unsigned char>& payload) = 0;
+  // Queues a control frame on the link to `peer` (sent once it is up). The
+  // payload is shared, not copied: a table sent to many ranks exists once.
+  virtual void send(int peer, wire::Kind kind, wire::SharedBytes payload) = 0;
   // The rendezvous is complete (error == nullptr) or failed.
   virtual void finished(std::exception_ptr error) = 0;
   // Tells every connected rank to stop, naming the reason (the root, when the
   // job is misconfigured).
   virtual void abortAll(const std::string& reason) = 0;
+  // Runs `fn` on the progress thread; callable from any thread (a launcher's
+  // callback thread, for a rendezvous that waits on one).
+  virtual void post(std::function<void()> fn) = 0;
 
  protected:
   ~Host() = default;
@@ -49,7 +55,7 @@ class Rendezvous {
   // Starts with this rank's advertised listen address.
   virtual void start(const PeerAddress& self) = 0;
   // A rendezvous control frame from `peer`; false if the kind is not its own.
-  virtual bool onFrame(int peer, wire::Kind kind, const std::vector<unsigned char>& payload) = 0;
+  virtual bool onFrame(int peer, wire::Kind kind, wire::SharedBytes payload) = 0;
   virtual void onLinkUp(int peer) = 0;
   virtual void onLinkDown(int peer, const std::string& reason, bool graceful) = 0;
   virtual void onConnectFailed(int peer, const link::ConnectFailure& failure) = 0;
@@ -62,7 +68,7 @@ class Rendezvous {
 
   virtual bool done() const = 0;
   // Every rank's address, once done.
-  virtual const PeerAddress& address(int rank) const = 0;
+  virtual PeerAddress address(int rank) const = 0;
 };
 
 std::unique_ptr<Rendezvous> makeRootStar(Host& host, const Config& config);

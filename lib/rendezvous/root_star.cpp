@@ -33,23 +33,23 @@ class RootStar final : public Rendezvous {
       registered_[0] = self;
       registeredCount_ = 1;
       if (cfg_.nranks == 1) {
-        table_ = {self};
+        table_ = wire::AddressTable(std::vector<PeerAddress>{self});
         complete();
       }
       return;
     }
     wire::Register reg{static_cast<std::uint32_t>(cfg_.rank), self};
     host_.connect(0, cfg_.root);
-    host_.send(0, wire::Kind::Register, wire::encode(reg));  // flushed once the link is up
+    host_.send(0, wire::Kind::Register, std::make_shared<const wire::Bytes>(wire::encode(reg)));  // sent once up
   }
 
-  bool onFrame(int peer, wire::Kind kind, const std::vector<unsigned char>& payload) override {
+  bool onFrame(int peer, wire::Kind kind, wire::SharedBytes payload) override {
     if (kind == wire::Kind::Register) {
-      onRegister(peer, wire::decodeRegister(payload));
+      onRegister(peer, wire::decodeRegister(*payload));
       return true;
     }
     if (kind == wire::Kind::Table) {
-      onTable(peer, wire::decodeTable(payload, static_cast<std::uint32_t>(cfg_.nranks)));
+      onTable(peer, wire::AddressTable(std::move(payload), static_cast<std::uint32_t>(cfg_.nranks)));
       return true;
     }
     return false;
@@ -119,7 +119,7 @@ class RootStar final : public Rendezvous {
   }
 
   bool done() const override { return done_; }
-  const PeerAddress& address(int rank) const override { return table_.at(static_cast<std::size_t>(rank)); }
+  PeerAddress address(int rank) const override { return table_.at(static_cast<std::uint32_t>(rank)); }
 
 
  private:
@@ -132,14 +132,14 @@ class RootStar final : public Rendezvous {
     ++registeredCount_;
     log::trace(cfg_.rank, "rank {} registered ({}/{})", peer, registeredCount_, cfg_.nranks);
     if (registeredCount_ < cfg_.nranks) return;
-    table_.clear();
-    for (auto& a : registered_) table_.push_back(*a);
-    auto bytes = wire::encodeTable(table_);
-    for (int p = 1; p < cfg_.nranks; ++p) host_.send(p, wire::Kind::Table, bytes);
+    std::vector<PeerAddress> all;
+    for (auto& a : registered_) all.push_back(*a);
+    table_ = wire::AddressTable(all);
+    for (int p = 1; p < cfg_.nranks; ++p) host_.send(p, wire::Kind::Table, table_.encoded());
     complete();
   }
 
-  void onTable(int peer, std::vector<PeerAddress> table) {
+  void onTable(int peer, wire::AddressTable table) {
     if (cfg_.rank == 0 || peer != 0 || done_) {
       log::warn(cfg_.rank, "ignored an unexpected address table from rank {}", peer);
       return;
@@ -181,7 +181,7 @@ class RootStar final : public Rendezvous {
   const Config cfg_;
   std::vector<std::optional<PeerAddress>> registered_;
   int registeredCount_ = 0;
-  std::vector<PeerAddress> table_;
+  wire::AddressTable table_;
   std::vector<std::string> refusals_;
   bool connectedToRoot_ = false;
   bool done_ = false;

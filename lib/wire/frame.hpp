@@ -19,7 +19,7 @@ TETHER_LAYER(1, "wire");
 namespace tether::wire {
 
 inline constexpr std::uint32_t kMagic = 0x52485454;  // "TTHR" as little-endian bytes
-inline constexpr std::uint16_t kProtocolVersion = 1;
+inline constexpr std::uint16_t kProtocolVersion = 2;
 inline constexpr std::size_t kHeaderBytes = 40;
 // Handshake and control frames are small; anything larger is hostile.
 inline constexpr std::uint64_t kMaxControlPayload = 64 * 1024;

@@ -16,6 +16,7 @@ void putAddress(ByteWriter& w, const PeerAddress& a) {
   w.bytes(a.addr.data(), a.addr.size());
   w.u16(a.port);
   w.u64(a.hostId);
+  w.u16(a.cores);
 }
 
 PeerAddress getAddress(ByteReader& r) {
@@ -26,6 +27,7 @@ PeerAddress getAddress(ByteReader& r) {
   a.port = r.u16();
   if (a.port == 0) throw std::invalid_argument("address port is 0");
   a.hostId = r.u64();
+  a.cores = r.u16();
   return a;
 }
 
@@ -139,16 +141,31 @@ Register decodeRegister(const std::vector<unsigned char>& b) {
   return m;
 }
 
+AddressTable::AddressTable(SharedBytes encoded, std::uint32_t nranks) : bytes_(std::move(encoded)) {
+  ByteReader r(bytes_->data(), bytes_->size());
+  n_ = r.u32();
+  if (n_ != nranks)
+    throw std::invalid_argument("table lists " + std::to_string(n_) + " ranks, expected " + std::to_string(nranks));
+  if (r.remaining() != static_cast<std::size_t>(n_) * kAddressBytes)
+    throw std::invalid_argument("table of " + std::to_string(n_) + " ranks has " + std::to_string(r.remaining()) +
+                                " bytes of entries, expected " + std::to_string(std::size_t{n_} * kAddressBytes));
+  for (std::uint32_t i = 0; i < n_; ++i) (void)getAddress(r);  // every entry checked once, here
+}
+
+AddressTable::AddressTable(const std::vector<PeerAddress>& table)
+    : AddressTable(std::make_shared<const Bytes>(encodeTable(table)), static_cast<std::uint32_t>(table.size())) {}
+
+PeerAddress AddressTable::at(std::uint32_t rank) const {
+  if (rank >= n_) throw std::out_of_range("rank " + std::to_string(rank) + " is not in the table");
+  ByteReader r(bytes_->data() + 4 + std::size_t{rank} * kAddressBytes, kAddressBytes);
+  return getAddress(r);
+}
+
 std::vector<PeerAddress> decodeTable(const std::vector<unsigned char>& b, std::uint32_t nranks) {
-  ByteReader r(b.data(), b.size());
-  auto n = r.u32();
-  if (n != nranks)
-    throw std::invalid_argument("table lists " + std::to_string(n) + " ranks, expected " +
-                                std::to_string(nranks));
+  AddressTable t(std::make_shared<const Bytes>(b), nranks);
   std::vector<PeerAddress> table;
-  table.reserve(n);
-  for (std::uint32_t i = 0; i < n; ++i) table.push_back(getAddress(r));
-  checkFullyRead(r, "table");
+  table.reserve(t.size());
+  for (std::uint32_t i = 0; i < t.size(); ++i) table.push_back(t.at(i));
   return table;
 }
 

@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,31 @@ Welcome decodeWelcome(const std::vector<unsigned char>& b);
 Reject decodeReject(const std::vector<unsigned char>& b);
 Register decodeRegister(const std::vector<unsigned char>& b);
 std::vector<PeerAddress> decodeTable(const std::vector<unsigned char>& b, std::uint32_t nranks);
+
+using Bytes = std::vector<unsigned char>;
+using SharedBytes = std::shared_ptr<const Bytes>;
+
+// Bytes of one PeerAddress in a Register or Table message.
+inline constexpr std::size_t kAddressBytes = 1 + 16 + 2 + 8 + 2;
+
+// Every rank's address as a Table message carries it: kept encoded (and
+// shared, not copied, when it is forwarded) and decoded one entry at a time,
+// so a world of N ranks costs each rank one N-entry buffer.
+class AddressTable {
+ public:
+  AddressTable() = default;
+  // Checks the count and every entry; throws std::invalid_argument or
+  // std::out_of_range on a malformed table.
+  AddressTable(SharedBytes encoded, std::uint32_t nranks);
+  explicit AddressTable(const std::vector<PeerAddress>& table);
+  std::uint32_t size() const { return n_; }
+  PeerAddress at(std::uint32_t rank) const;
+  const SharedBytes& encoded() const { return bytes_; }
+
+ private:
+  SharedBytes bytes_;
+  std::uint32_t n_ = 0;
+};
 
 crypto::Digest helloProof(const Secret& secret, const Challenge& c, const Hello& h);
 crypto::Digest welcomeProof(const Secret& secret, const Challenge& c, const Hello& h);

@@ -44,6 +44,24 @@ int capi_collectives(int rank, int nranks, const tether_unique_id_t* id, char* e
   EXPECT(per_node == nranks, "all ranks run on this host, nranks_per_node is %d", per_node);
   EXPECT(timeout == 30000, "timeout %lld, expected the option's 30000", (long long)timeout);
 
+  /* topology: one host, so one node */
+  int world_rank = -1, local = -1, node = -1, nnodes = -1;
+  OK(tether_comm_world_rank(comm, &world_rank));
+  OK(tether_comm_local_rank(comm, &local));
+  OK(tether_comm_node_id(comm, &node));
+  OK(tether_comm_nnodes(comm, &nnodes));
+  EXPECT(world_rank == rank && local == rank && node == 0 && nnodes == 1,
+         "topology world %d local %d node %d of %d", world_rank, local, node, nnodes);
+  char mine[64], peer[64], tiny[2];
+  OK(tether_comm_peer_address(comm, rank, mine, sizeof mine));
+  OK(tether_comm_peer_address(comm, (rank + 1) % nranks, peer, sizeof peer));
+  EXPECT(nranks == 1 || strcmp(mine, peer) != 0, "two ranks with one address %s", mine);
+  OK(tether_comm_peer_host(comm, rank, mine, sizeof mine));
+  EXPECT(strchr(mine, ':') == NULL || strchr(mine, '.') == NULL, "host '%s' has a port", mine);
+  EXPECT(tether_comm_peer_host(comm, rank, tiny, sizeof tiny) == TETHER_ERR_INVALID_ARGUMENT,
+         "a 2-byte buffer took the host");
+  EXPECT(strstr(tether_last_error(), "bytes needed") != NULL, "buffer message: %s", tether_last_error());
+
   /* allgather: block r holds 1000 * r + 7 */
   long all[kMaxRanks];
   for (int i = 0; i < nranks; ++i) all[i] = -1;

@@ -4,6 +4,7 @@
 #include <tether/adapters/mscclpp.hpp>
 #include <tether/tether.h>
 #include <tether/tether.hpp>
+#include <tether/detail/coll/settings.hpp>
 #include <tether/testing/in_process.hpp>
 #include <tether/version.h>
 

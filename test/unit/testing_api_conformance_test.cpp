@@ -241,6 +241,25 @@ std::vector<Scenario> scenarios() {
                 "in-place alltoall block from rank " + std::to_string(from) + " (" + std::to_string(bytes) + " B)");
     }
   }});
+  list.push_back({"topology of one host: one node, local rank = rank, a node split keeps everyone", 3,
+                  [](Bootstrap& b) {
+    const int me = b.rank();
+    check(b.worldRank() == me && b.nnodes() == 1 && b.nodeId() == 0 && b.localRank() == me &&
+              b.nranksPerNode() == 3,
+          "topology of one host");
+    for (int p = 0; p < 3; ++p) {
+      check(b.peerHost(p) == b.peerHost(me), "one host for all");
+      check(p == me || b.peerAddress(p) != b.peerAddress(me), "one address per rank");
+    }
+    auto e = errorFrom([&] { (void)b.peerHost(3); });
+    expectCode(e, ErrorCode::InvalidArgument, "peerHost out of range");
+    check(std::string(e.what()) == "rank " + std::to_string(me) + ": peerHost: peer 3 is out of range [0, 3)",
+          std::string("peerHost message: ") + e.what());
+    auto node = b.splitByNode();
+    check(node && node->size() == 3 && node->rank() == me && node->worldRank() == me, "splitByNode");
+    auto odd = b.split(me % 2, 0);
+    check(odd->worldRank() == me && odd->localRank() == odd->rank(), "a child's topology");
+  }});
   list.push_back({"a timeout names the operation, the step and the rank waited for", 2, [](Bootstrap& b) {
     b.setTimeout(milliseconds(300));
     if (b.rank() == 1) {

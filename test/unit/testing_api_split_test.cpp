@@ -1,6 +1,8 @@
 // InProcessWorld: split, subset barriers, nodes and timeouts configuration.
 #include <cstdlib>
 #include <memory>
+#include <set>
+#include <string>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -151,4 +153,28 @@ TEST_CASE("a huge timeout does not overflow the deadline", "[testing-api]") {
     b.barrier();
   });
   REQUIRE(got == std::vector<int>{41, 40});
+}
+
+TEST_CASE("topology: nodes, local ranks and peer hosts follow nranksPerNode, also in children", "[testing-api]") {
+  InProcessWorld world(6, 2);  // nodes {0,1} {2,3} {4,5}
+  std::vector<std::string> seen(6);
+  world.run([&](Bootstrap& b) {
+    const int r = b.rank();
+    check(b.worldRank() == r, "worldRank of the world communicator");
+    check(b.nranksPerNode() == 2 && b.localRank() == r % 2 && b.nodeId() == r / 2 && b.nnodes() == 3,
+          "world topology of rank " + std::to_string(r));
+    check(b.peerHost(r ^ 1) == b.peerHost(r), "the node mate shares the host");
+    check(b.peerHost((r + 2) % 6) != b.peerHost(r), "another node has another host");
+    check(b.peerAddress(r ^ 1) != b.peerAddress(r), "each rank has its own address");
+    auto node = b.splitByNode();
+    check(node && node->size() == 2 && node->rank() == r % 2 && node->nnodes() == 1 && node->nodeId() == 0,
+          "splitByNode");
+    check(node->worldRank() == r, "a child keeps the world rank");
+    auto parity = b.split(r % 2, 0);  // ranks 0,2,4 and 1,3,5: one per node
+    check(parity->nnodes() == 3 && parity->nodeId() == parity->rank() && parity->localRank() == 0 &&
+              parity->nranksPerNode() == 1,
+          "a child spanning every node once");
+    seen[r] = b.peerAddress(r);
+  });
+  REQUIRE(std::set<std::string>(seen.begin(), seen.end()).size() == 6);
 }

@@ -6,6 +6,7 @@
 
 #include "base/endpoint.hpp"
 #include "tether/tcp_bootstrap.hpp"
+#include "wire/frame.hpp"
 
 using namespace tether;
 
@@ -17,7 +18,7 @@ TEST_CASE("UniqueId survives toString/fromString and names its root", "[unit][ui
   CHECK(back == id);
   CHECK(back.rootHost() == "127.0.0.1");
   CHECK(back.rootPort() != 0);
-  CHECK(back.version() == 1);
+  CHECK(back.version() == tether::wire::kProtocolVersion);
   TcpBootstrap::forgetUniqueId(id);
 
   auto v6 = TcpBootstrap::uniqueIdFromRoot("[::1]:29500");

@@ -22,7 +22,7 @@ TEST_CASE("frame header: little-endian layout, byte by byte", "[unit][wire]") {
   auto b = encodeHeader(h);
   const unsigned char expected[kHeaderBytes] = {
       0x54, 0x54, 0x48, 0x52,                          // magic "TTHR"
-      0x01, 0x00,                                      // version 1
+      0x02, 0x00,                                      // version 2
       0x08,                                            // kind Collective
       0x00,                                            // flags
       0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,  // comm
@@ -57,9 +57,9 @@ TEST_CASE("frame header: decoder rejects what is not a frame", "[unit][wire]") {
   CHECK(why.find("bad magic") != std::string::npos);
 
   b = good;
-  b[4] = 2;
+  b[4] = 1;  // a peer of the previous protocol version
   CHECK_FALSE(decodeHeader(b.data(), 1 << 20, &why));
-  CHECK(why.find("protocol version 2") != std::string::npos);
+  CHECK(why.find("protocol version 1 (this side speaks 2)") != std::string::npos);
 
   for (unsigned char kind : {0, 13, 255}) {
     b = good;

@@ -38,13 +38,30 @@ class InProcessBootstrap : public Bootstrap {
 
   int rank() const override { return endpoint_.rank(); }
   int size() const override { return endpoint_.size(); }
-  int worldRank() const { return endpoint_.worldRank(); }
+  int worldRank() const override { return endpoint_.worldRank(); }
 
+  // Nodes: InProcessWorld's groups of nranksPerNode consecutive world ranks.
   int nranksPerNode() const override {
     const detail::WorldState& world = *endpoint_.world();
     const int myNode = world.nodeOf(endpoint_.worldRank());
     return static_cast<int>(std::count_if(endpoint_.members().begin(), endpoint_.members().end(),
                                           [&](int w) { return world.nodeOf(w) == myNode; }));
+  }
+  int localRank() const override {
+    const detail::WorldState& world = *endpoint_.world();
+    const int myNode = world.nodeOf(endpoint_.worldRank());
+    return static_cast<int>(std::count_if(endpoint_.members().begin(), endpoint_.members().begin() + rank(),
+                                          [&](int w) { return world.nodeOf(w) == myNode; }));
+  }
+  int nodeId() const override { return localNodes().at(static_cast<std::size_t>(endpoint_.world()->nodeOf(worldRank()))); }
+  int nnodes() const override { return static_cast<int>(localNodes().size()); }
+  // "in-process:node<N>" and "in-process:node<N>:rank<W>" (world node and rank).
+  std::string peerHost(int peer) const override {
+    tether::detail::args::peer(rank(), size(), "peerHost", peer);
+    return "in-process:node" + std::to_string(endpoint_.world()->nodeOf(endpoint_.worldRankOf(peer)));
+  }
+  std::string peerAddress(int peer) const override {
+    return peerHost(peer) + ":rank" + std::to_string(endpoint_.worldRankOf(peer));
   }
 
   void send(const void* data, std::size_t bytes, int peer, int tag) override {
@@ -291,6 +308,13 @@ class InProcessBootstrap : public Bootstrap {
     if (code == ErrorCode::Protocol || code == ErrorCode::Timeout || code == ErrorCode::PeerLost) {
       endpoint_.world()->abortAll(endpoint_.worldRank(), error.what());
     }
+  }
+
+  // World node -> this communicator's node number (by lowest rank here).
+  std::map<int, int> localNodes() const {
+    std::map<int, int> nodes;
+    for (int w : endpoint_.members()) nodes.emplace(endpoint_.world()->nodeOf(w), static_cast<int>(nodes.size()));
+    return nodes;
   }
 
   std::vector<int> allRanks() const {
