@@ -11,6 +11,8 @@
 
 #include "tether/detail/coll/allgather.hpp"
 #include "tether/detail/coll/alltoall.hpp"
+#include "tether/detail/coll/alltoall_bruck.hpp"
+#include "tether/detail/coll/alltoall_tree.hpp"
 #include "tether/detail/coll/barrier.hpp"
 #include "tether/detail/coll/broadcast.hpp"
 #include "tether/detail/coll/op.hpp"
@@ -59,6 +61,11 @@ inline Op familyOf(Op op) {
   }
 }
 
+// Up to this many ranks the tree all-to-all beats Bruck's when ranks
+// outnumber cores (measured on 2 cores, docs/benchmarks.md); past it rank 0's
+// N^2 blocks cost more than the messages the tree saves.
+constexpr int kAlltoallTreeMaxRanks = 64;
+
 inline bool never(const Shape&, const Call&) { return false; }
 inline bool always(const Shape&, const Call&) { return true; }
 
@@ -72,8 +79,24 @@ inline const Algorithm kAlgorithms[] = {
     {Op::Allgather, "linear", never, [](Plan& p, const Shape&, const Call& c) { allgatherLinear(p, c.bytes); }},
     {Op::Allgather, "bruck", always, [](Plan& p, const Shape&, const Call& c) { allgatherBruck(p, c.bytes); }},
 
+    // alltoallv runs pairwise or linear only: the forwarding rows would need
+    // the sizes of the blocks they forward (docs/design.md), so bruck and tree
+    // run linear for it even when forced. Its `bytes` is the local largest
+    // block, which ranks may disagree on: safe because pairwise and linear
+    // post the same frames.
     {Op::Alltoall, "pairwise", [](const Shape& s, const Call& c) { return c.bytes >= s.largeBytes; },
      [](Plan& p, const Shape&, const Call& c) { alltoallWindowed(p, c.blocks, 1); }},
+    {Op::Alltoall, "tree",
+     [](const Shape& s, const Call& c) { return c.op == Op::Alltoall && s.cpuBound && s.size <= kAlltoallTreeMaxRanks; },
+     [](Plan& p, const Shape& s, const Call& c) {
+       if (c.op == Op::Alltoall) alltoallTree(p, c.bytes, s.radix);
+       else alltoallWindowed(p, c.blocks, p.size());
+     }},
+    {Op::Alltoall, "bruck", [](const Shape&, const Call& c) { return c.op == Op::Alltoall; },
+     [](Plan& p, const Shape&, const Call& c) {
+       if (c.op == Op::Alltoall) alltoallBruck(p, c.bytes);
+       else alltoallWindowed(p, c.blocks, p.size());
+     }},
     {Op::Alltoall, "linear", always, [](Plan& p, const Shape&, const Call& c) { alltoallWindowed(p, c.blocks, p.size()); }},
 
     {Op::Broadcast, "pipeline", [](const Shape& s, const Call& c) { return c.bytes >= 4 * s.largeBytes && s.size > 2; },
