@@ -165,6 +165,9 @@ TEST_CASE("all-to-all rows cost what their formulas say for N = 1..70", "[unit][
         CHECK(st.peers[static_cast<std::size_t>(r)].size() == bruckPeers(n));
       }
       CHECK(st.mostPeers() <= 2 * static_cast<std::size_t>(L));
+      // Packing and unpacking are strided steps, not one step per block: at
+      // most two per direction and kind of run (a wrap or a short last run).
+      for (int r = 0; r < n; ++r) CHECK(st.copySteps[static_cast<std::size_t>(r)] <= 8 * static_cast<std::size_t>(L) + 1);
     }
     for (int radix : {2, 3, 8, 64}) {
       INFO("tree radix " << radix);
@@ -181,6 +184,7 @@ TEST_CASE("all-to-all rows cost what their formulas say for N = 1..70", "[unit][
         CHECK(st.mostPeers() == N - 1);
       }
       CHECK(st.mostPeers() <= static_cast<std::size_t>((radix - 1) * treeDepth(n, radix) + 1));
+      CHECK(st.copySteps[0] <= 2 * N);  // rank 0 transposes a column per step
     }
   }
 }

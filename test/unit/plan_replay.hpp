@@ -53,6 +53,7 @@ struct Stats {
   long rounds = 0;                     // hops on the critical path
   std::vector<std::size_t> bytesSent;  // per rank
   std::vector<std::size_t> sends;      // per rank
+  std::vector<std::size_t> copySteps;  // per rank: Copy and CopyBlocks steps
   std::vector<std::set<int>> peers;    // per rank: everyone it sends to or receives from
   std::size_t busiestBytes() const { return bytesSent.empty() ? 0 : *std::max_element(bytesSent.begin(), bytesSent.end()); }
   std::size_t mostPeers() const {
@@ -79,6 +80,7 @@ class Replay {
     Stats st;
     st.bytesSent.assign(n, 0);
     st.sends.assign(n, 0);
+    st.copySteps.assign(n, 0);
     st.peers.assign(n, {});
     std::vector<Rank> ranks(n);
     for (int r = 0; r < n; ++r) mem_[r].scratch.assign(plans_[r].scratchBytes(), 0xA5);
@@ -159,16 +161,27 @@ class Replay {
           st.peers[r].insert(s.peer);
           break;
         }
-        case dc::Step::Kind::Copy: {
-          for (const auto& q : rk.posted) {
-            const bool isRecv = q.step.kind == dc::Step::Kind::Recv;
-            PLAN_CHECK(!overlaps(s.at, s.bytes, q.step.at, q.step.bytes) &&
-                           !(isRecv && overlaps(s.from, s.bytes, q.step.at, q.step.bytes)),
-                       "rank " << r << " step " << rk.pc << ": copy touches a buffer posted to " << q.step.peer
-                               << " step " << q.step.step << " before the settle");
+        case dc::Step::Kind::Copy:
+        case dc::Step::Kind::CopyBlocks: {
+          const bool blocks = s.kind == dc::Step::Kind::CopyBlocks;
+          PLAN_CHECK(!blocks || s.count >= 2, "rank " << r << " step " << rk.pc << ": CopyBlocks of " << s.count);
+          for (std::size_t j = 0; j < (blocks ? s.count : 1); ++j) {
+            dc::Ref to = s.at, from = s.from;
+            if (j) {
+              to.offset = static_cast<std::size_t>(static_cast<std::ptrdiff_t>(to.offset) + static_cast<std::ptrdiff_t>(j) * s.toStride);
+              from.offset = static_cast<std::size_t>(static_cast<std::ptrdiff_t>(from.offset) + static_cast<std::ptrdiff_t>(j) * s.fromStride);
+            }
+            for (const auto& q : rk.posted) {
+              const bool isRecv = q.step.kind == dc::Step::Kind::Recv;
+              PLAN_CHECK(!overlaps(to, s.bytes, q.step.at, q.step.bytes) &&
+                             !(isRecv && overlaps(from, s.bytes, q.step.at, q.step.bytes)),
+                         "rank " << r << " step " << rk.pc << ": copy touches a buffer posted to " << q.step.peer
+                                 << " step " << q.step.step << " before the settle");
+            }
+            unsigned char* dst = at(r, to, s.bytes);
+            std::memmove(dst, at(r, from, s.bytes), s.bytes);
           }
-          unsigned char* to = at(r, s.at, s.bytes);
-          std::memmove(to, at(r, s.from, s.bytes), s.bytes);
+          ++st.copySteps[r];
           break;
         }
         case dc::Step::Kind::Settle: {

@@ -18,9 +18,10 @@ namespace tether {
 namespace detail {
 namespace coll {
 
-// Records copies, merging one that continues the previous one in both
-// source and destination into a single step. Only for copies whose source
-// and destination do not overlap (then merged and separate copies agree).
+// Records copies, merging them into few steps: one that continues the
+// previous one in source and destination grows it; equal-sized ones at
+// constant distances become one CopyBlocks step. Only for copies whose sources
+// are not written by the same run (then merged and separate copies agree).
 class CopyRun {
  public:
   explicit CopyRun(Plan& p) : p_(p) {}
@@ -30,25 +31,38 @@ class CopyRun {
 
   void add(Ref to, Ref from, std::size_t bytes) {
     if (bytes == 0) return;
-    if (bytes_ && to.buffer == to_.buffer && from.buffer == from_.buffer && to.offset == to_.offset + bytes_ &&
-        from.offset == from_.offset + bytes_) {
-      bytes_ += bytes;
-      return;
+    if (count_ && to.buffer == to_.buffer && from.buffer == from_.buffer) {
+      const std::ptrdiff_t dt = distance(to_, to), df = distance(from_, from);
+      if (count_ == 1 && dt == static_cast<std::ptrdiff_t>(bytes_) && df == dt) {
+        bytes_ += bytes;  // contiguous in both
+        return;
+      }
+      if (bytes == bytes_ && (count_ == 1 || (dt == static_cast<std::ptrdiff_t>(count_) * toStride_ &&
+                                              df == static_cast<std::ptrdiff_t>(count_) * fromStride_))) {
+        if (count_ == 1) toStride_ = dt, fromStride_ = df;
+        ++count_;
+        return;
+      }
     }
     flush();
     to_ = to;
     from_ = from;
     bytes_ = bytes;
+    count_ = 1;
   }
   void flush() {
-    p_.copy(to_, from_, bytes_);
-    bytes_ = 0;
+    if (count_) p_.copyBlocks(to_, toStride_, from_, fromStride_, bytes_, count_);
+    count_ = 0;
   }
 
  private:
+  static std::ptrdiff_t distance(Ref a, Ref b) {
+    return static_cast<std::ptrdiff_t>(b.offset) - static_cast<std::ptrdiff_t>(a.offset);
+  }
   Plan& p_;
   Ref to_, from_;
-  std::size_t bytes_ = 0;
+  std::size_t bytes_ = 0, count_ = 0;
+  std::ptrdiff_t toStride_ = 0, fromStride_ = 0;
 };
 
 // How many of the slots 0 .. n-1 have bit `k` set: the blocks of round k.
@@ -78,24 +92,28 @@ inline void alltoallBruck(Plan& p, std::size_t bytes) {
   for (int k = 0; (1LL << k) < n; ++k) {
     const int dist = 1 << k;
     const std::size_t blocks = bruckRoundBlocks(n, k);
+    // The slots of round k come in runs [first, first + 2^k) with first =
+    // m 2^(k+1) + 2^k, packed from block m 2^k on. A run's first slot (lowest
+    // set bit k) has not moved yet: it is read from In.
+    auto packedAt = [&](int first) { return packed + static_cast<std::size_t>(first / (2 * dist) * dist) * bytes; };
+    auto arrivedAt = [&](int first) { return arrived + static_cast<std::size_t>(first / (2 * dist) * dist) * bytes; };
+    auto runBytes = [&](int first) { return static_cast<std::size_t>(std::min(dist, n - first)) * bytes; };
     {
       CopyRun pack(p);
-      std::size_t j = 0;
-      for (int i = dist; i < n; i = (i + 1) | dist, ++j) {
-        // Lowest set bit k: nothing has moved this slot yet.
-        const bool untouched = (i & (dist - 1)) == 0;
-        pack.add(packed + j * bytes, untouched ? in(wrap(r - i) * bytes) : slot(i), bytes);
-      }
+      for (int first = dist; first < n; first += 2 * dist) pack.add(packedAt(first), in(wrap(r - first) * bytes), bytes);
+      pack.flush();
+      for (int first = dist; first < n; first += 2 * dist)
+        pack.add(packedAt(first) + bytes, slot(first + 1), runBytes(first) - bytes);
     }
     p.recv(static_cast<int>(wrap(r + dist)), static_cast<std::uint32_t>(k), arrived, blocks * bytes);
     p.send(static_cast<int>(wrap(r - dist)), static_cast<std::uint32_t>(k), packed, blocks * bytes);
     p.settle();
+    // Run 0 (bit k is the highest) has arrived: slot i holds the block from r + i.
     CopyRun unpack(p);
-    std::size_t j = 0;
-    for (int i = dist; i < n; i = (i + 1) | dist, ++j) {
-      const bool done = i < 2 * dist;  // bit k is its highest
-      unpack.add(done ? out(wrap(r + i) * bytes) : slot(i), arrived + j * bytes, bytes);
-    }
+    for (int i = dist; i < std::min(2 * dist, n); ++i)
+      unpack.add(out(wrap(r + i) * bytes), arrived + static_cast<std::size_t>(i - dist) * bytes, bytes);
+    unpack.flush();
+    for (int first = 3 * dist; first < n; first += 2 * dist) unpack.add(slot(first), arrivedAt(first), runBytes(first));
   }
 }
 

@@ -53,13 +53,15 @@ inline void alltoallTree(Plan& p, std::size_t bytes, int radix) {
   const Ref gathered = p.scratch(rows(n - 1)), spread = p.scratch(rows(n - 1));
   for (const auto& ch : node.children) p.recv(ch.rank, 0, gathered + rows(ch.rank - 1), rows(ch.span));
   p.settle();
-  auto block = [&](int s, int d) {  // rank s's block for rank d
-    const std::size_t at = static_cast<std::size_t>(d) * bytes;
-    return s == 0 ? in(at) : gathered + rows(s - 1) + at;
-  };
-  for (int s = 1; s < n; ++s) p.copy(out(static_cast<std::size_t>(s) * bytes), block(s, 0), bytes);
-  for (int d = 1; d < n; ++d)
-    for (int s = 0; s < n; ++s) p.copy(spread + rows(d - 1) + static_cast<std::size_t>(s) * bytes, block(s, d), bytes);
+  // Column d of the gathered rows (rank s's block for d at row s - 1) is
+  // one CopyBlocks step: row d of the result, by source.
+  const auto rowStride = static_cast<std::ptrdiff_t>(row), one = static_cast<std::ptrdiff_t>(bytes);
+  p.copyBlocks(out(bytes), one, gathered, rowStride, bytes, static_cast<std::size_t>(n - 1));
+  for (int d = 1; d < n; ++d) {
+    const Ref to = spread + rows(d - 1), column = gathered + static_cast<std::size_t>(d) * bytes;
+    p.copy(to, in(static_cast<std::size_t>(d) * bytes), bytes);
+    p.copyBlocks(to + bytes, one, column, rowStride, bytes, static_cast<std::size_t>(n - 1));
+  }
   for (const auto& ch : node.children) p.send(ch.rank, 1, spread + rows(ch.rank - 1), rows(ch.span));
 }
 
