@@ -234,7 +234,8 @@ TEST_CASE("at 1000 ranks the tree all-to-all sends 2(N - 1) messages, rank 0 at 
   CHECK(rootPeers == 63 + 15);  // ranks 1..63, then 64, 128, .., 960
 }
 
-TEST_CASE("all-to-all selection: tree when ranks outnumber cores up to the limit, else Bruck; pairwise for large blocks",
+TEST_CASE("all-to-all selection: tree when ranks outnumber cores and rank 0's N^2 blocks fit 16 MiB, else Bruck; "
+          "pairwise for large blocks",
           "[unit][alltoall]") {
   auto pick = [](int n, bool cpuBound, std::size_t bytes, dc::Op op = dc::Op::Alltoall, const char* forced = nullptr) {
     Uniform u(n, bytes);
@@ -251,8 +252,13 @@ TEST_CASE("all-to-all selection: tree when ranks outnumber cores up to the limit
     return name;
   };
   CHECK(pick(16, true, 64) == "tree");
-  CHECK(pick(dc::kAlltoallTreeMaxRanks, true, 64) == "tree");
-  CHECK(pick(dc::kAlltoallTreeMaxRanks + 1, true, 64) == "bruck");
+  // Rank 0 of the tree holds N^2 blocks: up to 16 MiB of them.
+  CHECK(pick(512, true, 64) == "tree");
+  CHECK(pick(513, true, 64) == "bruck");
+  CHECK(pick(64, true, 4096) == "tree");
+  CHECK(pick(65, true, 4096) == "bruck");
+  CHECK(pick(64, true, 8192) == "bruck");
+  CHECK(pick(1024, true, 0) == "tree");
   CHECK(pick(16, false, 64) == "bruck");
   CHECK(pick(256, false, 0) == "bruck");
   CHECK(pick(16, true, 64 * 1024) == "pairwise");

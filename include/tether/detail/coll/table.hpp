@@ -61,10 +61,17 @@ inline Op familyOf(Op op) {
   }
 }
 
-// Up to this many ranks the tree all-to-all beats Bruck's when ranks
-// outnumber cores (measured on 2 cores, docs/benchmarks.md); past it rank 0's
-// N^2 blocks cost more than the messages the tree saves.
-constexpr int kAlltoallTreeMaxRanks = 64;
+// The tree all-to-all passes all N^2 blocks through rank 0. When ranks
+// outnumber cores it beat Bruck 2-5x with up to 16 MiB of them (N = 8..256 at
+// 64 B, N = 64 at 4 KiB) and lost 3x at 32 MiB (N = 64 at 8 KiB) on 2 cores
+// (docs/benchmarks.md).
+constexpr std::uint64_t kAlltoallTreeMaxBytes = 16u << 20;
+
+// Whether N^2 blocks of `bytes` fit the tree all-to-all's budget at rank 0.
+inline bool alltoallTreeFits(int size, std::size_t bytes) {
+  const std::uint64_t blocks = static_cast<std::uint64_t>(size) * static_cast<std::uint64_t>(size);
+  return bytes <= kAlltoallTreeMaxBytes / blocks;
+}
 
 inline bool never(const Shape&, const Call&) { return false; }
 inline bool always(const Shape&, const Call&) { return true; }
@@ -87,7 +94,7 @@ inline const Algorithm kAlgorithms[] = {
     {Op::Alltoall, "pairwise", [](const Shape& s, const Call& c) { return c.bytes >= s.largeBytes; },
      [](Plan& p, const Shape&, const Call& c) { alltoallWindowed(p, c.blocks, 1); }},
     {Op::Alltoall, "tree",
-     [](const Shape& s, const Call& c) { return c.op == Op::Alltoall && s.cpuBound && s.size <= kAlltoallTreeMaxRanks; },
+     [](const Shape& s, const Call& c) { return c.op == Op::Alltoall && s.cpuBound && alltoallTreeFits(s.size, c.bytes); },
      [](Plan& p, const Shape& s, const Call& c) {
        if (c.op == Op::Alltoall) alltoallTree(p, c.bytes, s.radix);
        else alltoallWindowed(p, c.blocks, p.size());
