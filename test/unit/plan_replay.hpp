@@ -55,7 +55,9 @@ struct Stats {
   std::vector<std::size_t> sends;      // per rank
   std::vector<std::size_t> copySteps;  // per rank: Copy and CopyBlocks steps
   std::vector<std::set<int>> peers;    // per rank: everyone it sends to or receives from
-  std::size_t busiestBytes() const { return bytesSent.empty() ? 0 : *std::max_element(bytesSent.begin(), bytesSent.end()); }
+  std::size_t busiestBytes() const {
+    return bytesSent.empty() ? 0 : *std::max_element(bytesSent.begin(), bytesSent.end());
+  }
   std::size_t mostPeers() const {
     std::size_t most = 0;
     for (const auto& p : peers) most = std::max(most, p.size());
@@ -166,11 +168,10 @@ class Replay {
           const bool blocks = s.kind == dc::Step::Kind::CopyBlocks;
           PLAN_CHECK(!blocks || s.count >= 2, "rank " << r << " step " << rk.pc << ": CopyBlocks of " << s.count);
           for (std::size_t j = 0; j < (blocks ? s.count : 1); ++j) {
-            dc::Ref to = s.at, from = s.from;
-            if (j) {
-              to.offset = static_cast<std::size_t>(static_cast<std::ptrdiff_t>(to.offset) + static_cast<std::ptrdiff_t>(j) * s.toStride);
-              from.offset = static_cast<std::size_t>(static_cast<std::ptrdiff_t>(from.offset) + static_cast<std::ptrdiff_t>(j) * s.fromStride);
-            }
+            const auto jj = static_cast<std::ptrdiff_t>(j);
+            dc::Ref to = s.at, from = s.from;  // a negative offset wraps and fails the bounds check
+            to.offset = static_cast<std::size_t>(static_cast<std::ptrdiff_t>(to.offset) + jj * s.toStride);
+            from.offset = static_cast<std::size_t>(static_cast<std::ptrdiff_t>(from.offset) + jj * s.fromStride);
             for (const auto& q : rk.posted) {
               const bool isRecv = q.step.kind == dc::Step::Kind::Recv;
               PLAN_CHECK(!overlaps(to, s.bytes, q.step.at, q.step.bytes) &&
@@ -189,7 +190,8 @@ class Replay {
             if (q.step.kind == dc::Step::Kind::Recv && !frames_.count(Key{q.step.peer, r, q.step.step})) return moved;
           for (const auto& q : rk.posted) {
             if (q.step.kind == dc::Step::Kind::Send) {
-              PLAN_CHECK(q.step.bytes == 0 || std::memcmp(at(r, q.step.at, q.step.bytes), q.sent.data(), q.step.bytes) == 0,
+              const unsigned char* now = at(r, q.step.at, q.step.bytes);
+              PLAN_CHECK(q.step.bytes == 0 || std::memcmp(now, q.sent.data(), q.step.bytes) == 0,
                          "rank " << r << ": send buffer to " << q.step.peer << " step " << q.step.step
                                  << " changed before its settle");
               continue;
@@ -199,8 +201,8 @@ class Replay {
             frames_.erase(key);
             delivered_.insert(key);
             PLAN_CHECK(f.data.size() == q.step.bytes, "rank " << r << " expects " << q.step.bytes << " B from "
-                                                              << q.step.peer << " step " << q.step.step << ", frame has "
-                                                              << f.data.size());
+                                                                << q.step.peer << " step " << q.step.step
+                                                                << ", frame has " << f.data.size());
             if (!f.data.empty()) std::memcpy(at(r, q.step.at, q.step.bytes), f.data.data(), f.data.size());
             rk.time = std::max(rk.time, f.arrival);
           }

@@ -100,7 +100,8 @@ inline void alltoallBruck(Plan& p, std::size_t bytes) {
     auto runBytes = [&](int first) { return static_cast<std::size_t>(std::min(dist, n - first)) * bytes; };
     {
       CopyRun pack(p);
-      for (int first = dist; first < n; first += 2 * dist) pack.add(packedAt(first), in(wrap(r - first) * bytes), bytes);
+      for (int first = dist; first < n; first += 2 * dist)
+        pack.add(packedAt(first), in(wrap(r - first) * bytes), bytes);
       pack.flush();
       for (int first = dist; first < n; first += 2 * dist)
         pack.add(packedAt(first) + bytes, slot(first + 1), runBytes(first) - bytes);

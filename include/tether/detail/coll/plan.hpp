@@ -140,9 +140,10 @@ struct Memory {
     }
     unsigned char* to = at(s.at);
     const unsigned char* from = at(s.from);
-    for (std::size_t j = 0; j < s.count; ++j)
-      std::memmove(to + static_cast<std::ptrdiff_t>(j) * s.toStride, from + static_cast<std::ptrdiff_t>(j) * s.fromStride,
-                   s.bytes);
+    for (std::size_t j = 0; j < s.count; ++j) {
+      const auto jj = static_cast<std::ptrdiff_t>(j);
+      std::memmove(to + jj * s.toStride, from + jj * s.fromStride, s.bytes);
+    }
   }
 };
 
