@@ -70,6 +70,16 @@ class TcpBootstrap : public Bootstrap {
   // Flushes pending sends, says goodbye to connected peers, closes the links
   // (unless a child communicator still uses them).
   ~TcpBootstrap() override;
+
+  // Leaves the job now instead of in the destructor, and never throws:
+  // flushes pending sends, says goodbye and waits at most `timeout` (0: the
+  // communicator's timeout, capped at 5 s, as the destructor does) for the
+  // peers to confirm; peers that aborted or are gone are not waited for.
+  // Returns true when every connected peer confirmed. Closes the links that
+  // this communicator shares with its children and parent: every later call
+  // on any of them fails with InvalidArgument ("the bootstrap was closed").
+  // A second call returns at once. A negative timeout is taken as 0.
+  bool close(std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) noexcept;
   TcpBootstrap(const TcpBootstrap&) = delete;
   TcpBootstrap& operator=(const TcpBootstrap&) = delete;
 

@@ -10,6 +10,7 @@
 #include "base/crypto.hpp"
 #include "base/endpoint.hpp"
 #include "base/env.hpp"
+#include "base/log.hpp"
 #include "coll/select.hpp"
 #include "core/communicator.hpp"
 #include "core/unique_id_layout.hpp"
@@ -92,6 +93,17 @@ TcpBootstrap::TcpBootstrap(int rank, int nranks, const UniqueId& id, const TcpOp
 TcpBootstrap::TcpBootstrap(std::shared_ptr<Communicator> impl) : impl_(std::move(impl)) {}
 
 TcpBootstrap::~TcpBootstrap() = default;
+
+bool TcpBootstrap::close(std::chrono::milliseconds timeout) noexcept {
+  try {
+    World& w = impl_->world();
+    const auto cap = std::min(w.config().timeout, std::chrono::milliseconds(5000));
+    return w.close(timeout > std::chrono::milliseconds(0) ? timeout : cap);
+  } catch (const std::exception& e) {
+    log::warn(impl_->world().rank(), "close: {}", e.what());
+    return false;
+  }
+}
 
 int TcpBootstrap::rank() const { return impl_->rank(); }
 int TcpBootstrap::size() const { return impl_->size(); }

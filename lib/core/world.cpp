@@ -163,6 +163,8 @@ bool World::close(std::chrono::milliseconds drain) {
 
 void World::shutdownOnProgress(const std::shared_ptr<Completion>& done, std::chrono::milliseconds drain) {
   shuttingDown_ = true;
+  log::info(rank(), "closing: {} links opened over the run, at most {} open at once (budget {})", linksOpened_,
+            peakLinks_, cfg_.maxLinks);
   // The listener stays open until the drain ends (R7): a peer may still be
   // dialling us to deliver frames, or answer our own last dial.
   std::vector<std::shared_ptr<link::Link>> current;
@@ -194,6 +196,9 @@ void World::shutdownOnProgress(const std::shared_ptr<Completion>& done, std::chr
 }
 
 std::shared_ptr<Completion> World::start(const std::shared_ptr<Op>& op, Body body) {
+  if (closed_.load())
+    throw Error(ErrorCode::InvalidArgument, fmt::format("rank {}: {}: the bootstrap was closed", rank(), op->name()),
+                rank());
   if (aborted_.load()) throw abortedError(op->name());
   auto done = std::make_shared<Completion>();
   asio::post(io_, [this, op, body = std::move(body), done]() mutable {

@@ -110,6 +110,7 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
   // Orderly close (idempotent): goodbye to every open link, wait at most
   // `drain` for the peers to confirm, then close. False if some did not.
   bool close(std::chrono::milliseconds drain);
+  bool closed() const { return closed_.load(); }
 
   // ---- progress thread: what operations do ----
   // Queues a frame to world rank `dst` (dialling it if needed). With
@@ -258,6 +259,8 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
   int abortOrigin_ = -1;
   std::string abortReason_;
   std::atomic<bool> closed_{false};
+  int linksOpened_ = 0;  // over the run, reopened ones included (INFO at close)
+  int peakLinks_ = 0;    // most links open at once
 };
 
 }  // namespace tether

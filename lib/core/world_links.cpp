@@ -162,6 +162,8 @@ void World::connected(int peer, std::uint32_t epoch, tcp::socket socket, bool di
   }
   l->attach(std::move(socket), dialedByUs);
   log::trace(rank(), "link to rank {} is up ({})", peer, l->remote());
+  ++linksOpened_;
+  peakLinks_ = std::max(peakLinks_, openLinks());
   if (!initComplete_) rendezvous_->onLinkUp(peer);
 }
 

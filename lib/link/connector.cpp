@@ -242,6 +242,7 @@ asio::awaitable<bool> Connector::dialOnce(const Dial& d, Clock::time_point deadl
     if (reply.header.kind == wire::Kind::Reject) {
       auto r = wire::decodeReject(reply.payload);
       failure.peerClosing = r.code == wire::RejectCode::ShuttingDown;
+      failure.refused = true;
       if (r.code == wire::RejectCode::Simultaneous) {
         log::trace(cfg_.rank, "rank {} keeps its own connection to us", peer);
         co_return true;  // its dial becomes the link

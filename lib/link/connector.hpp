@@ -64,6 +64,7 @@ struct ConnectFailure {
   bool dialed = true;             // false: an incoming handshake we had admitted
   bool retriesExhausted = false;  // a retried dial ran out of time
   bool peerClosing = false;       // the peer refused because it is shutting down
+  bool refused = false;           // the peer answered with a reject (not a network failure)
 };
 
 // An incoming connection refused before admission: it could not prove the

@@ -82,6 +82,8 @@ class RootStar final : public Rendezvous {
            fmt::format("rendezvous timed out after {} ms: could not reach the root at {} ({} attempts; last: {})",
                        cfg_.timeout.count(), toString(toEndpoint(cfg_.root)), f.attempts, f.reason),
            0);
+    else if (f.refused && !f.peerClosing)  // a configuration error here (another job's id, world size): retrying cannot help
+      fail(ErrorCode::InvalidArgument, fmt::format("rendezvous: refused by the root: {}", f.reason), 0);
     else
       fail(ErrorCode::PeerLost, fmt::format("rendezvous: cannot reach the root: {}", f.reason), 0);
   }

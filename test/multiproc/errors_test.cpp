@@ -60,6 +60,59 @@ TEST_CASE("a rank that never shows up: Timeout on the others, naming it", "[mult
   }));
 }
 
+TEST_CASE("a rank with another world size: the root fails at once naming the claimant, not a bystander",
+          "[multiproc][errors]") {
+  require(test::runRanks(4, [](int rank, const UniqueId& id) {
+    // The deadline is long: only a fail-fast root ends this test in time.
+    if (rank == 3) {
+      // Its hello is refused; it cannot join, whatever it says.
+      expectError(ErrorCode::InvalidArgument,
+                  "rendezvous: refused by the root: cannot connect to rank 0 at 127.0.0.1:" +
+                      std::to_string(id.rootPort()) +
+                      ": rejected us as a member of another world: peer claims rank 3 of 5 ranks; this world has 4",
+                  [&] { TcpBootstrap b(rank, 5, id, opts(30000)); });
+      return;
+    }
+    if (rank == 0)
+      expectError(ErrorCode::InvalidArgument, "rendezvous failed: rank 3 refused: wrong world size, from 127.0.0.1",
+                  [&] { TcpBootstrap b(rank, 4, id, opts(30000)); });
+    else {
+      // A bystander that registered before the refusal is told why; one that
+      // comes after the root has left can only time out.
+      try {
+        TcpBootstrap b(rank, 4, id, opts(3000));
+        expect(false, "joined a world whose root failed");
+      } catch (const Error& e) {
+        std::string msg = e.what();
+        bool told = e.code() == ErrorCode::Aborted && msg.find("rank 3 refused: wrong world size") != std::string::npos;
+        bool late = e.code() == ErrorCode::Timeout || e.code() == ErrorCode::PeerLost;
+        expect(told || late, "bystander: " + msg);
+        expect(msg.find("lost rank " + std::to_string(rank == 1 ? 2 : 1)) == std::string::npos,
+               "no blame on the other bystander: " + msg);
+      }
+    }
+  }, std::chrono::seconds(20)));
+}
+
+TEST_CASE("a rank holding another job's id: the root's timeout names the refused claimant", "[multiproc][errors]") {
+  require(test::runRanks(3, [](int rank, const UniqueId& id) {
+    if (rank == 2) {
+      // Same root address, another secret: what a rank started with a stale id holds.
+      auto stranger = TcpBootstrap::uniqueIdFromRoot(id.rootHost() + ":" + std::to_string(id.rootPort()));
+      expectError(ErrorCode::InvalidArgument, "rendezvous: refused by the root: cannot connect to rank 0",
+                  [&] { TcpBootstrap b(rank, 3, stranger, opts(1500)); });
+      return;
+    }
+    if (rank == 0)
+      expectError(ErrorCode::Timeout,
+                  "2 of 3 ranks registered; missing ranks: 2; refused meanwhile: rank 2 refused: wrong secret",
+                  [&] { TcpBootstrap b(rank, 3, id, opts(2000)); });
+    else
+      expectError(ErrorCode::Aborted, "refused meanwhile: rank 2 refused: wrong secret",
+                  [&] { TcpBootstrap b(rank, 3, id, opts(30000)); });
+  }));
+}
+
 TEST_CASE("a receive nobody answers: Timeout naming the peer and operation", "[multiproc][errors]") {
   require(test::runRanks(2, [](int rank, const UniqueId& id) {
     TcpBootstrap b(rank, 2, id, opts(10000));
@@ -102,6 +155,34 @@ TEST_CASE("abort from another thread ends blocked calls here and on the peers", 
       expectError(ErrorCode::Aborted, "aborted by rank 0: operator pressed stop", [&] { b.barrier(); });
       expect(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10), "abort arrives before the deadline");
     }
+  }));
+}
+
+TEST_CASE("close() after an abort does not wait for goodbyes from ranks that aborted", "[multiproc][errors]") {
+  // The test's deadline (15 s) is far below close()'s (60 s): a close that
+  // waited for the aborted ranks' goodbyes would turn into a test failure.
+  require(test::runRanks(4, [](int rank, const UniqueId& id) {
+    TcpBootstrap b(rank, 4, id, opts(60000));
+    b.barrier();
+    if (rank == 1) {
+      b.abort("rank 1 gives up");
+    } else {
+      expectError(ErrorCode::Aborted, "aborted by rank 1: rank 1 gives up", [&] { b.barrier(); });
+    }
+    b.close(std::chrono::milliseconds(60000));
+  }, std::chrono::seconds(15)));
+}
+
+TEST_CASE("close() leaves in order: peers confirm, later calls say the bootstrap was closed", "[multiproc][errors]") {
+  require(test::runRanks(3, [](int rank, const UniqueId& id) {
+    TcpBootstrap b(rank, 3, id, opts(20000));
+    auto child = b.split(0, rank);
+    b.barrier();
+    expect(b.close(), "every peer confirmed the goodbye");
+    expect(b.close(), "a second close returns at once, still true");
+    auto msg = expectError(ErrorCode::InvalidArgument, "the bootstrap was closed", [&] { b.barrier(); });
+    expect(msg.find("rank " + std::to_string(rank) + ": barrier#") == 0, "names rank and operation: " + msg);
+    expectError(ErrorCode::InvalidArgument, "the bootstrap was closed", [&] { child->barrier(); });
   }));
 }
 
