@@ -126,7 +126,8 @@ class RootStar final : public Rendezvous {
 
  private:
   void onRegister(int peer, const wire::Register& r) {
-    if (cfg_.rank != 0 || done_ || static_cast<int>(r.rank) != peer || registered_[peer]) {
+    if (done_) return;  // failed meanwhile: its abort notice is on the way to the registrant
+    if (cfg_.rank != 0 || static_cast<int>(r.rank) != peer || registered_[peer]) {
       log::warn(cfg_.rank, "ignored an unexpected registration from rank {} (claims rank {})", peer, r.rank);
       return;
     }

@@ -76,6 +76,25 @@ for u in sorted(edges):
             break
 print("include edges:", "; ".join(f"{u} -> {', '.join(sorted(v))}" for u, v in sorted(edges.items())))
 
+# 5. docs/design.md's layer table is the build's.
+design = os.path.join(root, "docs", "design.md")
+if os.path.isfile(design):
+    text = open(design).read()
+    m = re.search(r"<!-- layers:.*?-->(.*?)<!-- /layers -->", text, re.S)
+    if not m:
+        failures.append("docs/design.md has no <!-- layers --> table")
+    else:
+        rows = {}
+        for line in m.group(1).splitlines():
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) >= 2 and cells[0].isdigit():
+                rows[cells[1]] = int(cells[0])
+        if rows != levels:
+            failures.append(f"docs/design.md's layer table {sorted(rows.items())} differs from the build's "
+                            f"{sorted(levels.items())}")
+        else:
+            print("docs/design.md: layer table matches the build")
+
 if compiler:
     with tempfile.TemporaryDirectory() as tmp:
         src = os.path.join(tmp, "upward.cpp")
