@@ -13,12 +13,12 @@
 namespace tether::rdma {
 namespace {
 
-bool inside(const ibv_mr& mr, uint64_t addr, uint64_t length) {
-  const auto begin = reinterpret_cast<uint64_t>(mr.addr);
+bool inside(const ibv_mr& mr, std::uint64_t addr, std::uint64_t length) {
+  const auto begin = reinterpret_cast<std::uint64_t>(mr.addr);
   return addr >= begin && length <= mr.length && addr - begin <= mr.length - length;
 }
 
-ibv_wc_status executeWrite(FakeQpState& qp, const ibv_send_wr& wr, uint32_t& bytes) {
+ibv_wc_status executeWrite(FakeQpState& qp, const ibv_send_wr& wr, std::uint32_t& bytes) {
   bytes = 0;
   for (int i = 0; i < wr.num_sge; ++i) {
     const ibv_sge& sge = wr.sg_list[i];
@@ -44,7 +44,7 @@ ibv_wc_status executeWrite(FakeQpState& qp, const ibv_send_wr& wr, uint32_t& byt
   return IBV_WC_SUCCESS;
 }
 
-void complete(FakeQpState& qp, const ibv_send_wr& wr, ibv_wc_status status, uint32_t bytes) {
+void complete(FakeQpState& qp, const ibv_send_wr& wr, ibv_wc_status status, std::uint32_t bytes) {
   ibv_wc wc{};
   wc.wr_id = wr.wr_id;
   wc.status = status;
@@ -64,7 +64,7 @@ int FakeVerbs::postSend(ibv_qp* handle, ibv_send_wr* wr, ibv_send_wr** badWr) {
   for (; wr != nullptr; wr = wr->next) {
     const bool usable = qp.attr.qp_state == IBV_QPS_RTS || qp.attr.qp_state == IBV_QPS_ERR;
     if (!usable || wr->opcode != IBV_WR_RDMA_WRITE || wr->num_sge < 0 ||
-        static_cast<uint32_t>(wr->num_sge) > qp.cap.max_send_sge) {
+        static_cast<std::uint32_t>(wr->num_sge) > qp.cap.max_send_sge) {
       if (badWr != nullptr) *badWr = wr;
       return EINVAL;
     }
@@ -72,7 +72,7 @@ int FakeVerbs::postSend(ibv_qp* handle, ibv_send_wr* wr, ibv_send_wr** badWr) {
       complete(qp, *wr, IBV_WC_WR_FLUSH_ERR, 0);
       continue;
     }
-    uint32_t bytes = 0;
+    std::uint32_t bytes = 0;
     const ibv_wc_status status = executeWrite(qp, *wr, bytes);
     if (status != IBV_WC_SUCCESS || qp.signalAll || (wr->send_flags & IBV_SEND_SIGNALED))
       complete(qp, *wr, status, bytes);

@@ -40,13 +40,13 @@ const Rule* ruleFor(ibv_qp_state from, ibv_qp_state to) {
   return nullptr;
 }
 
-constexpr uint32_t kMax24 = (1u << 24) - 1;
+constexpr std::uint32_t kMax24 = (1u << 24) - 1;
 constexpr unsigned kKnownAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
                                   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 
 // The address vector against the QP's port.
 bool addressVectorValid(const FakeVerbs::State& state, const FakeQpState& qp, const ibv_ah_attr& ah,
-                        uint8_t portNumber) {
+                        std::uint8_t portNumber) {
   const auto* ctx = state.contexts.at(qp.qp.context).get();
   const FakePort* port = state.port(*ctx, portNumber);
   if (port == nullptr || (ah.port_num != 0 && ah.port_num != portNumber)) return false;
@@ -58,7 +58,7 @@ bool addressVectorValid(const FakeVerbs::State& state, const FakeQpState& qp, co
     if (isZeroGid(ah.grh.dgid)) return false;
     const auto index = ah.grh.sgid_index;
     if (index >= port->gids.size() || !port->gids[index]) return false;
-    const uint32_t type = port->gids[index]->type;
+    const std::uint32_t type = port->gids[index]->type;
     if (ethernet == (type == IBV_GID_TYPE_IB)) return false;  // IB GID on RoCE or the reverse
   }
   return true;
@@ -79,7 +79,7 @@ int checkFakeModify(const FakeVerbs::State& state, const FakeQpState& qp, const 
 
   const auto* ctx = state.contexts.at(qp.qp.context).get();
   const FakeDevice& device = state.device(*ctx);
-  const uint8_t portNumber = (mask & IBV_QP_PORT) ? attr.port_num : qp.attr.port_num;
+  const std::uint8_t portNumber = (mask & IBV_QP_PORT) ? attr.port_num : qp.attr.port_num;
   const FakePort* port = state.port(*ctx, portNumber);
   if ((mask & IBV_QP_PORT) && port == nullptr) return EINVAL;
   if ((mask & IBV_QP_PKEY_INDEX) && (port == nullptr || attr.pkey_index >= port->pkeyTableLength))

@@ -68,7 +68,7 @@ struct FakeVerbs::State {
 
   const FakeDevice& device(const FakeContextState& c) const { return fabric.devices[c.deviceIndex]; }
   // nullptr for a port number the device does not have.
-  const FakePort* port(const FakeContextState& c, uint32_t number) const;
+  const FakePort* port(const FakeContextState& c, std::uint32_t number) const;
 };
 
 // Guards all FakeVerbs state in the process.
@@ -83,11 +83,11 @@ void applyFakeModify(FakeQpState& qp, const ibv_qp_attr& attr, int mask);
 // Process-wide lookups for in-process RDMA writes (caller holds fakeMutex()).
 void registerFakeQp(FakeQpState* qp);
 void unregisterFakeQp(const FakeQpState* qp);
-FakeQpState* findFakeQp(uint32_t qpn);
+FakeQpState* findFakeQp(std::uint32_t qpn);
 void registerFakeMr(FakeMrState* mr);
 void unregisterFakeMr(const FakeMrState* mr);
-FakeMrState* findFakeMr(uint32_t rkey);
-uint32_t nextFakeQpn();
-uint32_t nextFakeKey();
+FakeMrState* findFakeMr(std::uint32_t rkey);
+std::uint32_t nextFakeQpn();
+std::uint32_t nextFakeKey();
 
 }  // namespace tether::rdma

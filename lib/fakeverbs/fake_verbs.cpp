@@ -48,7 +48,7 @@ ibv_qp_state FakeVerbs::qpState(const ibv_qp* qp) const {
   return q == nullptr ? IBV_QPS_UNKNOWN : q->attr.qp_state;
 }
 
-bool FakeVerbs::hasLocalQp(uint32_t qpn) {
+bool FakeVerbs::hasLocalQp(std::uint32_t qpn) {
   std::lock_guard<std::mutex> lock(fakeMutex());
   return findFakeQp(qpn) != nullptr;
 }
@@ -90,7 +90,7 @@ int FakeVerbs::queryDevice(ibv_context* context, ibv_device_attr* attr) {
   const FakeDevice& d = state_->device(*c);
   *attr = ibv_device_attr{};
   std::strncpy(attr->fw_ver, "fake-1.0", sizeof(attr->fw_ver) - 1);
-  attr->phys_port_cnt = static_cast<uint8_t>(d.ports.size());
+  attr->phys_port_cnt = static_cast<std::uint8_t>(d.ports.size());
   attr->max_qp_rd_atom = d.maxQpRdAtomic;
   attr->max_qp_init_rd_atom = d.maxQpInitRdAtomic;
   attr->max_qp_wr = d.maxQpWr;
@@ -100,7 +100,7 @@ int FakeVerbs::queryDevice(ibv_context* context, ibv_device_attr* attr) {
   return 0;
 }
 
-int FakeVerbs::queryPort(ibv_context* context, uint8_t port, ibv_port_attr* attr) {
+int FakeVerbs::queryPort(ibv_context* context, std::uint8_t port, ibv_port_attr* attr) {
   std::lock_guard<std::mutex> lock(fakeMutex());
   auto* c = lookup(state_->contexts, context);
   if (c == nullptr) return EINVAL;
@@ -120,7 +120,7 @@ int FakeVerbs::queryPort(ibv_context* context, uint8_t port, ibv_port_attr* attr
 }
 
 namespace {
-ibv_gid_entry entryOf(const FakeGid& g, uint32_t port, uint32_t index) {
+ibv_gid_entry entryOf(const FakeGid& g, std::uint32_t port, std::uint32_t index) {
   ibv_gid_entry e{};
   std::memcpy(e.gid.raw, g.raw.data(), 16);
   e.gid_index = index;
@@ -140,13 +140,13 @@ long FakeVerbs::queryGidTable(ibv_context* context, ibv_gid_entry* entries, std:
     for (std::size_t i = 0; i < ports[p].gids.size(); ++i) {
       if (!ports[p].gids[i]) continue;
       if (n == maxEntries) return -EINVAL;  // as libibverbs: the array is too small
-      entries[n++] = entryOf(*ports[p].gids[i], static_cast<uint32_t>(p + 1), static_cast<uint32_t>(i));
+      entries[n++] = entryOf(*ports[p].gids[i], static_cast<std::uint32_t>(p + 1), static_cast<std::uint32_t>(i));
     }
   }
   return static_cast<long>(n);
 }
 
-int FakeVerbs::queryGidEx(ibv_context* context, uint32_t port, uint32_t index, ibv_gid_entry* entry) {
+int FakeVerbs::queryGidEx(ibv_context* context, std::uint32_t port, std::uint32_t index, ibv_gid_entry* entry) {
   std::lock_guard<std::mutex> lock(fakeMutex());
   auto* c = lookup(state_->contexts, context);
   if (c == nullptr) return EINVAL;
@@ -215,8 +215,8 @@ ibv_qp* FakeVerbs::createQp(ibv_pd* pd, ibv_qp_init_attr* attr) {
   if (attr->qp_type != IBV_QPT_RC) return fail<ibv_qp>(EOPNOTSUPP);  // the fake models RC only
   const FakeDevice& d = state_->device(*p->owner);
   const auto& cap = attr->cap;
-  if (cap.max_send_wr == 0 || cap.max_send_wr > static_cast<uint32_t>(d.maxQpWr) ||
-      cap.max_recv_wr > static_cast<uint32_t>(d.maxQpWr) || cap.max_send_sge == 0 || cap.max_send_sge > 30)
+  if (cap.max_send_wr == 0 || cap.max_send_wr > static_cast<std::uint32_t>(d.maxQpWr) ||
+      cap.max_recv_wr > static_cast<std::uint32_t>(d.maxQpWr) || cap.max_send_sge == 0 || cap.max_send_sge > 30)
     return fail<ibv_qp>(EINVAL);
   auto qp = std::make_unique<FakeQpState>();
   qp->qp.context = pd->context;

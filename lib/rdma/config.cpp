@@ -35,8 +35,8 @@ void fromEnv(const char* name, Apply apply) {
   if (value != nullptr && *value != '\0') apply(std::string_view(value));
 }
 
-uint8_t u8(const char* name, std::string_view text, int lo, int hi) {
-  return static_cast<uint8_t>(parseInt(name, text, lo, hi));
+std::uint8_t u8(const char* name, std::string_view text, int lo, int hi) {
+  return static_cast<std::uint8_t>(parseInt(name, text, lo, hi));
 }
 
 }  // namespace

@@ -123,11 +123,11 @@ void Context::choosePort(ibv_context* context, const std::string& name) {
   for (int p = 1; p <= deviceAttr.phys_port_cnt; ++p) {
     if (config_.hcaPort != 0 && p != config_.hcaPort) continue;
     ibv_port_attr attr{};
-    if (const int rc = verbs_.queryPort(context, static_cast<uint8_t>(p), &attr); rc != 0)
+    if (const int rc = verbs_.queryPort(context, static_cast<std::uint8_t>(p), &attr); rc != 0)
       throw Error(ErrorCode::System, fmt::format("rank {}: rdma: ibv_query_port({}:{}) failed: {}", rank_,
                                                  name, p, errnoText(rc)), rank_);
     if (attr.state == IBV_PORT_ACTIVE) {
-      port_ = static_cast<uint8_t>(p);
+      port_ = static_cast<std::uint8_t>(p);
       portAttr_ = attr;
       return;
     }

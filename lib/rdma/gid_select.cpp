@@ -16,15 +16,15 @@
 namespace tether::rdma {
 namespace {
 
-std::array<uint8_t, 16> rawOf(const ibv_gid& gid) {
-  std::array<uint8_t, 16> raw{};
+std::array<std::uint8_t, 16> rawOf(const ibv_gid& gid) {
+  std::array<std::uint8_t, 16> raw{};
   std::memcpy(raw.data(), gid.raw, 16);
   return raw;
 }
 
 bool isLinkLocal(const ibv_gid& gid) { return gid.raw[0] == 0xfe && (gid.raw[1] & 0xc0) == 0x80; }
 
-const char* typeName(uint32_t type) {
+const char* typeName(std::uint32_t type) {
   switch (type) {
     case IBV_GID_TYPE_IB: return "IB";
     case IBV_GID_TYPE_ROCE_V1: return "RoCE v1";
@@ -36,15 +36,15 @@ const char* typeName(uint32_t type) {
 }  // namespace
 
 bool isZeroGid(const ibv_gid& gid) {
-  return std::all_of(gid.raw, gid.raw + 16, [](uint8_t b) { return b == 0; });
+  return std::all_of(gid.raw, gid.raw + 16, [](std::uint8_t b) { return b == 0; });
 }
 
 bool isIpv4MappedGid(const ibv_gid& gid) {
-  static constexpr uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  static constexpr std::uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
   return std::memcmp(gid.raw, prefix, sizeof(prefix)) == 0;
 }
 
-std::vector<ibv_gid_entry> readGidTable(Verbs& verbs, ibv_context* context, uint8_t port,
+std::vector<ibv_gid_entry> readGidTable(Verbs& verbs, ibv_context* context, std::uint8_t port,
                                         const ibv_port_attr& portAttr, const std::string& where) {
   std::vector<ibv_gid_entry> entries;
   ibv_device_attr deviceAttr{};
@@ -64,7 +64,7 @@ std::vector<ibv_gid_entry> readGidTable(Verbs& verbs, ibv_context* context, uint
   // Older kernels: read entry by entry; ENODATA marks an empty slot.
   for (int index = 0; index < portAttr.gid_tbl_len; ++index) {
     ibv_gid_entry entry{};
-    const int rc = verbs.queryGidEx(context, port, static_cast<uint32_t>(index), &entry);
+    const int rc = verbs.queryGidEx(context, port, static_cast<std::uint32_t>(index), &entry);
     if (rc == ENODATA) continue;
     if (rc != 0)
       throw Error(ErrorCode::System,
@@ -75,7 +75,7 @@ std::vector<ibv_gid_entry> readGidTable(Verbs& verbs, ibv_context* context, uint
   return entries;
 }
 
-GidChoice chooseGid(const std::vector<ibv_gid_entry>& entries, uint8_t linkLayer,
+GidChoice chooseGid(const std::vector<ibv_gid_entry>& entries, std::uint8_t linkLayer,
                     int addressFamily, int overrideIndex, const std::string& where) {
   auto make = [](const ibv_gid_entry& e, std::string reason) {
     GidChoice c;

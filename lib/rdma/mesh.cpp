@@ -24,7 +24,7 @@ Mesh connectMesh(Bootstrap& boot, Context& context,
   for (int peer = 0; peer < n; ++peer) {
     QpRecord record;
     if (peer == me) {  // our own block is never read; keep it a well-formed placeholder
-      record.srcRank = record.dstRank = static_cast<uint32_t>(me);
+      record.srcRank = record.dstRank = static_cast<std::uint32_t>(me);
       record.flags = QpRecord::kNoQp;
     } else {
       mesh.qps[peer] = std::make_unique<QueuePair>(context, peer);
@@ -57,8 +57,8 @@ void exchangePlaceholders(Bootstrap& boot) {
   std::vector<unsigned char> out(QpRecord::kBytes * n), in(QpRecord::kBytes * n);
   for (int peer = 0; peer < n; ++peer) {
     QpRecord record;
-    record.srcRank = static_cast<uint32_t>(me);
-    record.dstRank = static_cast<uint32_t>(peer);
+    record.srcRank = static_cast<std::uint32_t>(me);
+    record.dstRank = static_cast<std::uint32_t>(peer);
     record.flags = QpRecord::kNoQp;
     const auto bytes = encode(record);
     std::copy(bytes.begin(), bytes.end(), out.begin() + QpRecord::kBytes * peer);
@@ -90,7 +90,7 @@ void rdmaWriteAllgather(Bootstrap& boot, Context& context, Mesh& mesh, const Mem
                         std::size_t blockBytes, const std::vector<MrRecord>& remote) {
   const int n = boot.size();
   const int me = boot.rank();
-  const auto offset = static_cast<uint64_t>(me) * blockBytes;
+  const auto offset = static_cast<std::uint64_t>(me) * blockBytes;
   const auto* block = static_cast<const unsigned char*>(buffer.addr()) + offset;
   for (int peer = 0; peer < n; ++peer)
     if (peer != me)

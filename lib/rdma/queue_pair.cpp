@@ -14,9 +14,9 @@ namespace {
 
 std::string errnoText(int error) { return fmt::format("{} (errno {})", std::strerror(error), error); }
 
-uint32_t randomPsn() {
+std::uint32_t randomPsn() {
   static thread_local std::mt19937 engine{std::random_device{}()};
-  return std::uniform_int_distribution<uint32_t>(0, (1u << 24) - 1)(engine);
+  return std::uniform_int_distribution<std::uint32_t>(0, (1u << 24) - 1)(engine);
 }
 
 }  // namespace
@@ -63,8 +63,8 @@ QueuePair::QueuePair(Context& context, int peer) : context_(context), peer_(peer
   init.recv_cq = context.cq();
   init.qp_type = IBV_QPT_RC;
   init.sq_sig_all = 0;
-  init.cap.max_send_wr = static_cast<uint32_t>(context.config().queueDepth);
-  init.cap.max_recv_wr = static_cast<uint32_t>(context.config().queueDepth);
+  init.cap.max_send_wr = static_cast<std::uint32_t>(context.config().queueDepth);
+  init.cap.max_recv_wr = static_cast<std::uint32_t>(context.config().queueDepth);
   init.cap.max_send_sge = 1;
   init.cap.max_recv_sge = 1;
   qp_ = context.verbs().createQp(context.pd(), &init);
@@ -77,22 +77,22 @@ QueuePair::QueuePair(Context& context, int peer) : context_(context), peer_(peer
 
 QueuePair::~QueuePair() { context_.verbs().destroyQp(qp_); }
 
-uint32_t QueuePair::qpn() const { return qp_->qp_num; }
+std::uint32_t QueuePair::qpn() const { return qp_->qp_num; }
 
 QpRecord QueuePair::localRecord() const {
   QpRecord r;
-  r.srcRank = static_cast<uint32_t>(context_.rank());
-  r.dstRank = static_cast<uint32_t>(peer_);
+  r.srcRank = static_cast<std::uint32_t>(context_.rank());
+  r.dstRank = static_cast<std::uint32_t>(peer_);
   r.qpn = qp_->qp_num;
   r.psn = psn_;
   r.lid = context_.portAttr().lid;
   r.port = context_.portNumber();
   r.linkLayer = context_.portAttr().link_layer;
-  r.activeMtu = static_cast<uint8_t>(context_.portAttr().active_mtu);
-  r.gidIndex = static_cast<uint8_t>(std::max(0, context_.gid().index));
+  r.activeMtu = static_cast<std::uint8_t>(context_.portAttr().active_mtu);
+  r.gidIndex = static_cast<std::uint8_t>(std::max(0, context_.gid().index));
   std::memcpy(r.gid.data(), context_.gid().gid.raw, 16);
-  r.maxRdAtomic = static_cast<uint8_t>(context_.maxRdAtomic());
-  r.maxDestRdAtomic = static_cast<uint8_t>(context_.maxDestRdAtomic());
+  r.maxRdAtomic = static_cast<std::uint8_t>(context_.maxRdAtomic());
+  r.maxDestRdAtomic = static_cast<std::uint8_t>(context_.maxDestRdAtomic());
   return r;
 }
 
@@ -123,7 +123,7 @@ void QueuePair::toRtr(const QpRecord& remote) {
   attr.path_mtu = static_cast<ibv_mtu>(negotiatePathMtu(localRecord(), remote));
   attr.dest_qp_num = remote.qpn;
   attr.rq_psn = remote.psn;
-  attr.max_dest_rd_atomic = static_cast<uint8_t>(context_.maxDestRdAtomic());
+  attr.max_dest_rd_atomic = static_cast<std::uint8_t>(context_.maxDestRdAtomic());
   attr.min_rnr_timer = config.minRnrTimer;
   attr.ah_attr.port_num = context_.portNumber();
   attr.ah_attr.sl = config.serviceLevel;
@@ -131,7 +131,7 @@ void QueuePair::toRtr(const QpRecord& remote) {
   if (context_.needsGrh()) {
     attr.ah_attr.is_global = 1;
     std::memcpy(attr.ah_attr.grh.dgid.raw, remote.gid.data(), 16);
-    attr.ah_attr.grh.sgid_index = static_cast<uint8_t>(context_.gid().index);
+    attr.ah_attr.grh.sgid_index = static_cast<std::uint8_t>(context_.gid().index);
     attr.ah_attr.grh.hop_limit = config.hopLimit;
     attr.ah_attr.grh.traffic_class = config.trafficClass;
   }
@@ -148,7 +148,7 @@ void QueuePair::toRts() {
   attr.retry_cnt = config.retryCount;
   attr.rnr_retry = config.rnrRetry;
   // Never more reads in flight than the peer accepts.
-  attr.max_rd_atomic = static_cast<uint8_t>(std::min<int>(context_.maxRdAtomic(), remoteMaxDestRdAtomic_));
+  attr.max_rd_atomic = static_cast<std::uint8_t>(std::min<int>(context_.maxRdAtomic(), remoteMaxDestRdAtomic_));
   modify(attr, kRtsMask, "RTR->RTS", IBV_QPS_RTS);
 }
 
@@ -159,18 +159,18 @@ void QueuePair::connect(const QpRecord& remote) {
   toRts();
 }
 
-void QueuePair::postWrite(const void* local, std::size_t bytes, uint32_t lkey, uint64_t remoteAddr,
-                          uint32_t rkey) {
+void QueuePair::postWrite(const void* local, std::size_t bytes, std::uint32_t lkey, std::uint64_t remoteAddr,
+                          std::uint32_t rkey) {
   if (bytes > (1u << 31))  // one SGE carries at most 2 GiB (ibv_sge.length is 32 bits)
     throw Error(ErrorCode::InvalidArgument,
                 fmt::format("rank {}: rdma: RDMA write of {} bytes to peer {} exceeds 2 GiB per work request",
                             context_.rank(), bytes, peer_), context_.rank(), peer_);
   ibv_sge sge{};
-  sge.addr = reinterpret_cast<uint64_t>(local);
-  sge.length = static_cast<uint32_t>(bytes);
+  sge.addr = reinterpret_cast<std::uint64_t>(local);
+  sge.length = static_cast<std::uint32_t>(bytes);
   sge.lkey = lkey;
   ibv_send_wr wr{};
-  wr.wr_id = static_cast<uint64_t>(peer_);
+  wr.wr_id = static_cast<std::uint64_t>(peer_);
   wr.sg_list = &sge;
   wr.num_sge = 1;
   wr.opcode = IBV_WR_RDMA_WRITE;
@@ -198,9 +198,9 @@ MemoryRegion::~MemoryRegion() { context_.verbs().deregMr(mr_); }
 
 MrRecord MemoryRegion::record() const {
   MrRecord r;
-  r.rank = static_cast<uint32_t>(context_.rank());
+  r.rank = static_cast<std::uint32_t>(context_.rank());
   r.rkey = mr_->rkey;
-  r.addr = reinterpret_cast<uint64_t>(addr_);
+  r.addr = reinterpret_cast<std::uint64_t>(addr_);
   r.length = length_;
   return r;
 }

@@ -44,14 +44,14 @@ class RealVerbs final : public Verbs {
   int queryDevice(ibv_context* context, ibv_device_attr* attr) override {
     return ibv_query_device(context, attr);
   }
-  int queryPort(ibv_context* context, uint8_t port, ibv_port_attr* attr) override {
+  int queryPort(ibv_context* context, std::uint8_t port, ibv_port_attr* attr) override {
     return ibv_query_port(context, port, attr);
   }
   long queryGidTable(ibv_context* context, ibv_gid_entry* entries, std::size_t maxEntries) override {
     // Already a count or a negative errno value (ibv_query_gid_table(3)).
     return static_cast<long>(ibv_query_gid_table(context, entries, maxEntries, 0));
   }
-  int queryGidEx(ibv_context* context, uint32_t port, uint32_t index, ibv_gid_entry* entry) override {
+  int queryGidEx(ibv_context* context, std::uint32_t port, std::uint32_t index, ibv_gid_entry* entry) override {
     const int rc = ibv_query_gid_ex(context, port, index, entry, 0);
     return rc == 0 ? 0 : (rc > 0 ? rc : errno);
   }

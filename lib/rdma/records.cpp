@@ -96,14 +96,14 @@ MrRecord decodeMrRecord(const unsigned char* p) {
   return r;
 }
 
-std::string formatGid(const std::array<uint8_t, 16>& gid) {
+std::string formatGid(const std::array<std::uint8_t, 16>& gid) {
   char text[INET6_ADDRSTRLEN] = {};
   if (inet_ntop(AF_INET6, gid.data(), text, sizeof(text)) == nullptr) return "?";
   return text;
 }
 
 namespace {
-const char* linkLayerName(uint8_t layer) {
+const char* linkLayerName(std::uint8_t layer) {
   switch (layer) {
     case IBV_LINK_LAYER_INFINIBAND: return "IB";
     case IBV_LINK_LAYER_ETHERNET: return "ETH";
@@ -119,7 +119,7 @@ std::string describe(const QpRecord& r) {
                      linkLayerName(r.linkLayer), mtuBytes, r.gidIndex, formatGid(r.gid));
 }
 
-uint8_t negotiatePathMtu(const QpRecord& local, const QpRecord& remote) {
+std::uint8_t negotiatePathMtu(const QpRecord& local, const QpRecord& remote) {
   return std::min(local.activeMtu, remote.activeMtu);
 }
 

@@ -12,7 +12,7 @@
 namespace tether::rdma {
 namespace {
 
-constexpr uint32_t kMax24 = (1u << 24) - 1;
+constexpr std::uint32_t kMax24 = (1u << 24) - 1;
 
 [[noreturn]] void reject(const RecordOrigin& origin, const char* record, const char* field,
                          const std::string& value, const char* want) {
@@ -22,10 +22,10 @@ constexpr uint32_t kMax24 = (1u << 24) - 1;
               origin.rank, origin.peer);
 }
 
-std::string hex(uint64_t v) { return fmt::format("{:#x}", v); }
+std::string hex(std::uint64_t v) { return fmt::format("{:#x}", v); }
 
-bool allZero(const uint8_t* p, std::size_t n) {
-  return std::all_of(p, p + n, [](uint8_t b) { return b == 0; });
+bool allZero(const std::uint8_t* p, std::size_t n) {
+  return std::all_of(p, p + n, [](std::uint8_t b) { return b == 0; });
 }
 
 // Fields every QP record carries, placeholder or not.
@@ -41,10 +41,10 @@ void checkFraming(const QpRecord& r, const RecordOrigin& o) {
            fmt::format("want {}", QpRecord::kBytes).c_str());
   if (!allZero(r.reserved.data(), r.reserved.size()))
     reject(o, "QP", "reserved", "non-zero bytes", "must be zero in version 1");
-  if (static_cast<int64_t>(r.srcRank) != o.peer)
+  if (static_cast<std::int64_t>(r.srcRank) != o.peer)
     reject(o, "QP", "srcRank", std::to_string(r.srcRank),
            fmt::format("want {}: the record is another rank's", o.peer).c_str());
-  if (static_cast<int64_t>(r.dstRank) != o.rank)
+  if (static_cast<std::int64_t>(r.dstRank) != o.rank)
     reject(o, "QP", "dstRank", std::to_string(r.dstRank),
            fmt::format("want {}: the record was meant for another rank", o.rank).c_str());
 }
@@ -96,7 +96,7 @@ void validateRemote(const MrRecord& r, std::size_t minLength, const RecordOrigin
            fmt::format("this build knows version {}", MrRecord::kVersion).c_str());
   if (r.size != MrRecord::kBytes)
     reject(o, "MR", "size", std::to_string(r.size), fmt::format("want {}", MrRecord::kBytes).c_str());
-  if (static_cast<int64_t>(r.rank) != o.peer)
+  if (static_cast<std::int64_t>(r.rank) != o.peer)
     reject(o, "MR", "rank", std::to_string(r.rank), fmt::format("want {}", o.peer).c_str());
   if (r.addr == 0) reject(o, "MR", "addr", "0", "a registered region has an address");
   if (r.length < minLength)

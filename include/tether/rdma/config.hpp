@@ -24,14 +24,14 @@ struct Config {
   int hcaPort = 0;     // 0: first active port of the device
   int gidIndex = -1;   // -1: choose
   int addressFamily;   // AF_INET or AF_INET6
-  uint8_t timeout = 20;
-  uint8_t retryCount = 7;
-  uint8_t rnrRetry = 7;
-  uint8_t minRnrTimer = 12;
-  uint8_t serviceLevel = 0;
-  uint8_t trafficClass = 0;
-  uint8_t hopLimit = 255;
-  uint8_t rdAtomic = 1;
+  std::uint8_t timeout = 20;
+  std::uint8_t retryCount = 7;
+  std::uint8_t rnrRetry = 7;
+  std::uint8_t minRnrTimer = 12;
+  std::uint8_t serviceLevel = 0;
+  std::uint8_t trafficClass = 0;
+  std::uint8_t hopLimit = 255;
+  std::uint8_t rdAtomic = 1;
   int queueDepth = 128;  // send/recv work requests per QP; CQ holds depth * QPs
 
   Config();

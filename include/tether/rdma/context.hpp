@@ -33,7 +33,7 @@ class Context {
   const Config& config() const { return config_; }
   int rank() const { return rank_; }
   const std::string& deviceName() const { return deviceName_; }
-  uint8_t portNumber() const { return port_; }
+  std::uint8_t portNumber() const { return port_; }
   const ibv_port_attr& portAttr() const { return portAttr_; }
   const GidChoice& gid() const { return gid_; }
   // Ethernet link layer, or an InfiniBand port that says it needs a GRH.
@@ -60,7 +60,7 @@ class Context {
   Config config_;
   int rank_;
   std::string deviceName_;
-  uint8_t port_ = 0;
+  std::uint8_t port_ = 0;
   ibv_port_attr portAttr_{};
   GidChoice gid_;
   int maxRdAtomic_ = 1;
@@ -79,7 +79,7 @@ class QueuePair {
   QueuePair& operator=(const QueuePair&) = delete;
 
   int peer() const { return peer_; }
-  uint32_t qpn() const;
+  std::uint32_t qpn() const;
   ibv_qp* handle() { return qp_; }
 
   // What the peer needs to connect to this QP.
@@ -95,8 +95,8 @@ class QueuePair {
   ibv_qp_state state() const { return state_; }
 
   // Posts one signalled RDMA write; wr_id carries the peer rank.
-  void postWrite(const void* local, std::size_t bytes, uint32_t lkey, uint64_t remoteAddr,
-                 uint32_t rkey);
+  void postWrite(const void* local, std::size_t bytes, std::uint32_t lkey, std::uint64_t remoteAddr,
+                 std::uint32_t rkey);
 
  private:
   void modify(ibv_qp_attr& attr, int mask, const char* transition, ibv_qp_state next);
@@ -104,9 +104,9 @@ class QueuePair {
   Context& context_;
   int peer_;
   ibv_qp* qp_ = nullptr;
-  uint32_t psn_ = 0;
+  std::uint32_t psn_ = 0;
   ibv_qp_state state_ = IBV_QPS_RESET;
-  uint8_t remoteMaxDestRdAtomic_ = 1;
+  std::uint8_t remoteMaxDestRdAtomic_ = 1;
 };
 
 class MemoryRegion {
@@ -116,8 +116,8 @@ class MemoryRegion {
   MemoryRegion(const MemoryRegion&) = delete;
   MemoryRegion& operator=(const MemoryRegion&) = delete;
 
-  uint32_t lkey() const { return mr_->lkey; }
-  uint32_t rkey() const { return mr_->rkey; }
+  std::uint32_t lkey() const { return mr_->lkey; }
+  std::uint32_t rkey() const { return mr_->rkey; }
   void* addr() const { return addr_; }
   std::size_t length() const { return length_; }
   MrRecord record() const;

@@ -28,18 +28,18 @@
 namespace tether::rdma {
 
 struct FakeGid {
-  std::array<uint8_t, 16> raw{};
-  uint32_t type = IBV_GID_TYPE_IB;  // IBV_GID_TYPE_IB, _ROCE_V1 or _ROCE_V2
+  std::array<std::uint8_t, 16> raw{};
+  std::uint32_t type = IBV_GID_TYPE_IB;  // IBV_GID_TYPE_IB, _ROCE_V1 or _ROCE_V2
 };
 
 struct FakePort {
   ibv_port_state state = IBV_PORT_ACTIVE;
-  uint8_t linkLayer = IBV_LINK_LAYER_INFINIBAND;
-  uint16_t lid = 0;
+  std::uint8_t linkLayer = IBV_LINK_LAYER_INFINIBAND;
+  std::uint16_t lid = 0;
   ibv_mtu maxMtu = IBV_MTU_4096;
   ibv_mtu activeMtu = IBV_MTU_4096;
   bool grhRequired = false;
-  uint16_t pkeyTableLength = 1;
+  std::uint16_t pkeyTableLength = 1;
   // Slot i is GID index i; std::nullopt is an empty slot.
   std::vector<std::optional<FakeGid>> gids;
 };
@@ -80,16 +80,16 @@ class FakeVerbs : public Verbs {
   int modifyQpRejected() const;   // calls answered with an errno
   ibv_qp_state qpState(const ibv_qp* qp) const;
   // Whether a QP with this number lives in this process (so RDMA writes to it move data).
-  static bool hasLocalQp(uint32_t qpn);
+  static bool hasLocalQp(std::uint32_t qpn);
 
   const char* backendName() const override { return "fake"; }
   int listDevices(std::vector<std::string>& names) override;
   ibv_context* openDevice(const std::string& name) override;
   int closeDevice(ibv_context* context) override;
   int queryDevice(ibv_context* context, ibv_device_attr* attr) override;
-  int queryPort(ibv_context* context, uint8_t port, ibv_port_attr* attr) override;
+  int queryPort(ibv_context* context, std::uint8_t port, ibv_port_attr* attr) override;
   long queryGidTable(ibv_context* context, ibv_gid_entry* entries, std::size_t maxEntries) override;
-  int queryGidEx(ibv_context* context, uint32_t port, uint32_t index, ibv_gid_entry* entry) override;
+  int queryGidEx(ibv_context* context, std::uint32_t port, std::uint32_t index, ibv_gid_entry* entry) override;
   ibv_pd* allocPd(ibv_context* context) override;
   int deallocPd(ibv_pd* pd) override;
   ibv_cq* createCq(ibv_context* context, int entries) override;

@@ -15,43 +15,43 @@
 namespace tether::rdma {
 
 struct QpRecord {
-  static constexpr uint32_t kMagic = 0x52505154;  // "TQPR" in little-endian bytes
-  static constexpr uint16_t kVersion = 1;
+  static constexpr std::uint32_t kMagic = 0x52505154;  // "TQPR" in little-endian bytes
+  static constexpr std::uint16_t kVersion = 1;
   static constexpr std::size_t kBytes = 64;
   // flags
-  static constexpr uint8_t kNoQp = 0x01;  // placeholder: the sender has no QP (no devices)
+  static constexpr std::uint8_t kNoQp = 0x01;  // placeholder: the sender has no QP (no devices)
 
-  uint32_t magic = kMagic;
-  uint16_t version = kVersion;
-  uint16_t size = kBytes;
-  uint32_t srcRank = 0;  // the rank that made the record
-  uint32_t dstRank = 0;  // the rank it is meant for
-  uint32_t qpn = 0;      // 24 bits
-  uint32_t psn = 0;      // 24 bits: the sender's SQ PSN = the receiver's RQ PSN
-  uint16_t lid = 0;
-  uint8_t port = 0;
-  uint8_t linkLayer = 0;       // IBV_LINK_LAYER_*
-  uint8_t activeMtu = 0;       // enum ibv_mtu (1 = 256 .. 5 = 4096)
-  uint8_t gidIndex = 0;        // the sender's own source GID index (informational)
-  uint8_t maxRdAtomic = 0;     // RDMA reads/atomics the sender issues at once
-  uint8_t maxDestRdAtomic = 0; // RDMA reads/atomics the sender accepts at once
-  std::array<uint8_t, 16> gid{};
-  uint8_t flags = 0;
-  std::array<uint8_t, 15> reserved{};
+  std::uint32_t magic = kMagic;
+  std::uint16_t version = kVersion;
+  std::uint16_t size = kBytes;
+  std::uint32_t srcRank = 0;  // the rank that made the record
+  std::uint32_t dstRank = 0;  // the rank it is meant for
+  std::uint32_t qpn = 0;      // 24 bits
+  std::uint32_t psn = 0;      // 24 bits: the sender's SQ PSN = the receiver's RQ PSN
+  std::uint16_t lid = 0;
+  std::uint8_t port = 0;
+  std::uint8_t linkLayer = 0;       // IBV_LINK_LAYER_*
+  std::uint8_t activeMtu = 0;       // enum ibv_mtu (1 = 256 .. 5 = 4096)
+  std::uint8_t gidIndex = 0;        // the sender's own source GID index (informational)
+  std::uint8_t maxRdAtomic = 0;     // RDMA reads/atomics the sender issues at once
+  std::uint8_t maxDestRdAtomic = 0; // RDMA reads/atomics the sender accepts at once
+  std::array<std::uint8_t, 16> gid{};
+  std::uint8_t flags = 0;
+  std::array<std::uint8_t, 15> reserved{};
 };
 
 struct MrRecord {
-  static constexpr uint32_t kMagic = 0x52524D54;  // "TMRR"
-  static constexpr uint16_t kVersion = 1;
+  static constexpr std::uint32_t kMagic = 0x52524D54;  // "TMRR"
+  static constexpr std::uint16_t kVersion = 1;
   static constexpr std::size_t kBytes = 32;
 
-  uint32_t magic = kMagic;
-  uint16_t version = kVersion;
-  uint16_t size = kBytes;
-  uint32_t rank = 0;
-  uint32_t rkey = 0;
-  uint64_t addr = 0;
-  uint64_t length = 0;
+  std::uint32_t magic = kMagic;
+  std::uint16_t version = kVersion;
+  std::uint16_t size = kBytes;
+  std::uint32_t rank = 0;
+  std::uint32_t rkey = 0;
+  std::uint64_t addr = 0;
+  std::uint64_t length = 0;
 };
 
 using QpRecordBytes = std::array<unsigned char, QpRecord::kBytes>;
@@ -83,10 +83,10 @@ void validatePlaceholder(const QpRecord& remote, const RecordOrigin& origin);
 void validateRemote(const MrRecord& remote, std::size_t minLength, const RecordOrigin& origin);
 
 // Path MTU for the connection: the smaller of both active MTUs (enum ibv_mtu values).
-uint8_t negotiatePathMtu(const QpRecord& local, const QpRecord& remote);
+std::uint8_t negotiatePathMtu(const QpRecord& local, const QpRecord& remote);
 
 // "TQPR v1 0->3 qpn 0x1c2 psn 0x51f00 lid 0 port 1 ETH mtu 1024 gid ::ffff:10.0.0.1".
 std::string describe(const QpRecord& record);
-std::string formatGid(const std::array<uint8_t, 16>& gid);
+std::string formatGid(const std::array<std::uint8_t, 16>& gid);
 
 }  // namespace tether::rdma
