@@ -18,6 +18,10 @@
 namespace tether::link {
 namespace {
 constexpr std::size_t kReadAhead = 64 * 1024;
+// A link starts with a small read-ahead and doubles it (up to kReadAhead)
+// when a read fills it: a rank with a thousand mostly idle links (the root
+// during the rendezvous) must not hold 64 KiB for each.
+constexpr std::size_t kReadAheadStart = 4 * 1024;
 constexpr std::size_t kMaxGather = 64;  // frames per writev
 }  // namespace
 
@@ -44,7 +48,7 @@ OutFrame controlFrame(wire::Kind kind, wire::SharedBytes payload) {
 }
 
 Link::Link(asio::io_context& io, LinkSink& sink, int peer, std::uint32_t epoch, LinkLimits limits)
-    : io_(io), sink_(sink), peer_(peer), epoch_(epoch), limits_(limits), rbuf_(kReadAhead) {}
+    : io_(io), sink_(sink), peer_(peer), epoch_(epoch), limits_(limits), rbuf_(kReadAheadStart) {}
 
 void Link::attach(tcp::socket socket, bool dialedByUs) {
   if (state_ != State::Dialing) return;
@@ -223,7 +227,7 @@ void Link::fail(const std::string& reason) {
 
 asio::awaitable<void> Link::fill(std::size_t n) {
   if (rend_ - rbegin_ >= n) co_return;
-  if (rbegin_ + n > rbuf_.size()) {  // compact, grow only for an oversize control frame
+  if (rbegin_ + n > rbuf_.size()) {  // compact; grow when `n` does not fit (a large control frame, a payload rest)
     std::memmove(rbuf_.data(), rbuf_.data() + rbegin_, rend_ - rbegin_);
     rend_ -= rbegin_;
     rbegin_ = 0;
@@ -245,6 +249,7 @@ asio::awaitable<void> Link::fill(std::size_t n) {
     if (ec) throw boost::system::system_error(ec);
     rend_ += got;
     mayHaveData_ = got == space;
+    if (mayHaveData_ && rbuf_.size() < kReadAhead) rbuf_.resize(std::min(rbuf_.size() * 2, kReadAhead));
   }
 }
 
