@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "multiproc.hpp"
+#include "rendezvous/rendezvous.hpp"
 #include "tether/tcp_bootstrap.hpp"
 
 using namespace tether;
@@ -147,4 +148,22 @@ TEST_CASE("256 forked ranks: tree rendezvous, every collective, sockets within t
       std::chrono::seconds(170));
   INFO(test::summary(res));
   REQUIRE(test::allOk(res));
+}
+
+TEST_CASE("tree rendezvous: every rank but the root is the child of its parent, once", "[rendezvous][tree]") {
+  for (int radix : {2, 3, 8, 64})
+    for (int n : {1, 2, 7, 8, 9, 63, 64, 65, 300, 1024}) {
+      std::vector<int> seen(n, 0);
+      for (int r = 0; r < n; ++r)
+        for (int c : rdv::treeChildren(r, n, radix)) {
+          INFO("radix " << radix << " n " << n << " rank " << r << " child " << c);
+          REQUIRE(c > r);
+          REQUIRE(c < n);
+          REQUIRE(rdv::treeParent(c, radix) == r);
+          ++seen[c];
+        }
+      REQUIRE(rdv::treeParent(0, radix) == -1);
+      for (int r = 1; r < n; ++r) REQUIRE(seen[r] == 1);
+      REQUIRE(seen[0] == 0);
+    }
 }
