@@ -1,6 +1,7 @@
 // 256 forked ranks through the tree rendezvous and every collective, contents
 // checked, under a link budget: each rank's open sockets, sampled after every
-// call, must stay within the budget (plus its listening socket). Deadlines only
+// call, must stay within the budget plus its listening socket and the soft
+// budget's slack (kSlack). Deadlines only
 // turn hangs into failures; nothing here is timed.
 #include <dirent.h>
 #include <sys/stat.h>
