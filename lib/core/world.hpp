@@ -69,7 +69,7 @@ struct WorldConfig {
   int keepaliveIdleS = 10, keepaliveIntervalS = 2, keepaliveCount = 3;
   // Open links (current and lingering) above which the least recently used
   // idle link is closed (TETHER_MAX_LINKS); a soft budget.
-  int maxLinks = 256;
+  int maxLinks = 64;  // measured at 1,024 ranks: docs/benchmarks.md, "Scale"
   int maxDials = 32;  // dials in flight (TETHER_MAX_DIALS)
 };
 
@@ -163,6 +163,7 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
   // rdv::Host
   void connect(int peer, const PeerAddress& at) override;
   void send(int peer, wire::Kind kind, wire::SharedBytes payload) override;
+  bool release(int peer) override;
   void post(std::function<void()> fn) override;
   void finished(std::exception_ptr error) override { finishInit(std::move(error)); }
   void abortAll(const std::string& reason) override { abortOnProgress(rank(), reason, true); }
