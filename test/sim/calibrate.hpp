@@ -1,0 +1,46 @@
+// Calibration: the one-host model (H = 1, R = N ranks on this machine's C
+// cores) beside real tether-bench runs. Measurements come from tether-bench
+// --json lines (a file, or tether-sim runs the benchmark itself); the model
+// runs the same operations in the same order in one world, each as
+// back-to-back calls, and reports tether-bench's statistic (the median over
+// the timed calls of the slowest rank's time). fit() searches the CPU
+// parameters that make the model track the measurements.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "model.hpp"
+
+namespace tether::sim {
+
+struct Measurement {
+  int nranks = 0;
+  std::string op;  // allgather, alltoall, barrier, broadcast
+  std::size_t bytes = 0;
+  double medianUs = 0;
+  double initMs = 0;
+};
+
+// tether-bench --json lines; other lines are skipped.
+std::vector<Measurement> readBenchJson(std::istream& in);
+// Runs `bench --nranks N --op allgather,alltoall,barrier --bytes B --iters I --json`.
+std::vector<Measurement> runBench(const std::string& bench, int nranks, std::size_t bytes, int iters);
+
+struct CalibrationRow {
+  int nranks = 0;
+  std::string op, algorithm;
+  double measuredUs = 0, modeledUs = 0;
+};
+
+// Models every measurement (and init, beside tether-bench's init_ms), with
+// `calls` back-to-back calls per operation (the first opens the links).
+std::vector<CalibrationRow> model(const Params& params, const std::vector<Measurement>& measured, int calls);
+// Coordinate search over sendUs, recvUs, wakeUs and callUs minimizing the
+// squared log ratio of modeled to measured latency (init left out).
+Params fit(Params start, const std::vector<Measurement>& measured, int calls, std::ostream& log);
+// Geometric mean of modeled/measured and the worst ratio, over latency rows.
+void printCalibration(std::ostream& out, const std::vector<CalibrationRow>& rows);
+
+}  // namespace tether::sim
