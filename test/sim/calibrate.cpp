@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <istream>
@@ -49,28 +50,59 @@ std::vector<Measurement> runBench(const std::string& bench, int nranks, std::siz
   return readBenchJson(in);
 }
 
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+}  // namespace
+
 std::vector<CalibrationRow> model(const Params& params, const std::vector<Measurement>& measured, int calls) {
-  // One world per rank count, running that count's operations in the
-  // benchmark's order, as tether-bench does.
-  std::map<int, std::vector<const Measurement*>> byN;
+  // Per rank count: its operations in the benchmark's order, each with the
+  // figures of every sitting that measured it.
+  struct Series {
+    std::vector<std::string> ops;
+    std::map<std::string, std::vector<double>> latency;
+    std::vector<double> init;
+    std::size_t bytes = 64;
+  };
+  std::map<int, Series> byN;
   const std::set<std::string> known{"allgather", "alltoall", "alltoallv", "broadcast", "barrier"};
-  for (const auto& m : measured)
-    if (known.count(m.op)) byN[m.nranks].push_back(&m);
+  for (const auto& m : measured) {
+    if (!known.count(m.op)) continue;
+    Series& s = byN[m.nranks];
+    auto& values = s.latency[m.op];
+    if (values.empty()) s.ops.push_back(m.op);
+    if (values.size() == s.init.size()) s.init.push_back(m.initMs * 1000);  // once per sitting
+    values.push_back(m.medianUs);
+    if (m.bytes) s.bytes = m.bytes;
+  }
   std::vector<CalibrationRow> rows;
-  for (const auto& [n, ms] : byN) {
+  for (const auto& [n, series] : byN) {
+    // One world per rank count, the operations in order, as tether-bench runs them.
     Scenario s;
     s.params = params;
     s.params.hosts = 1;
     s.params.ranksPerHost = n;
     s.ops = {"init"};
-    for (const Measurement* m : ms) s.ops.push_back(m->op);
-    s.bytes = ms.front()->bytes == 0 ? 64 : ms.front()->bytes;
+    s.ops.insert(s.ops.end(), series.ops.begin(), series.ops.end());
+    s.bytes = series.bytes;
     s.calls = calls;
     s.anchors = false;
     const ScenarioResult r = runScenario(s);
-    rows.push_back({n, "init", r.tether.front().algorithm, ms.front()->initMs * 1000, r.tether.front().firstUs});
-    for (std::size_t i = 0; i < ms.size(); ++i)
-      rows.push_back({n, ms[i]->op, r.tether[i + 1].algorithm, ms[i]->medianUs, r.tether[i + 1].medianUs});
+    auto row = [&](const std::string& op, const OpResult& modeled, const std::vector<double>& values, double us) {
+      CalibrationRow c{n, op, modeled.algorithm, median(values), us};
+      c.runs = static_cast<int>(values.size());
+      c.low = *std::min_element(values.begin(), values.end());
+      c.high = *std::max_element(values.begin(), values.end());
+      rows.push_back(c);
+    };
+    row("init", r.tether.front(), series.init, r.tether.front().firstUs);
+    for (std::size_t i = 0; i < series.ops.size(); ++i)
+      row(series.ops[i], r.tether[i + 1], series.latency.at(series.ops[i]), r.tether[i + 1].medianUs);
   }
   return rows;
 }
@@ -90,9 +122,10 @@ double misfit(const std::vector<CalibrationRow>& rows) {
 }  // namespace
 
 Params fit(Params start, const std::vector<Measurement>& measured, int calls, std::ostream& log) {
-  double Params::*knobs[] = {&Params::sendUs, &Params::recvUs, &Params::wakeUs, &Params::callUs};
-  const char* names[] = {"send-us", "recv-us", "wake-us", "call-us"};
+  double Params::*knobs[] = {&Params::sendUs, &Params::recvUs, &Params::wakeUs, &Params::switchUs, &Params::callUs};
+  const char* names[] = {"send-us", "recv-us", "wake-us", "switch-us", "call-us"};
   Params best = start;
+  for (auto knob : knobs) best.*knob = std::max(1.0, best.*knob);  // a step multiplies: start above zero
   double bestMisfit = misfit(model(best, measured, calls));
   log << fmt::format("fit: start misfit {:.4f}\n", bestMisfit);
   for (double step : {2.0, 1.4, 1.15, 1.05}) {
@@ -113,29 +146,37 @@ Params fit(Params start, const std::vector<Measurement>& measured, int calls, st
       }
     }
   }
-  log << fmt::format("fit: --send-us {:.2f} --recv-us {:.2f} --wake-us {:.2f} --call-us {:.2f} (misfit {:.4f})\n",
-                     best.sendUs, best.recvUs, best.wakeUs, best.callUs, bestMisfit);
+  log << fmt::format(
+      "fit: --send-us {:.2f} --recv-us {:.2f} --wake-us {:.2f} --switch-us {:.2f} --call-us {:.2f} (misfit {:.4f})\n",
+      best.sendUs, best.recvUs, best.wakeUs, best.switchUs, best.callUs, bestMisfit);
   return best;
 }
 
 void printCalibration(std::ostream& out, const std::vector<CalibrationRow>& rows) {
-  out << fmt::format("{:>6} {:<10} {:<10} {:>12} {:>12} {:>9}\n", "N", "operation", "algorithm", "measured", "modeled",
-                     "ratio");
+  out << fmt::format("{:>6} {:<10} {:<14} {:>5} {:>12} {:>23} {:>12} {:>7}\n", "N", "operation", "algorithm", "runs",
+                     "measured", "range", "modeled", "ratio");
   double logSum = 0, worst = 1;
   int count = 0;
   for (const auto& r : rows) {
+    if (r.op == "init") continue;
     const double ratio = r.measuredUs > 0 ? r.modeledUs / r.measuredUs : 0;
-    out << fmt::format("{:>6} {:<10} {:<10} {:>12} {:>12} {:>9.2f}\n", r.nranks, r.op, r.algorithm,
-                       formatTime(r.measuredUs), formatTime(r.modeledUs), ratio);
-    if (r.op == "init" || ratio <= 0) continue;
+    out << fmt::format("{:>6} {:<10} {:<14} {:>5} {:>12} {:>23} {:>12} {:>7.2f}\n", r.nranks, r.op, r.algorithm, r.runs,
+                       formatTime(r.measuredUs), formatTime(r.low) + " .. " + formatTime(r.high),
+                       formatTime(r.modeledUs), ratio);
+    if (ratio <= 0) continue;
     logSum += std::log(ratio);
     ++count;
     if (std::abs(std::log(ratio)) > std::abs(std::log(worst))) worst = ratio;
   }
   if (count)
-    out << fmt::format("modeled/measured over {} latency rows: geometric mean {:.2f}, worst {:.2f} (init: "
-                       "tether-bench's includes forking the ranks; not fitted)\n",
-                       count, std::exp(logSum / count), worst);
+    out << fmt::format("modeled/measured over {} rows: geometric mean {:.2f}, farthest {:.2f}\n", count,
+                       std::exp(logSum / count), worst);
+  out << "init, not fitted: tether-bench's init_ms is the slowest rank's constructor, which includes the other\n"
+         "ranks being forked one after another and the process start; the model starts every rank at once\n";
+  for (const auto& r : rows)
+    if (r.op == "init")
+      out << fmt::format("{:>6} init measured {} (median of {}), modeled {}\n", r.nranks, formatTime(r.measuredUs),
+                         r.runs, formatTime(r.modeledUs));
 }
 
 }  // namespace tether::sim

@@ -31,16 +31,19 @@ std::vector<Measurement> runBench(const std::string& bench, int nranks, std::siz
 struct CalibrationRow {
   int nranks = 0;
   std::string op, algorithm;
-  double measuredUs = 0, modeledUs = 0;
+  double measuredUs = 0, modeledUs = 0;  // measured: the median over the sittings
+  int runs = 1;
+  double low = 0, high = 0;  // the sittings' range
 };
 
-// Models every measurement (and init, beside tether-bench's init_ms), with
-// `calls` back-to-back calls per operation (the first opens the links).
+// Models every measured operation (and init, beside tether-bench's
+// init_ms), with `calls` back-to-back calls per operation (the first opens
+// the links). Several sittings of one (N, operation) count by their median.
 std::vector<CalibrationRow> model(const Params& params, const std::vector<Measurement>& measured, int calls);
 // Coordinate search over sendUs, recvUs, wakeUs and callUs minimizing the
 // squared log ratio of modeled to measured latency (init left out).
 Params fit(Params start, const std::vector<Measurement>& measured, int calls, std::ostream& log);
-// Geometric mean of modeled/measured and the worst ratio, over latency rows.
+// The table, then the geometric mean of modeled/measured and the farthest ratio.
 void printCalibration(std::ostream& out, const std::vector<CalibrationRow>& rows);
 
 }  // namespace tether::sim

@@ -68,20 +68,21 @@ void Engine::pushJob(int rank, Job job) {
   HostState& h = hostOf(rank);
   if (h.freeCores > 0) {
     --h.freeCores;
-    startRunning(rank);
+    startRunning(rank, false);
   } else {
     r.state = State::Waiting;
     h.waiting.push(rank);
   }
 }
 
-// Every time a rank gets a core it pays a wake-up (epoll_wait returning, a
-// context switch), then runs its jobs back to back.
-void Engine::startRunning(int rank) {
+// Every time a rank gets a core it pays a wake-up (epoll_wait returning);
+// taking the core straight from another rank (ranks outnumber cores) costs
+// a process switch on top. Then it runs its jobs back to back.
+void Engine::startRunning(int rank, bool switched) {
   RankState& r = ranks_[static_cast<std::size_t>(rank)];
   r.state = State::Running;
   r.since = now_;
-  startNext(rank, fromUs(p_.wakeUs));
+  startNext(rank, fromUs(p_.wakeUs + (switched ? p_.switchUs : 0)));
 }
 
 void Engine::startNext(int rank, Time extra) {
@@ -95,7 +96,7 @@ void Engine::handCore(HostState& host) {
     ++host.freeCores;
     return;
   }
-  startRunning(host.waiting.pop());
+  startRunning(host.waiting.pop(), true);
 }
 
 void Engine::jobDone(int rank) {

@@ -142,7 +142,7 @@ class Engine {
   void schedule(Time t, Ev kind, int rank, std::uint64_t arg);
   void dispatch(const Event& e);
   void pushJob(int rank, Job job);
-  void startRunning(int rank);
+  void startRunning(int rank, bool switched);
   void startNext(int rank, Time extra);
   void jobDone(int rank);
   void handCore(HostState& host);

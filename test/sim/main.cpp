@@ -34,7 +34,8 @@ void addModelOptions(cxxopts::Options& spec, const Params& d) {
       ("send-us", "CPU per message at the sender", dbl(d.sendUs))
       ("recv-us", "CPU per message at the receiver", dbl(d.recvUs))
       ("cpu-gbps", "CPU copy rate per byte sent, received or copied, GB/s", dbl(d.cpuGBps))
-      ("wake-us", "CPU each time a rank gets a core (wake-up, context switch)", dbl(d.wakeUs))
+      ("wake-us", "CPU each time a rank gets a core (a wake-up)", dbl(d.wakeUs))
+      ("switch-us", "more CPU when it takes the core from another rank (process switch)", dbl(d.switchUs))
       ("call-us", "CPU per collective call per rank", dbl(d.callUs))
       ("quantum-us", "time slice of a rank when others wait for a core", dbl(d.quantumUs))
       ("connect-rtts", "round trips before a new link is up at the dialler", dbl(d.connectRtts))
@@ -56,6 +57,7 @@ Params readModel(const cxxopts::ParseResult& a) {
   p.recvUs = a["recv-us"].as<double>();
   p.cpuGBps = a["cpu-gbps"].as<double>();
   p.wakeUs = a["wake-us"].as<double>();
+  p.switchUs = a["switch-us"].as<double>();
   p.callUs = a["call-us"].as<double>();
   p.quantumUs = a["quantum-us"].as<double>();
   p.connectRtts = a["connect-rtts"].as<double>();
@@ -116,7 +118,7 @@ int main(int argc, char** argv) {
   addModelOptions(spec, Params{});
   spec.add_options("run")
       ("ops", "init|allgather|alltoall|alltoallv|broadcast|barrier (comma list, in order)",
-       cxxopts::value<std::vector<std::string>>()->default_value("init,allgather,alltoall"))
+       cxxopts::value<std::vector<std::string>>()->default_value("init,allgather,alltoall,alltoallv,broadcast,barrier"))
       ("bytes", "bytes per rank (allgather, alltoall; alltoallv: mean block; broadcast: all)", cxxopts::value<std::size_t>()->default_value("64"))
       ("calls", "back-to-back calls per operation (the first opens links; median of the rest is shown)", cxxopts::value<int>()->default_value("1"))
       ("root", "broadcast root", cxxopts::value<int>()->default_value("0"))

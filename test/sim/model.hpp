@@ -39,20 +39,25 @@ struct Params {
   // ranks have work than the host has cores they queue, FIFO). Per message:
   // sendUs at the sender, recvUs at the receiver, plus bytes at cpuGBps on
   // both (the copies into and out of the kernel). wakeUs each time a rank
-  // gets a core (a wake-up from epoll_wait, a context switch); callUs once
-  // per collective call per rank (entering the call, building its plan).
+  // gets a core (a wake-up from epoll_wait), switchUs more when it takes the
+  // core from another rank (a process switch: only when ranks outnumber
+  // cores); callUs once per collective call per rank (entering the call,
+  // building its plan).
   double sendUs = 3;
   double recvUs = 4;
   double cpuGBps = 8;
   double wakeUs = 6;
+  double switchUs = 0;
   double callUs = 5;
   double quantumUs = 3000;  // a rank that ran this long yields its core to a waiting rank
 
   // The first message between a pair opens the connection: the dialler
   // spends connectUs of CPU, then after (2 * connectRtts - 1) one-way
   // latencies the acceptor spends connectUs, and one latency later the
-  // dialler's link is up (TCP's SYN round trip + challenge, hello, welcome).
-  double connectRtts = 2.5;
+  // dialler's link is up. Three round trips: TCP's SYN, SYN-ACK, ACK (the
+  // acceptor's accept), then challenge, hello (checked by the acceptor) and
+  // welcome (docs/wire-protocol.md).
+  double connectRtts = 3;
   double connectUs = 40;
 
   // Sends up to eagerBytes are copied and forgotten (a settle does not wait

@@ -18,7 +18,7 @@ struct Scenario {
   Params params;
   // "init" (the rendezvous) and collectives: allgather, alltoall, alltoallv,
   // broadcast, barrier; run in this order.
-  std::vector<std::string> ops{"init", "allgather", "alltoall"};
+  std::vector<std::string> ops{"init", "allgather", "alltoall", "alltoallv", "broadcast", "barrier"};
   std::size_t bytes = 64;
   int calls = 1;
   int root = 0;  // broadcast
