@@ -1,5 +1,4 @@
-#include <cstring>
-#include <vector>
+#include <memory>
 
 #include "coll/transport.hpp"
 
@@ -7,13 +6,15 @@ namespace tether::coll {
 
 boost::asio::awaitable<void> execute(Transport& t, Plan plan, const unsigned char* in, unsigned char* out) {
   using Kind = detail::coll::Step::Kind;
-  std::vector<unsigned char> scratch(plan.scratchBytes());
-  const detail::coll::Memory mem{in, out, scratch.data()};
+  // Not zeroed: a plan reads only scratch it has written.
+  const std::unique_ptr<unsigned char[]> scratch(new unsigned char[plan.scratchBytes()]);
+  const detail::coll::Memory mem{in, out, scratch.get()};
   for (const auto& s : plan.steps()) {
     switch (s.kind) {
       case Kind::Send: t.postSend(s.peer, s.step, mem.at(s.at), s.bytes); break;
       case Kind::Recv: t.postRecv(s.peer, s.step, mem.at(s.at), s.bytes); break;
-      case Kind::Copy: std::memmove(mem.at(s.at), mem.at(s.from), s.bytes); break;
+      case Kind::Copy:
+      case Kind::CopyBlocks: mem.copy(s); break;
       case Kind::Settle: co_await t.settle(); break;
     }
   }

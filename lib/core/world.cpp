@@ -28,6 +28,7 @@ link::ConnectorConfig connectorConfig(const WorldConfig& c) {
   k.keepaliveIdleS = c.keepaliveIdleS;
   k.keepaliveIntervalS = c.keepaliveIntervalS;
   k.keepaliveCount = c.keepaliveCount;
+  k.maxDials = c.maxDials;
   return k;
 }
 
@@ -38,6 +39,10 @@ World::World(WorldConfig config)
       acceptor_(io_),
       connector_(io_, connectorConfig(cfg_), *this),
       links_(cfg_.nranks),
+      lingering_(cfg_.nranks),
+      epoch_(cfg_.nranks, 0),
+      dialDeferred_(cfg_.nranks, 0),
+      predecessorWaits_(cfg_.nranks),
       peers_(cfg_.nranks) {
   rdv::Config rc{cfg_.rank, cfg_.nranks, toPeerAddress(cfg_.root, 0), cfg_.timeout};
   auto kind = env::get("TETHER_RENDEZVOUS").value_or("root");
@@ -158,22 +163,31 @@ bool World::close(std::chrono::milliseconds drain) {
 
 void World::shutdownOnProgress(const std::shared_ptr<Completion>& done, std::chrono::milliseconds drain) {
   shuttingDown_ = true;
-  boost::system::error_code ignored;
-  acceptor_.close(ignored);
-  // Links still dialling carry queued frames too (a last small send is
-  // fire-and-forget): they get the goodbye behind them and are waited for.
-  // After a failed rendezvous or an abort nothing queued is worth waiting for.
+  // The listener stays open until the drain ends (R7): a peer may still be
+  // dialling us to deliver frames, or answer our own last dial.
+  std::vector<std::shared_ptr<link::Link>> current;
   for (auto& l : links_)
-    if (l && l->state() == link::Link::State::Dialing && (!initOk_ || abortHandled_))
+    if (l) current.push_back(l);
+  for (auto& l : current) {
+    // Links still dialling carry queued frames too (a last small send is
+    // fire-and-forget): they get the goodbye behind them and are waited for.
+    // After a failed rendezvous or an abort nothing queued is worth waiting for.
+    if (l->state() == link::Link::State::Dialing && (!initOk_ || abortHandled_)) {
       l->fail("shutting down after a failed rendezvous or an abort");
-  for (auto& l : links_)
-    if (l && l->state() != link::Link::State::Closed) sendControl(*l, wire::Kind::Goodbye, {});
+      continue;
+    }
+    l->sendGoodbye(wire::GoodbyeMode::Final);
+    if (l->state() == link::Link::State::Closing) setAside(*l);
+  }
   // Let queued frames reach the peers and be read (bounded), then close.
   drainTimer_.emplace(io_);
   drainTimer_->expires_after(drain);
   drainTimer_->async_wait([this, done](boost::system::error_code) {
-    for (auto& l : links_)
-      if (l) l->fail("shutting down");
+    boost::system::error_code ignored;
+    acceptor_.close(ignored);
+    std::vector<std::shared_ptr<link::Link>> all;
+    forEachLink([&](link::Link& l) { all.push_back(l.shared_from_this()); });
+    for (auto& l : all) l->fail("shutting down");
     done->complete(nullptr);
   });
   checkDrained();
@@ -249,8 +263,7 @@ void World::abortOnProgress(int origin, const std::string& reason, bool notifyPe
     w.u32(static_cast<std::uint32_t>(origin));
     w.str(reason);
     for (auto& l : links_)
-      if (l && l->state() != link::Link::State::Closed && l->peer() != origin)
-        sendControl(*l, wire::Kind::Abort, payload);
+      if (l && !l->goodbyeSent() && l->peer() != origin) sendControl(*l, wire::Kind::Abort, payload);
   }
   std::vector<Op*> ops(activeOps_.begin(), activeOps_.end());
   for (Op* op : ops) failOp(*op, std::make_exception_ptr(abortedError(op->name())));

@@ -58,6 +58,10 @@ struct WorldConfig {
   std::string advertise;
   std::function<std::string(const std::string&)> advertiseFor;
   int keepaliveIdleS = 10, keepaliveIntervalS = 2, keepaliveCount = 3;
+  // Open links (current and lingering) above which the least recently used
+  // idle link is closed (TETHER_MAX_LINKS); a soft budget.
+  int maxLinks = 256;
+  int maxDials = 32;  // dials in flight (TETHER_MAX_DIALS)
 };
 
 // The world's nodes, from the rendezvous table (after the rendezvous; immutable).
@@ -136,10 +140,13 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
   void onTransferDone(link::Owner& owner, bool abandoned) override;
   void onLinkIdle(link::Link& link) override;
   void onReadDrained(link::Link&) override { resumeWoken(); }
+  // link::LinkSink (the lingering close)
+  void onGoodbye(link::Link& link, wire::GoodbyeMode mode) override;
   // link::Admission
-  std::optional<wire::Reject> admit(int peer, const std::string& remote) override;
-  void connected(int peer, tcp::socket socket, bool dialedByUs) override;
-  void connectFailed(int peer, const link::ConnectFailure& failure) override;
+  link::Verdict admit(int peer, std::uint32_t epoch, const std::string& remote) override;
+  asio::awaitable<void> predecessorClosed(int peer, link::Clock::time_point deadline) override;
+  void connected(int peer, std::uint32_t epoch, tcp::socket socket, bool dialedByUs) override;
+  void connectFailed(int peer, std::uint32_t epoch, const link::ConnectFailure& failure) override;
   void refused(const link::Refusal& refusal) override;
   bool closing() const override { return shuttingDown_; }
   bool mayRetry() const override { return !shuttingDown_ && !aborted_.load(); }
@@ -153,6 +160,24 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
   // Links (world_links.cpp).
   link::Link& newLink(int peer);
   std::shared_ptr<link::Link> linkFor(int peer);
+  void dial(int peer);
+  // Sets a link aside after a goodbye was sent or read on it (R1): it only
+  // lingers now; frames to its peer go to a new link.
+  void setAside(link::Link& link);
+  // Our goodbye on a lingering link to `peer` is not acknowledged yet: we
+  // may not dial `peer` (R3) and must hold its hellos (R4).
+  bool awaitingAck(int peer) const;
+  // Closes the least recently used idle link if the budget is reached.
+  void enforceBudget();
+  int openLinks() const;
+  // Current and lingering links.
+  template <class F>
+  void forEachLink(F&& f) const {
+    for (const auto& l : links_)
+      if (l) f(*l);
+    for (const auto& peer : lingering_)
+      for (const auto& l : peer) f(*l);
+  }
   void sendControl(link::Link& link, wire::Kind kind, const std::vector<unsigned char>& payload);
   void checkDrained();
 
@@ -161,7 +186,11 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
   void resumeWoken();
   void failOp(Op& op, std::exception_ptr e);
   void endOp(Op& op, std::exception_ptr& e);
-  void failOpsOfPeer(int peer, bool graceful);
+  // Fails the ops that cannot complete now that `link` to `peer` closed:
+  // those with frames still queued on it, and, if the peer is gone, those
+  // waiting for it (or, unless it left in order, having it as a member).
+  void failOpsOfPeer(int peer, bool gone, bool graceful, link::Link& link);
+  bool awaits(int peer) const;  // an op has a receive posted from `peer`
   void deliverLocal(const wire::FrameHeader& h, const void* payload);
   bool deliverToPosted(int src, const wire::FrameHeader& h, const unsigned char* payload);
   struct Claim {
@@ -198,10 +227,16 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
   Topology topology_;
 
   // Progress-thread state.
-  std::vector<std::shared_ptr<link::Link>> links_;
+  std::vector<std::shared_ptr<link::Link>> links_;                  // current link per peer (Dialing/Up)
+  std::vector<std::vector<std::shared_ptr<link::Link>>> lingering_;  // set aside, closing (R1, R2)
+  std::vector<std::uint32_t> epoch_;     // connections set aside per peer (R5)
+  std::vector<char> dialDeferred_;       // a current link waits to dial until our goodbye is acked (R3)
+  std::vector<std::vector<std::shared_ptr<asio::steady_timer>>> predecessorWaits_;  // held hellos (R4)
+  std::uint64_t useClock_ = 0;           // for least-recently-used link choices
   struct PeerState {
-    bool gone = false;      // link closed for good
-    bool graceful = false;  // the peer said goodbye
+    bool gone = false;      // no more links to it: it left or died
+    bool graceful = false;  // it left in order (a final goodbye)
+    bool leaving = false;   // its final goodbye was read (or it refused us as shutting down)
     bool aborted = false;   // the peer sent an abort notice: it will not read our goodbye
     std::string reason;
   };
@@ -214,7 +249,7 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
   bool initOk_ = false;
   bool abortHandled_ = false;
   std::optional<asio::steady_timer> drainTimer_;  // close() waits on it
-  bool drained_ = false;                          // every peer confirmed our goodbye
+  bool drained_ = false;                          // every link closed after its goodbye
   Completion initDone_;
 
   // Abort state, readable from calling threads.

@@ -1,9 +1,13 @@
-// The world's links: one per peer, opened lazily (or by the rendezvous),
-// admitted by the lower-rank-wins rule, closed with a lingering goodbye; and
-// the control frames that travel on them.
+// The world's links: one current link per peer, opened lazily (or by the
+// rendezvous), admitted by the lower-rank-wins rule, closed with a lingering
+// goodbye and reopened under the link budget by the rules of
+// docs/ordering.md ("Closing and reopening a link", R1-R8, checked by the
+// model in test/model/); and the control frames that travel on them.
 #include <fmt/format.h>
 
 #include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <algorithm>
 
 #include "base/bytes.hpp"
@@ -17,17 +21,67 @@ using link::Link;
 
 Link& World::newLink(int peer) {
   link::LinkLimits limits{cfg_.maxPayload, rank()};
-  links_[peer] = std::make_shared<Link>(io_, static_cast<link::LinkSink&>(*this), peer, limits);
+  links_[peer] = std::make_shared<Link>(io_, static_cast<link::LinkSink&>(*this), peer, epoch_[peer], limits);
+  links_[peer]->lastUsed = ++useClock_;
   return *links_[peer];
+}
+
+void World::dial(int peer) {
+  connector_.dial(peer, epoch_[peer], toEndpoint(address(peer)), {Clock::now() + cfg_.timeout, false});
 }
 
 std::shared_ptr<Link> World::linkFor(int peer) {
   auto& l = links_[peer];
-  if (l && l->state() != Link::State::Closed) return l;
-  if (peers_[peer].gone || l) return nullptr;
+  if (l) return l;
+  if (peers_[peer].gone || peers_[peer].leaving) return nullptr;
+  enforceBudget();
   newLink(peer);
-  connector_.dial(peer, toEndpoint(address(peer)));
+  if (awaitingAck(peer))
+    dialDeferred_[peer] = 1;  // R3: dial once our goodbye on the old connection is acknowledged
+  else
+    dial(peer);
   return l;
+}
+
+bool World::awaitingAck(int peer) const {
+  return std::any_of(lingering_[peer].begin(), lingering_[peer].end(),
+                     [](const auto& l) { return l->goodbyeSent() && !l->ackRead(); });
+}
+
+void World::setAside(Link& link) {
+  const int p = link.peer();
+  if (links_[p].get() != &link) return;
+  lingering_[p].push_back(std::move(links_[p]));
+  links_[p].reset();
+  ++epoch_[p];
+}
+
+int World::openLinks() const {
+  int n = 0;
+  forEachLink([&](const Link& l) { n += l.state() != Link::State::Closed; });
+  return n;
+}
+
+// The soft link budget: at most cfg_.maxLinks open links; a new one (dialled
+// or admitted) past it closes the least recently used link that is idle
+// (nothing queued, no frame half-read, no receive posted from its peer, so a
+// death there still shows) with an idle goodbye. Incoming connections are
+// always admitted.
+void World::enforceBudget() {
+  // The rendezvous owns the links it opens until it is done.
+  if (!initComplete_ || openLinks() < cfg_.maxLinks) return;
+  std::vector<char> awaited(static_cast<std::size_t>(nranks()), 0);
+  for (const Op* op : activeOps_)
+    for (const auto& k : op->posted) awaited[k.src] = 1;
+  Link* victim = nullptr;
+  for (const auto& l : links_)
+    if (l && l->state() == Link::State::Up && l->idle() && !l->midFrame() && !awaited[l->peer()] &&
+        (!victim || l->lastUsed < victim->lastUsed))
+      victim = l.get();
+  if (!victim) return;
+  log::trace(rank(), "link budget ({} links): closing the idle link to rank {}", cfg_.maxLinks, victim->peer());
+  victim->sendGoodbye(wire::GoodbyeMode::Idle);
+  setAside(*victim);
 }
 
 void World::sendControl(Link& link, wire::Kind kind, const std::vector<unsigned char>& payload) {
@@ -45,47 +99,63 @@ std::string World::describeRank(int worldRank) const {
 
 void World::connect(int peer, const PeerAddress& at) {
   newLink(peer);
-  connector_.dial(peer, toEndpoint(at), Clock::now() + cfg_.timeout);
+  connector_.dial(peer, epoch_[peer], toEndpoint(at), {Clock::now() + cfg_.timeout, /*retryRefused=*/true});
 }
 
 void World::send(int peer, wire::Kind kind, wire::SharedBytes payload) {
-  if (auto& l = links_[peer]; l && l->state() != Link::State::Closed) l->enqueue(link::controlFrame(kind, std::move(payload)));
+  if (auto& l = links_[peer]) l->enqueue(link::controlFrame(kind, std::move(payload)));
 }
 
 void World::post(std::function<void()> fn) { asio::post(io_, std::move(fn)); }
 
 // ---- link::Admission ----
 
-std::optional<wire::Reject> World::admit(int peer, const std::string& remote) {
+link::Verdict World::admit(int peer, std::uint32_t epoch, const std::string& remote) {
+  using link::Verdict;
   using wire::RejectCode;
   if (peer < 0 || peer >= nranks() || peer == rank())
-    return wire::Reject{RejectCode::BadRank, fmt::format("rank {} is not a peer of rank {} in a world of {}", peer,
-                                                         rank(), nranks())};
-  if (shuttingDown_) return wire::Reject{RejectCode::ShuttingDown, "this rank is shutting down"};
-  auto& l = links_[peer];
+    return Verdict::refuse(RejectCode::BadRank,
+                           fmt::format("rank {} is not a peer of rank {} in a world of {}", peer, rank(), nranks()));
+  if (epoch != epoch_[peer])  // R5: dialled before a close completed here
+    return Verdict::refuse(RejectCode::Stale, fmt::format("connection {} of rank {} is closed ({} now)", epoch, peer,
+                                                          epoch_[peer]));
+  auto& l = links_[peer];  // R6: only the current link counts
+  if (shuttingDown_ && !l) return Verdict::refuse(RejectCode::ShuttingDown, "this rank is shutting down");  // R7
+  if (awaitingAck(peer)) return Verdict::wait();  // R4
   if (l && l->state() == Link::State::Up && l->dialedByUs() && peer > rank())
-    return wire::Reject{RejectCode::Simultaneous, "both ranks dialled; the lower rank's connection is kept"};
+    return Verdict::refuse(RejectCode::Simultaneous, "both ranks dialled; the lower rank's connection is kept");
   if (peers_[peer].gone || (l && l->state() == Link::State::Up)) {
     std::string why = fmt::format("rank {} is already connected{}", peer,
                                   l && !l->remote().empty() ? " from " + l->remote() : std::string());
     // Two processes claim the same rank: the job is misconfigured.
     if (!initComplete_) rendezvous_->onDuplicateClaim(peer, remote);
-    return wire::Reject{RejectCode::DuplicateRank, why};
+    return Verdict::refuse(RejectCode::DuplicateRank, why);
   }
   if (l && l->state() == Link::State::Dialing && peer > rank())
-    return wire::Reject{RejectCode::Simultaneous, "both ranks dialled; the lower rank's connection is kept"};
+    return Verdict::refuse(RejectCode::Simultaneous, "both ranks dialled; the lower rank's connection is kept");
   // Reserve the link now: a send to this peer while our welcome is on its way
   // must wait for this connection, not dial a second one (which the peer,
   // still waiting for our welcome, could accept too — each side would then
-  // keep a different connection).
-  if (!l) newLink(peer);
-  return std::nullopt;
+  // keep a different connection). The budget is soft: an incoming link is
+  // always admitted, and the least recently used idle one makes room.
+  if (!l) {
+    enforceBudget();
+    newLink(peer);
+  }
+  return Verdict::welcome();
 }
 
-void World::connected(int peer, tcp::socket socket, bool dialedByUs) {
-  auto& l = links_[peer];
-  if (!l) newLink(peer);
-  if (l->state() != Link::State::Dialing) {
+asio::awaitable<void> World::predecessorClosed(int peer, link::Clock::time_point deadline) {
+  auto timer = std::make_shared<asio::steady_timer>(io_, deadline);
+  predecessorWaits_[peer].push_back(timer);
+  boost::system::error_code ignored;
+  co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+}
+
+void World::connected(int peer, std::uint32_t epoch, tcp::socket socket, bool dialedByUs) {
+  auto l = links_[peer];  // a copy: attaching may already close it and change links_
+  // A dial's outcome belongs to the link it was started for (R5).
+  if (!l || l->epoch() != epoch || l->state() != Link::State::Dialing) {
     boost::system::error_code ignored;
     socket.close(ignored);
     return;
@@ -95,12 +165,12 @@ void World::connected(int peer, tcp::socket socket, bool dialedByUs) {
   if (!initComplete_) rendezvous_->onLinkUp(peer);
 }
 
-void World::connectFailed(int peer, const link::ConnectFailure& failure) {
+void World::connectFailed(int peer, std::uint32_t epoch, const link::ConnectFailure& failure) {
   if (!initComplete_) rendezvous_->onConnectFailed(peer, failure);
   auto& l = links_[peer];
-  if (!l || l->state() != Link::State::Dialing) return;
+  if (!l || l->epoch() != epoch || l->state() != Link::State::Dialing) return;
   // A peer that is closing its bootstrap left in order, as if it had said goodbye.
-  if (failure.peerClosing) l->markGoodbye();
+  if (failure.peerClosing) peers_[peer].leaving = true;
   l->fail(failure.reason);
 }
 
@@ -110,22 +180,50 @@ void World::refused(const link::Refusal& refusal) {
 
 // ---- link::LinkSink: link events ----
 
+void World::onGoodbye(Link& link, wire::GoodbyeMode mode) {
+  if (mode == wire::GoodbyeMode::Final) peers_[link.peer()].leaving = true;
+  setAside(link);
+}
+
 void World::onLinkDown(Link& link, const std::string& reason, bool graceful) {
-  int p = link.peer();
+  const int p = link.peer();
+  auto& lingering = lingering_[p];
+  auto it = std::find_if(lingering.begin(), lingering.end(), [&](const auto& l) { return l.get() == &link; });
+  std::shared_ptr<Link> keep;  // the link may be destroyed below; keep it until this returns
+  if (it != lingering.end()) {
+    keep = *it;
+    lingering.erase(it);
+    for (auto& t : predecessorWaits_[p]) t->cancel();  // R4: held hellos may proceed
+    predecessorWaits_[p].clear();
+  } else if (links_[p].get() == &link) {
+    keep = std::move(links_[p]);
+    links_[p].reset();
+  }
   auto& st = peers_[p];
-  if (st.gone) return;
-  st.gone = true;
-  st.graceful = graceful;
-  st.reason = reason;
+  const bool clean = link.closedAfterGoodbye();
+  if (st.leaving) {
+    // Its final goodbye was read (or it refused us as shutting down): it left in order.
+    if (!st.gone) st.gone = true, st.graceful = true, st.reason = "it closed its bootstrap";
+  } else if (!clean && !link.idleClose() && !link.goodbyeSent()) {
+    // A connection that broke without a goodbye: the peer is lost.
+    if (!st.gone) st.gone = true, st.graceful = graceful, st.reason = reason;
+  }
+  // Otherwise an idle close (clean, or broken while lingering): the peer may
+  // be dialled again; a dial reveals whether it is still there.
+  if (dialDeferred_[p] && !awaitingAck(p) && links_[p] && links_[p]->state() == Link::State::Dialing) {
+    dialDeferred_[p] = 0;
+    dial(p);  // R3: our goodbye is acknowledged (or the old connection failed); also while shutting down
+  }
   if (shuttingDown_) return checkDrained();
-  if (!graceful) {
+  if (!clean && !st.graceful) {
     if (link.remote().empty())
       log::warn(rank(), "{}", reason);  // never connected: the reason says to whom
     else
       log::warn(rank(), "lost {}: {}", describeRank(p), reason);
   }
-  failOpsOfPeer(p, graceful);
-  if (!initComplete_) rendezvous_->onLinkDown(p, reason, graceful);
+  failOpsOfPeer(p, st.gone, st.graceful, link);
+  if (!clean && !st.gone && !links_[p] && awaits(p)) linkFor(p);  // learn whether it is still there
+  if (!initComplete_) rendezvous_->onLinkDown(p, reason, st.graceful || clean);
 }
 
 void World::onLinkIdle(Link&) {
@@ -146,13 +244,14 @@ void World::onTransferDone(link::Owner& owner, bool abandoned) {
   wake(op);
 }
 
-// Closing is done when every link is closed, or its peer confirmed reading
-// our goodbye (and so every frame before it), or its peer aborted (it will
-// not read anything any more).
+// Closing is done when every link has closed after its goodbye exchange (so
+// every frame before it was read), or its peer aborted (it will not read
+// anything any more).
 void World::checkDrained() {
   if (!drainTimer_) return;
-  for (auto& l : links_)
-    if (l && l->state() != Link::State::Closed && !l->goodbyeAcked() && !peers_[l->peer()].aborted) return;
+  bool open = false;
+  forEachLink([&](const Link& l) { open |= l.state() != Link::State::Closed && !peers_[l.peer()].aborted; });
+  if (open) return;
   drained_ = true;
   drainTimer_->cancel();
 }
@@ -169,16 +268,6 @@ void World::onControlFrame(Link& link, const wire::FrameHeader& h, std::vector<u
         if (shuttingDown_) checkDrained();
         return;
       }
-      case wire::Kind::Goodbye:
-        // Everything the peer sent before this has been read: say so, so it
-        // can close without a reset destroying frames still in our buffers.
-        link.markGoodbye();
-        sendControl(link, wire::Kind::GoodbyeAck, {});
-        return;
-      case wire::Kind::GoodbyeAck:
-        link.markGoodbyeAcked();
-        checkDrained();
-        return;
       case wire::Kind::Heartbeat:
         return;
       default:  // the rendezvous' own frames (Register, Table)

@@ -42,6 +42,7 @@ void World::sendFrame(Op& op, int dst, const wire::FrameHeader& h, const void* p
   if (dst == rank()) return deliverLocal(h, payload);
   auto link = linkFor(dst);
   if (!link) throw peerGoneError(dst, op.name());
+  link->lastUsed = ++useClock_;
   log::trace(rank(), "queue {} to rank {}", h, dst);
   link::OutFrame f;
   wire::encodeHeader(h, f.header.data());
@@ -106,8 +107,7 @@ void World::failOp(Op& op, std::exception_ptr e) {
   op.error = e;
   for (const auto& k : op.posted) mailbox_.unpost(k, &op);
   op.posted.clear();
-  for (auto& l : links_)
-    if (l) op.draining += l->abandon(&op);
+  forEachLink([&](link::Link& l) { op.draining += l.abandon(&op); });
   op.outstanding = 0;
   wake(op);
 }
@@ -133,22 +133,35 @@ void World::endOp(Op& op, std::exception_ptr& e) {
   op.active = false;
 }
 
-void World::failOpsOfPeer(int p, bool graceful) {
+void World::failOpsOfPeer(int p, bool gone, bool graceful, link::Link& link) {
   std::vector<Op*> affected;
-  for (Op* op : activeOps_) {
-    bool waits = std::any_of(op->posted.begin(), op->posted.end(),
-                             [&](const match::Key& k) { return static_cast<int>(k.src) == p; });
-    // A collective with p as a member cannot complete on every rank any more,
-    // even if this rank is not waiting on p right now (graceful: p finished).
-    bool member = !graceful && std::find(op->members.begin(), op->members.end(), p) != op->members.end();
-    if (waits || member) affected.push_back(op);
-  }
-  if (links_[p])
-    for (link::Owner* o : links_[p]->ownersWithQueuedFrames()) {
-      Op* op = static_cast<Op*>(o);
-      if (std::find(affected.begin(), affected.end(), op) == affected.end()) affected.push_back(op);
+  if (gone)
+    for (Op* op : activeOps_) {
+      bool waits = std::any_of(op->posted.begin(), op->posted.end(),
+                               [&](const match::Key& k) { return static_cast<int>(k.src) == p; });
+      // A collective with p as a member cannot complete on every rank any more,
+      // even if this rank is not waiting on p right now (graceful: p finished).
+      bool member = !graceful && std::find(op->members.begin(), op->members.end(), p) != op->members.end();
+      if (waits || member) affected.push_back(op);
     }
-  for (Op* op : affected) failOp(*op, std::make_exception_ptr(peerGoneError(p, op->name())));
+  for (link::Owner* o : link.ownersWithQueuedFrames()) {
+    Op* op = static_cast<Op*>(o);
+    if (std::find(affected.begin(), affected.end(), op) == affected.end()) affected.push_back(op);
+  }
+  for (Op* op : affected)
+    failOp(*op, std::make_exception_ptr(gone ? peerGoneError(p, op->name())
+                                             : Error(ErrorCode::PeerLost,
+                                                     fmt::format("rank {}: {}: the connection to rank {} broke "
+                                                                 "while it was being closed",
+                                                                 rank(), op->name(), p),
+                                                     rank(), p)));
+}
+
+bool World::awaits(int peer) const {
+  return std::any_of(activeOps_.begin(), activeOps_.end(), [&](const Op* op) {
+    return std::any_of(op->posted.begin(), op->posted.end(),
+                       [&](const match::Key& k) { return static_cast<int>(k.src) == peer; });
+  });
 }
 
 std::string World::pendingDescription(const Op& op) const {
@@ -158,13 +171,13 @@ std::string World::pendingDescription(const Op& op) const {
         k.kind == wire::Kind::P2P ? fmt::format("a message with tag {}", k.tag) : fmt::format("step {}", k.step);
     return fmt::format("waiting for {} from {}", what, describeRank(static_cast<int>(k.src)));
   }
-  for (const auto& l : links_) {
-    if (!l) continue;
-    auto owners = l->ownersWithQueuedFrames();
-    if (std::find(owners.begin(), owners.end(), &op) != owners.end())
-      return fmt::format("waiting to send to {}", describeRank(l->peer()));
-  }
-  return "before completing";
+  std::string sending;
+  forEachLink([&](const link::Link& l) {
+    auto owners = l.ownersWithQueuedFrames();
+    if (sending.empty() && std::find(owners.begin(), owners.end(), &op) != owners.end())
+      sending = fmt::format("waiting to send to {}", describeRank(l.peer()));
+  });
+  return sending.empty() ? "before completing" : sending;
 }
 
 // ---- matching ----
@@ -207,6 +220,7 @@ void World::deliverLocal(const wire::FrameHeader& h, const void* payload) {
 
 link::Target World::onDataHeader(link::Link& link, const wire::FrameHeader& h) {
   const int src = link.peer();
+  link.lastUsed = ++useClock_;
   log::trace(rank(), "frame {} from rank {}", h, src);
   if (auto claim = claimPosted(src, h)) {
     if (!claim->op) return link::Target{};

@@ -6,6 +6,7 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <algorithm>
@@ -59,27 +60,45 @@ std::string rejectText(const wire::Reject& r) {
     case wire::RejectCode::BadRank: return "rejected our rank: " + r.reason;
     case wire::RejectCode::ShuttingDown: return "is shutting down: " + r.reason;
     case wire::RejectCode::Simultaneous: return "kept its own connection: " + r.reason;
+    case wire::RejectCode::Stale: return "has closed the connection this dial was for: " + r.reason;
   }
   return "rejected the connection: " + r.reason;
 }
 
-// Errors worth another attempt while a dial retries: a root that is not up
-// yet, or a network that is not yet routable at job start.
-bool transient(const boost::system::error_code& code, bool expired) {
-  return expired || code == asio::error::connection_refused || code == asio::error::connection_reset ||
-         code == asio::error::eof || code == asio::error::network_unreachable ||
-         code == asio::error::host_unreachable || code == asio::error::timed_out;
+// Errors worth another attempt: a host too busy to finish the handshake in
+// time, a full backlog, a network not yet routable at job start; and, for a
+// root that is not listening yet, a refusal.
+bool transient(const boost::system::error_code& code, bool expired, bool retryRefused) {
+  if (code == asio::error::connection_refused) return retryRefused;
+  return expired || code == asio::error::connection_reset || code == asio::error::eof ||
+         code == asio::error::network_unreachable || code == asio::error::host_unreachable ||
+         code == asio::error::timed_out;
 }
 
 }  // namespace
 
 Connector::Connector(asio::io_context& io, ConnectorConfig config, Admission& admission)
-    : io_(io), cfg_(std::move(config)), admission_(admission) {}
+    : io_(io), cfg_(std::move(config)), admission_(admission), acceptPaused_(io) {}
 
 void Connector::listen(tcp::acceptor& acceptor) { asio::co_spawn(io_, acceptLoop(acceptor), asio::detached); }
 
-void Connector::dial(int peer, tcp::endpoint ep, std::optional<Clock::time_point> retryUntil) {
-  asio::co_spawn(io_, dialPeer(peer, ep, retryUntil), asio::detached);
+void Connector::dial(int peer, std::uint32_t epoch, tcp::endpoint ep, DialPolicy policy) {
+  Dial d{peer, epoch, ep, policy};
+  if (dialsInFlight_ >= std::max(1, cfg_.maxDials)) {
+    dialQueue_.push_back(d);
+    return;
+  }
+  ++dialsInFlight_;
+  asio::co_spawn(io_, dialPeer(d), asio::detached);
+}
+
+void Connector::dialEnded() {
+  --dialsInFlight_;
+  if (dialQueue_.empty()) return;
+  Dial next = dialQueue_.front();
+  dialQueue_.pop_front();
+  ++dialsInFlight_;
+  asio::co_spawn(io_, dialPeer(next), asio::detached);
 }
 
 asio::awaitable<void> Connector::acceptLoop(tcp::acceptor& acceptor) {
@@ -92,7 +111,7 @@ asio::awaitable<void> Connector::acceptLoop(tcp::acceptor& acceptor) {
     } catch (const boost::system::system_error& e) {
       ec = e.code();
     }
-    if (admission_.closing() || !acceptor.is_open()) co_return;
+    if (!acceptor.is_open()) co_return;
     if (ec) {
       // Out of descriptors and similar: say so, back off, keep serving.
       log::warn(cfg_.rank, "accept failed: {}; retrying in 100 ms", ec.message());
@@ -101,7 +120,17 @@ asio::awaitable<void> Connector::acceptLoop(tcp::acceptor& acceptor) {
       co_await t.async_wait(asio::use_awaitable);
       continue;
     }
-    asio::co_spawn(io_, serveIncoming(std::move(s), from), asio::detached);
+    ++handshakes_;
+    asio::co_spawn(io_, serveIncoming(std::move(s), from), [this](std::exception_ptr) {
+      if (handshakes_-- >= cfg_.maxHandshakes) acceptPaused_.cancel();
+    });
+    if (handshakes_ >= std::max(1, cfg_.maxHandshakes)) {
+      // Many peers at once (a large world registering with its root): the
+      // rest wait in the kernel's backlog instead of each costing a socket here.
+      acceptPaused_.expires_at(Clock::time_point::max());
+      boost::system::error_code ignored;
+      co_await acceptPaused_.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    }
   }
 }
 
@@ -111,6 +140,7 @@ asio::awaitable<void> Connector::serveIncoming(tcp::socket socket, tcp::endpoint
   Watchdog watchdog(io_, sock, Clock::now() + cfg_.handshakeTimeout);
   std::string failure;
   int admitted = -1;  // the rank whose link this connection is to become
+  std::uint32_t admittedEpoch = 0;
   try {
     configureSocket(*sock, cfg_);
     wire::Challenge challenge;
@@ -130,13 +160,12 @@ asio::awaitable<void> Connector::serveIncoming(tcp::socket socket, tcp::endpoint
                             fmt::format("peer claims rank {} of {} ranks; this world has {}", hello.rank,
                                         hello.nranks, cfg_.nranks)};
     }
-    if (reject) {
+    if (reject)
       admission_.refused(Refusal{static_cast<int>(hello.rank), reject->code, remote, reject->reason});
-    } else {
-      reject = admission_.admit(static_cast<int>(hello.rank), remote);
-    }
+    else
+      reject = co_await admit(hello, remote);
     if (reject) {
-      if (reject->code == wire::RejectCode::Simultaneous)
+      if (reject->code == wire::RejectCode::Simultaneous || reject->code == wire::RejectCode::Stale)
         log::trace(cfg_.rank, "kept our own dial to rank {}; refused its dial from {}", hello.rank, remote);
       else
         log::warn(cfg_.rank, "refused connection from {} (claims rank {}): {}", remote, hello.rank, reject->reason);
@@ -146,11 +175,12 @@ asio::awaitable<void> Connector::serveIncoming(tcp::socket socket, tcp::endpoint
       co_return;
     }
     admitted = static_cast<int>(hello.rank);
+    admittedEpoch = hello.epoch;
     wire::Welcome welcome{wire::welcomeProof(cfg_.secret, challenge, hello)};
     co_await writeFrame(*sock, wire::Kind::Welcome, wire::encode(welcome));
     if (*watchdog.expired) throw std::runtime_error("handshake deadline passed");
     watchdog.timer.cancel();
-    admission_.connected(admitted, std::move(*sock), /*dialedByUs=*/false);
+    admission_.connected(admitted, hello.epoch, std::move(*sock), /*dialedByUs=*/false);
     co_return;
   } catch (const boost::system::system_error& e) {
     failure = *watchdog.expired ? fmt::format("no complete handshake within {} ms", cfg_.handshakeTimeout.count())
@@ -166,12 +196,28 @@ asio::awaitable<void> Connector::serveIncoming(tcp::socket socket, tcp::endpoint
     ConnectFailure f;
     f.dialed = false;
     f.reason = fmt::format("handshake with rank {} from {} failed: {}", admitted, remote, failure);
-    admission_.connectFailed(admitted, f);
+    admission_.connectFailed(admitted, admittedEpoch, f);
   }
 }
 
-asio::awaitable<bool> Connector::dialOnce(int peer, const tcp::endpoint& ep, Clock::time_point deadline,
-                                          bool retrying, ConnectFailure& failure, bool& retriable) {
+// Admission of an authenticated hello; nullopt welcomes it.
+asio::awaitable<std::optional<wire::Reject>> Connector::admit(const wire::Hello& hello, const std::string& remote) {
+  const auto deadline = Clock::now() + cfg_.handshakeTimeout;
+  for (;;) {
+    auto verdict = admission_.admit(static_cast<int>(hello.rank), hello.epoch, remote);
+    if (verdict.kind == Verdict::Kind::Reject) co_return verdict.reject;
+    if (verdict.kind == Verdict::Kind::Welcome) co_return std::nullopt;
+    // R4: the peer's previous connection still lingers here; its last
+    // frames must be read before anything on this one.
+    if (Clock::now() >= deadline) throw std::runtime_error("the previous connection did not close in time");
+    co_await admission_.predecessorClosed(static_cast<int>(hello.rank), deadline);
+  }
+}
+
+asio::awaitable<bool> Connector::dialOnce(const Dial& d, Clock::time_point deadline, ConnectFailure& failure,
+                                          bool& retriable) {
+  const int peer = d.peer;
+  const tcp::endpoint& ep = d.ep;
   auto sock = std::make_shared<tcp::socket>(io_);
   Watchdog watchdog(io_, sock, std::min(deadline, Clock::now() + cfg_.handshakeTimeout));
   try {
@@ -188,6 +234,7 @@ asio::awaitable<bool> Connector::dialOnce(int peer, const tcp::endpoint& ep, Clo
     hello.rank = static_cast<std::uint32_t>(cfg_.rank);
     hello.nranks = static_cast<std::uint32_t>(cfg_.nranks);
     hello.world = cfg_.worldId;
+    hello.epoch = d.epoch;
     crypto::randomBytes(hello.nonce.data(), hello.nonce.size());
     hello.proof = wire::helloProof(cfg_.secret, challenge, hello);
     co_await writeFrame(*sock, wire::Kind::Hello, wire::encode(hello));
@@ -199,6 +246,10 @@ asio::awaitable<bool> Connector::dialOnce(int peer, const tcp::endpoint& ep, Clo
         log::trace(cfg_.rank, "rank {} keeps its own connection to us", peer);
         co_return true;  // its dial becomes the link
       }
+      if (r.code == wire::RejectCode::Stale) {
+        log::trace(cfg_.rank, "rank {} refused our dial of connection {} as stale", peer, d.epoch);
+        co_return true;  // dialled for a link that has been closed since; nothing to do
+      }
       throw std::runtime_error(rejectText(r));
     }
     if (reply.header.kind != wire::Kind::Welcome)
@@ -209,38 +260,48 @@ asio::awaitable<bool> Connector::dialOnce(int peer, const tcp::endpoint& ep, Clo
       throw std::runtime_error("the listener could not prove the secret (not a member of this world)");
     if (*watchdog.expired) throw std::runtime_error("handshake deadline passed");
     watchdog.timer.cancel();
-    admission_.connected(peer, std::move(*sock), /*dialedByUs=*/true);
+    admission_.connected(peer, d.epoch, std::move(*sock), /*dialedByUs=*/true);
     co_return true;
   } catch (const boost::system::system_error& e) {
     failure.reason = *watchdog.expired ? "no answer within the handshake deadline" : e.code().message();
-    retriable = retrying && transient(e.code(), *watchdog.expired);
+    retriable = transient(e.code(), *watchdog.expired, d.policy.retryRefused);
   } catch (const std::exception& e) {
     failure.reason = e.what();
   }
   co_return false;
 }
 
-asio::awaitable<void> Connector::dialPeer(int peer, tcp::endpoint ep, std::optional<Clock::time_point> retryUntil) {
-  const auto deadline = retryUntil.value_or(Clock::now() + cfg_.handshakeTimeout);
+asio::awaitable<void> Connector::dialPeer(Dial d) {
+  const auto deadline = d.policy.until;
   auto backoff = std::chrono::milliseconds(10);
   ConnectFailure failure;
+  std::uint64_t jitter = static_cast<std::uint64_t>(Clock::now().time_since_epoch().count()) ^
+                         (static_cast<std::uint64_t>(cfg_.rank) << 32) ^ static_cast<std::uint64_t>(d.peer);
   for (failure.attempts = 1;; ++failure.attempts) {
     bool retriable = false;
-    if (co_await dialOnce(peer, ep, deadline, retryUntil.has_value(), failure, retriable)) co_return;
+    if (co_await dialOnce(d, deadline, failure, retriable)) {
+      dialEnded();
+      co_return;
+    }
     if (!retriable) break;
-    if (!admission_.mayRetry() || Clock::now() + backoff >= deadline) {
+    // Jitter (up to half the backoff) keeps a thousand ranks that start
+    // together from retrying in lockstep.
+    jitter = jitter * 6364136223846793005ULL + 1442695040888963407ULL;
+    auto wait = backoff + std::chrono::milliseconds((jitter >> 33) % (backoff.count() / 2 + 1));
+    if (!admission_.mayRetry() || Clock::now() + wait >= deadline) {
       failure.retriesExhausted = true;
       break;
     }
     if (failure.attempts == 1)
-      log::info(cfg_.rank, "rank {} at {} not reachable yet ({}); retrying", peer, toString(ep), failure.reason);
+      log::info(cfg_.rank, "rank {} at {} not reachable yet ({}); retrying", d.peer, toString(d.ep), failure.reason);
     asio::steady_timer t(io_);
-    t.expires_after(backoff);
+    t.expires_after(wait);
     co_await t.async_wait(asio::use_awaitable);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
   }
-  failure.reason = fmt::format("cannot connect to rank {} at {}: {}", peer, toString(ep), failure.reason);
-  admission_.connectFailed(peer, failure);
+  failure.reason = fmt::format("cannot connect to rank {} at {}: {}", d.peer, toString(d.ep), failure.reason);
+  dialEnded();
+  admission_.connectFailed(d.peer, d.epoch, failure);
 }
 
 }  // namespace tether::link

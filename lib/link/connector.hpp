@@ -9,8 +9,10 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 
@@ -32,6 +34,27 @@ struct ConnectorConfig {
   std::uint64_t worldId = 0;
   std::chrono::milliseconds handshakeTimeout{10000};
   int keepaliveIdleS = 10, keepaliveIntervalS = 2, keepaliveCount = 3;
+  int maxDials = 32;      // dials in flight at once; more wait their turn
+  int maxHandshakes = 64; // incoming handshakes at once; the kernel's backlog holds the rest
+};
+
+// How a dial retries. A refused, reset, unreachable or silent attempt is
+// retried (backoff 10 ms .. 1 s, with jitter) until `until`; refused ones
+// only with `retryRefused` (a root that is not listening yet), because a
+// refusal otherwise means the peer's process is gone.
+struct DialPolicy {
+  Clock::time_point until{};
+  bool retryRefused = false;
+};
+
+// What admission decides about an authenticated hello.
+struct Verdict {
+  enum class Kind { Welcome, Reject, Wait } kind = Kind::Welcome;
+  wire::Reject reject;  // Kind::Reject
+  static Verdict welcome() { return {}; }
+  static Verdict refuse(wire::RejectCode code, std::string reason) { return {Kind::Reject, {code, std::move(reason)}}; }
+  // Ask again once the peer's previous connection has closed (R4).
+  static Verdict wait() { return {Kind::Wait, {}}; }
 };
 
 // A dial (or an admitted incoming handshake) that ended without a link.
@@ -54,12 +77,16 @@ struct Refusal {
 
 class Admission {
  public:
-  // An authenticated hello of this world from `peer`: nullopt admits it (the
-  // owner reserves the link to `peer` now), else the reject to send.
-  virtual std::optional<wire::Reject> admit(int peer, const std::string& remote) = 0;
-  // The handshake finished: `socket` is the stream to `peer`.
-  virtual void connected(int peer, tcp::socket socket, bool dialedByUs) = 0;
-  virtual void connectFailed(int peer, const ConnectFailure& failure) = 0;
+  // An authenticated hello of this world from `peer`, dialled in its
+  // connection `epoch` to us: welcome it (the owner reserves the link to
+  // `peer` now), refuse it, or wait.
+  virtual Verdict admit(int peer, std::uint32_t epoch, const std::string& remote) = 0;
+  // Waits until `peer`'s previous connection here has closed, or `deadline`.
+  virtual asio::awaitable<void> predecessorClosed(int peer, Clock::time_point deadline) = 0;
+  // The handshake finished: `socket` is the stream to `peer` for the link of
+  // connection `epoch` (the owner ignores a stale one).
+  virtual void connected(int peer, std::uint32_t epoch, tcp::socket socket, bool dialedByUs) = 0;
+  virtual void connectFailed(int peer, std::uint32_t epoch, const ConnectFailure& failure) = 0;
   virtual void refused(const Refusal& refusal) = 0;
   // The owner is closing: stop accepting, say nothing about dropped strangers.
   virtual bool closing() const = 0;
@@ -76,22 +103,33 @@ class Connector {
   const ConnectorConfig& config() const { return cfg_; }
   // Accepts on `acceptor` (owned by the caller) until it is closed.
   void listen(tcp::acceptor& acceptor);
-  // Dials `peer` at `ep`. With `retryUntil`, a refused, reset, unreachable or
-  // silent attempt is retried (backoff 10 ms .. 1 s) until then.
-  void dial(int peer, tcp::endpoint ep, std::optional<Clock::time_point> retryUntil = std::nullopt);
+  // Dials `peer` at `ep` for its connection `epoch` (at most maxDials at once).
+  void dial(int peer, std::uint32_t epoch, tcp::endpoint ep, DialPolicy policy);
 
  private:
+  struct Dial {
+    int peer;
+    std::uint32_t epoch;
+    tcp::endpoint ep;
+    DialPolicy policy;
+  };
   asio::awaitable<void> acceptLoop(tcp::acceptor& acceptor);
   asio::awaitable<void> serveIncoming(tcp::socket socket, tcp::endpoint from);
-  asio::awaitable<void> dialPeer(int peer, tcp::endpoint ep, std::optional<Clock::time_point> retryUntil);
+  asio::awaitable<std::optional<wire::Reject>> admit(const wire::Hello& hello, const std::string& remote);
+  asio::awaitable<void> dialPeer(Dial d);
   // One dial attempt; true when it is finished (linked, or the peer keeps its
   // own connection), false with `failure` filled when it failed.
-  asio::awaitable<bool> dialOnce(int peer, const tcp::endpoint& ep, Clock::time_point deadline,
-                                 bool retrying, ConnectFailure& failure, bool& retriable);
+  asio::awaitable<bool> dialOnce(const Dial& d, Clock::time_point deadline, ConnectFailure& failure,
+                                 bool& retriable);
+  void dialEnded();
 
   asio::io_context& io_;
   const ConnectorConfig cfg_;
   Admission& admission_;
+  int dialsInFlight_ = 0;
+  std::deque<Dial> dialQueue_;
+  int handshakes_ = 0;                 // incoming handshakes in progress
+  asio::steady_timer acceptPaused_;    // the accept loop waits here while handshakes_ is at the limit
 };
 
 }  // namespace tether::link

@@ -9,6 +9,7 @@
 #include <array>
 #include <cstring>
 #include <span>
+#include <stdexcept>
 #include <utility>
 
 #include "base/endpoint.hpp"
@@ -42,8 +43,8 @@ OutFrame controlFrame(wire::Kind kind, wire::SharedBytes payload) {
   return f;
 }
 
-Link::Link(asio::io_context& io, LinkSink& sink, int peer, LinkLimits limits)
-    : io_(io), sink_(sink), peer_(peer), limits_(limits), rbuf_(kReadAhead) {}
+Link::Link(asio::io_context& io, LinkSink& sink, int peer, std::uint32_t epoch, LinkLimits limits)
+    : io_(io), sink_(sink), peer_(peer), epoch_(epoch), limits_(limits), rbuf_(kReadAhead) {}
 
 void Link::attach(tcp::socket socket, bool dialedByUs) {
   if (state_ != State::Dialing) return;
@@ -56,18 +57,56 @@ void Link::attach(tcp::socket socket, bool dialedByUs) {
   // in non-blocking mode they report would_block instead of waiting.
   boost::system::error_code ignored;
   socket_->non_blocking(true, ignored);
-  state_ = State::Up;
+  state_ = goodbyeSent_ ? State::Closing : State::Up;
   asio::co_spawn(io_, readLoop(), asio::detached);
   startWrite();
 }
 
+bool Link::writing() const { return state_ == State::Up || state_ == State::Closing; }
+
 void Link::enqueue(OutFrame frame) {
+  // R1: after a goodbye only the ack may follow; the owner sends later
+  // frames on a new link.
+  if ((goodbyeSent_ || goodbyeRead_) && !frame.ack)
+    throw std::logic_error("a frame queued on a link after its goodbye");
+  if (state_ == State::Closed) return;
   queue_.push_back(std::move(frame));
-  if (state_ == State::Up && inFlight_ == 0) startWrite();
+  if (writing() && inFlight_ == 0) startWrite();
+}
+
+void Link::sendGoodbye(wire::GoodbyeMode mode) {
+  if (goodbyeSent_ || state_ == State::Closed) return;
+  enqueue(controlFrame(wire::Kind::Goodbye, wire::encodeGoodbye(mode)));
+  goodbyeSent_ = true;
+  sentMode_ = mode;
+  if (state_ == State::Up) state_ = State::Closing;
+}
+
+void Link::onGoodbyeFrame(const std::vector<unsigned char>& payload) {
+  readMode_ = wire::decodeGoodbye(payload);  // throws on a malformed one
+  goodbyeRead_ = true;
+  if (state_ == State::Up) state_ = State::Closing;
+  sink_.onGoodbye(*this, readMode_);
+  // Everything the peer sent before its goodbye has been read: say so.
+  OutFrame ack = controlFrame(wire::Kind::GoodbyeAck, std::vector<unsigned char>{});
+  ack.ack = true;
+  enqueue(std::move(ack));
+}
+
+// R2: the side that sent a goodbye closes once it has read the ack; the side
+// that read one, once its ack is written. Nothing unread is left behind.
+void Link::closeIfDone() {
+  if (state_ != State::Closing || (goodbyeSent_ && !ackRead_) || (goodbyeRead_ && !ackWritten_)) return;
+  state_ = State::Closed;
+  clean_ = true;
+  boost::system::error_code ignored;
+  socket_->shutdown(tcp::socket::shutdown_both, ignored);
+  socket_->close(ignored);
+  sink_.onLinkDown(*this, "closed after goodbye", true);
 }
 
 void Link::startWrite() {
-  while (state_ == State::Up && inFlight_ == 0 && !queue_.empty()) {
+  while (writing() && inFlight_ == 0 && !queue_.empty()) {
     std::array<asio::const_buffer, 2 * kMaxGather> bufs;
     std::size_t n = std::min(queue_.size(), kMaxGather), nbufs = 0, total = 0;
     for (std::size_t i = 0; i < n; ++i) {
@@ -111,7 +150,7 @@ void Link::startWrite() {
     });
     return;
   }
-  if (idle()) sink_.onLinkIdle(*this);
+  if (idle() && writing()) sink_.onLinkIdle(*this);
 }
 
 // The inFlight_ frames at the front of the queue are on the wire.
@@ -121,10 +160,12 @@ void Link::finishWrite() {
   std::vector<std::pair<Owner*, bool>> done;
   for (std::size_t i = 0; i < inFlight_; ++i) {
     if (queue_.front().owner) done.emplace_back(queue_.front().owner, queue_.front().abandoned);
+    if (queue_.front().ack) ackWritten_ = true;
     queue_.pop_front();
   }
   inFlight_ = 0;
   for (auto [owner, abandoned] : done) sink_.onTransferDone(*owner, abandoned);
+  closeIfDone();
 }
 
 std::vector<Owner*> Link::ownersWithQueuedFrames() const {
@@ -162,12 +203,14 @@ int Link::abandon(Owner* owner) {
 void Link::fail(const std::string& reason) {
   if (state_ == State::Closed) return;
   state_ = State::Closed;
+  // The owner may drop its last reference to this link in onLinkDown.
+  auto self = weak_from_this().lock();
   if (socket_) {
     boost::system::error_code ignored;
     socket_->shutdown(tcp::socket::shutdown_both, ignored);
     socket_->close(ignored);
   }
-  sink_.onLinkDown(*this, reason, goodbye_);
+  sink_.onLinkDown(*this, reason, goodbyeRead_);
   // The socket is closed: nothing touches the owners' buffers any more.
   std::vector<Owner*> released;
   for (std::size_t i = 0; i < inFlight_ && i < queue_.size(); ++i)
@@ -272,14 +315,26 @@ asio::awaitable<void> Link::readLoop() {
         pendingDst_ = payload.data();
         co_await readPayload(h->length);
         pendingDst_ = nullptr;
-        sink_.onControlFrame(*this, *h, std::move(payload));
+        if (h->kind == wire::Kind::Goodbye) {
+          try {
+            onGoodbyeFrame(payload);
+          } catch (const std::invalid_argument& e) {
+            fail(std::string("malformed goodbye: ") + e.what());
+            co_return;
+          }
+        } else if (h->kind == wire::Kind::GoodbyeAck) {
+          ackRead_ = true;
+          closeIfDone();
+        } else {
+          sink_.onControlFrame(*this, *h, std::move(payload));
+        }
       }
       if (state_ == State::Closed) co_return;
     }
   } catch (const boost::system::system_error& e) {
     if (state_ == State::Closed) co_return;
     if (e.code() == asio::error::eof)
-      fail(goodbye_ ? "closed after goodbye" : "connection closed by peer (EOF)");
+      fail(goodbyeRead_ ? "closed after goodbye" : "connection closed by peer (EOF)");
     else
       fail("read failed: " + e.code().message());
   }

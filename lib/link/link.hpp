@@ -1,8 +1,13 @@
 // One long-lived, ordered TCP stream to one peer. A single outstanding write
 // drains a queue of frames (gathered into one writev); a read loop parses
 // frames from a read-ahead buffer and lands payloads straight in the posted
-// receive's buffer when there is one. Talks to its owner only through a
-// LinkSink (sink.hpp). Progress thread only.
+// receive's buffer when there is one. The lingering close is the link's own
+// protocol (docs/ordering.md, "Closing and reopening a link", R1-R2): a
+// Goodbye (final or idle) is the last frame a side writes except the
+// GoodbyeAck; the side that sent a Goodbye closes once it has read the ack,
+// the side that read one once its ack is written, so no socket is ever closed
+// with unread data. Talks to its owner only through a LinkSink (sink.hpp).
+// Progress thread only.
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
@@ -34,6 +39,7 @@ struct OutFrame {
   std::size_t len = 0;
   Owner* owner = nullptr;            // set only for referenced payloads
   bool abandoned = false;            // owner failed while this frame was being written
+  bool ack = false;                  // the GoodbyeAck: written means this side may close
 };
 
 // A control frame of `kind` with a copied payload, or a shared one.
@@ -47,23 +53,46 @@ struct LinkLimits {
 
 class Link : public std::enable_shared_from_this<Link> {
  public:
-  enum class State { Dialing, Up, Closed };
+  // Closing: a Goodbye was sent or read; the link only drains and lingers.
+  enum class State { Dialing, Up, Closing, Closed };
 
-  Link(asio::io_context& io, LinkSink& sink, int peer, LinkLimits limits);
+  // `epoch`: connections to `peer` set aside before this one (R5).
+  Link(asio::io_context& io, LinkSink& sink, int peer, std::uint32_t epoch, LinkLimits limits);
   int peer() const { return peer_; }
+  std::uint32_t epoch() const { return epoch_; }
   State state() const { return state_; }
+  // Dialing or Up: the link frames to this peer go to.
+  bool current() const { return state_ == State::Dialing || state_ == State::Up; }
   const std::string& remote() const { return remote_; }
-  void markGoodbye() { goodbye_ = true; }
-  bool goodbyeReceived() const { return goodbye_; }
-  void markGoodbyeAcked() { goodbyeAcked_ = true; }
-  bool goodbyeAcked() const { return goodbyeAcked_; }
   // Nothing queued or being written.
   bool idle() const { return queue_.empty() && inFlight_ == 0; }
+  // A frame's payload is being read right now.
+  bool midFrame() const { return pendingDst_ != nullptr || directRead_; }
+  // Use counter for least-recently-used choices (set by the owner).
+  std::uint64_t lastUsed = 0;
 
-  // Dialing -> Up: starts the read loop and flushes frames queued meanwhile.
+  // Dialing -> Up (or Closing, if a goodbye is already queued): starts the
+  // read loop and flushes frames queued meanwhile.
   void attach(tcp::socket socket, bool dialedByUs);
   bool dialedByUs() const { return dialedByUs_; }
+  // Queues a frame. Not after a goodbye was sent or read (R1).
   void enqueue(OutFrame frame);
+  // Queues a Goodbye behind everything queued; nothing may follow it. An Up
+  // link becomes Closing at once; a Dialing one when it attaches.
+  void sendGoodbye(wire::GoodbyeMode mode);
+  bool goodbyeSent() const { return goodbyeSent_; }
+  bool goodbyeRead() const { return goodbyeRead_; }
+  bool finalGoodbyeRead() const { return goodbyeRead_ && readMode_ == wire::GoodbyeMode::Final; }
+  bool finalGoodbyeSent() const { return goodbyeSent_ && sentMode_ == wire::GoodbyeMode::Final; }
+  // Our goodbye has been acknowledged (everything we wrote was read).
+  bool ackRead() const { return ackRead_; }
+  // Closed by the goodbye exchange (R2), not by an error.
+  bool closedAfterGoodbye() const { return clean_; }
+  // A goodbye of the idle kind was sent or read: the peer may be dialled again.
+  bool idleClose() const {
+    return (goodbyeSent_ && sentMode_ == wire::GoodbyeMode::Idle) ||
+           (goodbyeRead_ && readMode_ == wire::GoodbyeMode::Idle);
+  }
   // Drops the owner's queued frames and its receive target. A frame already
   // being written from (or read into) the owner's buffer is finished first:
   // returns how many such transfers are still running; each ends with
@@ -79,19 +108,25 @@ class Link : public std::enable_shared_from_this<Link> {
   asio::awaitable<void> fill(std::size_t n);
   asio::awaitable<void> readPayload(std::size_t len);
   asio::awaitable<void> readDataFrame(const wire::FrameHeader& h);
+  void onGoodbyeFrame(const std::vector<unsigned char>& payload);
+  bool writing() const;
+  void closeIfDone();
   void startWrite();
   void finishWrite();
 
   asio::io_context& io_;
   LinkSink& sink_;
   const int peer_;
+  const std::uint32_t epoch_;
   const LinkLimits limits_;
   State state_ = State::Dialing;
   std::string remote_;
   std::unique_ptr<tcp::socket> socket_;
-  bool goodbye_ = false;
-  bool goodbyeAcked_ = false;
   bool dialedByUs_ = false;
+
+  // The lingering close.
+  bool goodbyeSent_ = false, goodbyeRead_ = false, ackRead_ = false, ackWritten_ = false, clean_ = false;
+  wire::GoodbyeMode sentMode_ = wire::GoodbyeMode::Final, readMode_ = wire::GoodbyeMode::Final;
 
   // Writing.
   std::deque<OutFrame> queue_;

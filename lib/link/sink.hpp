@@ -8,6 +8,7 @@
 
 #include "base/layer.hpp"
 #include "wire/frame.hpp"
+#include "wire/handshake.hpp"
 
 TETHER_LAYER(3, "link");
 
@@ -37,7 +38,12 @@ class LinkSink {
   virtual void onDataComplete(Link& link, const wire::FrameHeader& h, const Target& t,
                               std::vector<unsigned char>&& stashed) = 0;
   virtual void onControlFrame(Link& link, const wire::FrameHeader& h, std::vector<unsigned char>&& payload) = 0;
-  // The link closed (once). `graceful`: the peer said goodbye first.
+  // The peer's Goodbye was read (final: it leaves; idle: it closes this
+  // connection only). The link is Closing from now on: nothing but the ack
+  // is written on it (R1); the owner sends later frames on a new link.
+  virtual void onGoodbye(Link& link, wire::GoodbyeMode mode) = 0;
+  // The link closed (once): after the goodbye exchange (graceful), or on an
+  // error. `graceful`: the peer said goodbye first.
   virtual void onLinkDown(Link& link, const std::string& reason, bool graceful) = 0;
   // A referenced payload of `owner` has been written, or — `abandoned` — a
   // transfer the owner gave up on has ended and no longer uses its buffer.

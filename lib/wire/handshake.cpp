@@ -42,6 +42,7 @@ crypto::Digest proof(const Secret& secret, const char* label, const Nonce& first
   w.u32(c.rank);
   w.u32(h.nranks);
   w.u64(h.world);
+  w.u32(h.epoch);
   return crypto::hmacSha256(secret.data(), secret.size(), msg.data(), msg.size());
 }
 
@@ -61,6 +62,7 @@ std::vector<unsigned char> encode(const Hello& m) {
   w.u32(m.rank);
   w.u32(m.nranks);
   w.u64(m.world);
+  w.u32(m.epoch);
   w.bytes(m.nonce.data(), m.nonce.size());
   w.bytes(m.proof.data(), m.proof.size());
   return b;
@@ -109,6 +111,7 @@ Hello decodeHello(const std::vector<unsigned char>& b) {
   m.rank = r.u32();
   m.nranks = r.u32();
   m.world = r.u64();
+  m.epoch = r.u32();
   r.bytes(m.nonce.data(), m.nonce.size());
   r.bytes(m.proof.data(), m.proof.size());
   checkFullyRead(r, "hello");
@@ -167,6 +170,16 @@ std::vector<PeerAddress> decodeTable(const std::vector<unsigned char>& b, std::u
   table.reserve(t.size());
   for (std::uint32_t i = 0; i < t.size(); ++i) table.push_back(t.at(i));
   return table;
+}
+
+std::vector<unsigned char> encodeGoodbye(GoodbyeMode mode) {
+  return {static_cast<unsigned char>(mode)};
+}
+
+GoodbyeMode decodeGoodbye(const std::vector<unsigned char>& b) {
+  if (b.size() != 1 || b[0] > static_cast<unsigned char>(GoodbyeMode::Idle))
+    throw std::invalid_argument("goodbye must carry one byte: 0 (final) or 1 (idle)");
+  return static_cast<GoodbyeMode>(b[0]);
 }
 
 crypto::Digest helloProof(const Secret& secret, const Challenge& c, const Hello& h) {

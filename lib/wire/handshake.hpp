@@ -34,6 +34,7 @@ struct Hello {
   std::uint32_t rank = 0;    // dialer's world rank
   std::uint32_t nranks = 0;
   std::uint64_t world = 0;   // world communicator id
+  std::uint32_t epoch = 0;   // connections to the acceptor the dialer has set aside (docs/ordering.md, R5)
   Nonce nonce{};
   crypto::Digest proof{};
 };
@@ -49,7 +50,15 @@ enum class RejectCode : std::uint16_t {
   Simultaneous = 4,  // both sides dialled; the lower rank's dial wins
   BadRank = 5,       // rank out of range
   ShuttingDown = 6,
+  Stale = 7,         // the hello was dialled before a close this side has completed (R5)
 };
+
+// A Goodbye says whether the sender leaves (its bootstrap closes) or only
+// closes this connection (the link budget); only a final one makes it gone.
+enum class GoodbyeMode : std::uint8_t { Final = 0, Idle = 1 };
+std::vector<unsigned char> encodeGoodbye(GoodbyeMode mode);
+// Throws std::invalid_argument on anything but one valid byte.
+GoodbyeMode decodeGoodbye(const std::vector<unsigned char>& b);
 
 struct Reject {
   RejectCode code{};

@@ -59,9 +59,9 @@ void checkAllgather(TcpBootstrap& b) {
   }
 }
 
-void checkAlltoall(TcpBootstrap& b) {
+void checkAlltoallSizes(TcpBootstrap& b, const std::vector<std::size_t>& sizes) {
   const int n = b.size(), r = b.rank();
-  for (auto bytes : kSizes) {
+  for (auto bytes : sizes) {
     std::vector<unsigned char> send(n * bytes), recv(n * bytes, 0xEE);
     for (int d = 0; d < n; ++d)
       for (std::size_t i = 0; i < bytes; ++i) send[d * bytes + i] = pattern(r, d, i);
@@ -73,6 +73,8 @@ void checkAlltoall(TcpBootstrap& b) {
                             std::to_string(i));
   }
 }
+
+void checkAlltoall(TcpBootstrap& b) { checkAlltoallSizes(b, kSizes); }
 
 // Rank s sends count(s, d) bytes to rank d: uneven, some zero.
 std::size_t vcount(int s, int d, std::size_t scale) { return ((s * 7 + d * 3) % 5) * scale; }
@@ -152,6 +154,25 @@ TEST_CASE("alltoall with each window forced", "[multiproc][alltoall]") {
   const char* env = GENERATE("TETHER_ALGO_ALLTOALL=linear", "TETHER_ALGO_ALLTOALL=pairwise");
   INFO(env);
   runChecked(5, checkAlltoall, env);
+}
+
+TEST_CASE("alltoall with each forwarding algorithm forced", "[multiproc][alltoall]") {
+  // Bruck forwards blocks through log2 N peers; the tree gathers to rank 0,
+  // transposes and scatters (radix 64: flat; radix 2: binomial, inner ranks).
+  // Sizes up to past 64 KiB (frames sent by reference), not 4 MiB: rank 0 of
+  // the tree holds 2 N (N - 1) blocks.
+  auto pair = GENERATE(std::make_pair("TETHER_ALGO_ALLTOALL=bruck", "TETHER_TREE_RADIX=0"),
+                       std::make_pair("TETHER_ALGO_ALLTOALL=tree", "TETHER_TREE_RADIX=64"),
+                       std::make_pair("TETHER_ALGO_ALLTOALL=tree", "TETHER_TREE_RADIX=2"));
+  int n = GENERATE(2, 3, 8, 13);
+  INFO(pair.first << " " << pair.second);
+  runChecked(n, [](TcpBootstrap& b) { checkAlltoallSizes(b, {0, 1, 7, 64, 4096, 70000}); }, pair.first, pair.second);
+}
+
+TEST_CASE("alltoallv with a forwarding algorithm forced runs linear", "[multiproc][alltoallv]") {
+  const char* env = GENERATE("TETHER_ALGO_ALLTOALL=bruck", "TETHER_ALGO_ALLTOALL=tree");
+  INFO(env);
+  runChecked(5, checkAlltoallv, env);
 }
 
 TEST_CASE("alltoallv on forked ranks", "[multiproc][alltoallv]") {

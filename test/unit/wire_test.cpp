@@ -87,7 +87,7 @@ TEST_CASE("handshake messages round-trip and reject truncation", "[unit][wire]")
   h.nonce.fill(3);
   h.proof.fill(9);
   auto bytes = encode(h);
-  CHECK(bytes.size() == 4 + 4 + 8 + 16 + 32);
+  CHECK(bytes.size() == 4 + 4 + 8 + 4 + 16 + 32);
   auto d = decodeHello(bytes);
   CHECK(d.rank == 7);
   CHECK(d.nranks == 16);

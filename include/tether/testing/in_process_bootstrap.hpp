@@ -260,7 +260,8 @@ class InProcessBootstrap : public Bootstrap {
           break;
         }
         case Step::Kind::Recv: pending.push_back(s); break;
-        case Step::Kind::Copy: std::memmove(mem.at(s.at), mem.at(s.from), s.bytes); break;
+        case Step::Kind::Copy:
+        case Step::Kind::CopyBlocks: mem.copy(s); break;
         case Step::Kind::Settle:
           for (const Step& r : pending) {
             key.step = r.step;

@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 namespace tether {
@@ -40,13 +41,17 @@ inline Ref in(std::size_t offset = 0) { return Ref{Buffer::In, offset}; }
 inline Ref out(std::size_t offset = 0) { return Ref{Buffer::Out, offset}; }
 
 struct Step {
-  enum class Kind : std::uint8_t { Send, Recv, Copy, Settle };
+  // CopyBlocks: `count` copies of `bytes`, the j-th from from + j * fromStride
+  // to at + j * toStride, in order (a transpose or a strided pack in one step).
+  enum class Kind : std::uint8_t { Send, Recv, Copy, Settle, CopyBlocks };
   Kind kind = Kind::Settle;
   int peer = -1;           // Send/Recv: rank in the communicator
   std::uint32_t step = 0;  // Send/Recv: the frame's step number
-  Ref at;                  // Send: source; Recv and Copy: destination
-  Ref from;                // Copy: source
-  std::size_t bytes = 0;
+  Ref at;                  // Send: source; Recv and Copy(Blocks): destination
+  Ref from;                // Copy(Blocks): source
+  std::size_t bytes = 0;   // CopyBlocks: of each block
+  std::size_t count = 0;   // CopyBlocks: blocks
+  std::ptrdiff_t toStride = 0, fromStride = 0;  // CopyBlocks: may be negative
 };
 
 class Plan {
@@ -65,6 +70,17 @@ class Plan {
   // Local copy (memmove semantics); runs in order, after the preceding settle.
   void copy(Ref to, Ref from, std::size_t bytes) {
     if (bytes) push(Step::Kind::Copy, -1, 0, to, from, bytes);
+  }
+  // `count` local copies of `bytes` (memmove each, in order): the j-th from
+  // from + j * fromStride to to + j * toStride.
+  void copyBlocks(Ref to, std::ptrdiff_t toStride, Ref from, std::ptrdiff_t fromStride, std::size_t bytes,
+                  std::size_t count) {
+    if (count == 1) copy(to, from, bytes);
+    if (count < 2 || bytes == 0) return;
+    push(Step::Kind::CopyBlocks, -1, 0, to, from, bytes);
+    steps_.back().count = count;
+    steps_.back().toStride = toStride;
+    steps_.back().fromStride = fromStride;
   }
   void settle() {
     if (!steps_.empty() && steps_.back().kind != Step::Kind::Settle) push(Step::Kind::Settle, -1, 0, Ref{}, Ref{}, 0);
@@ -114,6 +130,20 @@ struct Memory {
       case Buffer::Scratch: return scratch + r.offset;
     }
     return nullptr;
+  }
+
+  // Runs a Copy or CopyBlocks step.
+  void copy(const Step& s) const {
+    if (s.kind == Step::Kind::Copy) {
+      std::memmove(at(s.at), at(s.from), s.bytes);
+      return;
+    }
+    unsigned char* to = at(s.at);
+    const unsigned char* from = at(s.from);
+    for (std::size_t j = 0; j < s.count; ++j) {
+      const auto jj = static_cast<std::ptrdiff_t>(j);
+      std::memmove(to + jj * s.toStride, from + jj * s.fromStride, s.bytes);
+    }
   }
 };
 

@@ -11,6 +11,8 @@
 
 #include "tether/detail/coll/allgather.hpp"
 #include "tether/detail/coll/alltoall.hpp"
+#include "tether/detail/coll/alltoall_bruck.hpp"
+#include "tether/detail/coll/alltoall_tree.hpp"
 #include "tether/detail/coll/barrier.hpp"
 #include "tether/detail/coll/broadcast.hpp"
 #include "tether/detail/coll/op.hpp"
@@ -59,6 +61,18 @@ inline Op familyOf(Op op) {
   }
 }
 
+// The tree all-to-all passes all N^2 blocks through rank 0. When ranks
+// outnumber cores it beat Bruck 2-5x with up to 16 MiB of them (N = 8..256 at
+// 64 B, N = 64 at 4 KiB) and lost 3x at 32 MiB (N = 64 at 8 KiB) on 2 cores
+// (docs/benchmarks.md).
+constexpr std::uint64_t kAlltoallTreeMaxBytes = 16u << 20;
+
+// Whether N^2 blocks of `bytes` fit the tree all-to-all's budget at rank 0.
+inline bool alltoallTreeFits(int size, std::size_t bytes) {
+  const std::uint64_t blocks = static_cast<std::uint64_t>(size) * static_cast<std::uint64_t>(size);
+  return bytes <= kAlltoallTreeMaxBytes / blocks;
+}
+
 inline bool never(const Shape&, const Call&) { return false; }
 inline bool always(const Shape&, const Call&) { return true; }
 
@@ -72,8 +86,24 @@ inline const Algorithm kAlgorithms[] = {
     {Op::Allgather, "linear", never, [](Plan& p, const Shape&, const Call& c) { allgatherLinear(p, c.bytes); }},
     {Op::Allgather, "bruck", always, [](Plan& p, const Shape&, const Call& c) { allgatherBruck(p, c.bytes); }},
 
+    // alltoallv runs pairwise or linear only: the forwarding rows would need
+    // the sizes of the blocks they forward (docs/design.md), so bruck and tree
+    // run linear for it even when forced. Its `bytes` is the local largest
+    // block, which ranks may disagree on: safe because pairwise and linear
+    // post the same frames.
     {Op::Alltoall, "pairwise", [](const Shape& s, const Call& c) { return c.bytes >= s.largeBytes; },
      [](Plan& p, const Shape&, const Call& c) { alltoallWindowed(p, c.blocks, 1); }},
+    {Op::Alltoall, "tree",
+     [](const Shape& s, const Call& c) { return c.op == Op::Alltoall && s.cpuBound && alltoallTreeFits(s.size, c.bytes); },
+     [](Plan& p, const Shape& s, const Call& c) {
+       if (c.op == Op::Alltoall) alltoallTree(p, c.bytes, s.radix);
+       else alltoallWindowed(p, c.blocks, p.size());
+     }},
+    {Op::Alltoall, "bruck", [](const Shape&, const Call& c) { return c.op == Op::Alltoall; },
+     [](Plan& p, const Shape&, const Call& c) {
+       if (c.op == Op::Alltoall) alltoallBruck(p, c.bytes);
+       else alltoallWindowed(p, c.blocks, p.size());
+     }},
     {Op::Alltoall, "linear", always, [](Plan& p, const Shape&, const Call& c) { alltoallWindowed(p, c.blocks, p.size()); }},
 
     {Op::Broadcast, "pipeline", [](const Shape& s, const Call& c) { return c.bytes >= 4 * s.largeBytes && s.size > 2; },
