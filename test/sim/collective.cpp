@@ -91,6 +91,11 @@ class Run final : public Protocol {
   }
 
   std::uint32_t rounds() const { return rounds_; }
+  std::uint64_t mostCopied() const {
+    std::uint64_t most = 0;
+    for (const RankRun& s : ranks_) most = std::max(most, s.copiedTotal);
+    return most;
+  }
   const std::vector<Time>& callMax() const { return callMax_; }
 
  private:
@@ -100,7 +105,8 @@ class Run final : public Protocol {
     std::uint32_t pendingRecvs = 0, pendingSends = 0;
     std::uint32_t depth = 0;     // longest chain of messages behind this rank, as of its last settle
     std::uint32_t newDepth = 0;  // ... including what arrived since
-    std::uint64_t copyBytes = 0;
+    std::uint64_t copyBytes = 0;    // copies not yet paid for
+    std::uint64_t copiedTotal = 0;  // over all calls
     Time started = 0;
     bool waiting = false, done = false;
   };
@@ -118,6 +124,7 @@ class Run final : public Protocol {
       const CStep st = s.steps[s.pc];
       if (st.kind == CStep::Local) {
         s.copyBytes += st.bytes;
+        s.copiedTotal += st.bytes;
         ++s.pc;
         continue;
       }
@@ -243,6 +250,7 @@ OpResult runCollective(Engine& engine, const CollectiveSpec& spec, bool cpuBound
   const auto calls = static_cast<std::uint64_t>(spec.calls);
   r.messages = c.messages * static_cast<std::uint64_t>(scale) / calls;
   r.busiestBytes = *std::max_element(c.sentBytes.begin(), c.sentBytes.end()) / calls;
+  r.copiedBytes = run.mostCopied() / calls;
   r.connections = c.halfConnections * static_cast<std::uint64_t>(scale) / 2;
   r.rootMessages = c.rootMessages / calls;
   r.rootBytes = c.rootBytes / calls;

@@ -8,15 +8,10 @@
 namespace tether::sim {
 namespace {
 
-// Bytes a local step copies: Copy moves `bytes`; a step copying `count`
-// blocks (a later Plan's CopyBlocks) moves count * bytes.
-template <class S>
-auto copiedBytes(const S& s, int) -> decltype(s.count, std::uint64_t{}) {
-  return s.bytes * std::max<std::uint64_t>(1, s.count);
-}
-template <class S>
-std::uint64_t copiedBytes(const S& s, long) {
-  return s.bytes;
+// Bytes a local step copies: Copy moves `bytes`; CopyBlocks moves `count`
+// blocks of `bytes` each.
+std::uint64_t copiedBytes(const dc::Step& s) {
+  return s.kind == dc::Step::Kind::CopyBlocks ? std::uint64_t{s.bytes} * s.count : s.bytes;
 }
 
 std::uint64_t mix(std::uint64_t x) {  // splitmix64's finalizer
@@ -130,8 +125,9 @@ CompactPlan Planner::plan(int rank) const {
       case Kind::Send: c.kind = CStep::Send, ++out.sends; break;
       case Kind::Recv: c.kind = CStep::Recv; break;
       case Kind::Settle: c.kind = CStep::Settle; break;
-      default:  // local copies: only their bytes matter; consecutive ones merge
-        c = CStep{copiedBytes(s, 0), -1, 0, CStep::Local};
+      case Kind::Copy:
+      case Kind::CopyBlocks:  // local copies: only their bytes matter; consecutive ones merge
+        c = CStep{copiedBytes(s), -1, 0, CStep::Local};
         if (!out.steps.empty() && out.steps.back().kind == CStep::Local) {
           out.steps.back().bytes += c.bytes;
           continue;

@@ -57,6 +57,7 @@ void printJson(std::ostream& out, const OpResult& r) {
                       {"rounds", r.rounds},
                       {"messages", r.messages},
                       {"busiest_rank_bytes", r.busiestBytes},
+                      {"most_copied_bytes", r.copiedBytes},
                       {"connections", r.connections},
                       {"peak_links_per_rank", r.peakLinks},
                       {"root_messages", r.rootMessages},

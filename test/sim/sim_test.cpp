@@ -56,6 +56,14 @@ std::uint64_t knomialRootChildren(int n, int radix) {
   return c;
 }
 
+// Bruck all-to-all: blocks one rank sends in all, the set bits of 0 .. N-1
+// (test/unit/alltoall_plans_test.cpp).
+std::uint64_t bruckBlocksSent(std::uint64_t n) {
+  std::uint64_t bits = 0;
+  for (std::uint64_t i = 0; i < n; ++i) bits += static_cast<std::uint64_t>(__builtin_popcountll(i));
+  return bits;
+}
+
 struct Counts {
   std::uint64_t messages, rounds;
   std::optional<std::uint64_t> busiest;  // payload bytes sent by the busiest rank
@@ -77,8 +85,10 @@ std::optional<Counts> closedForm(dc::Op family, const std::string& row, std::uin
   if (family == dc::Op::Alltoall) {
     if (row == "linear") return Counts{all, n > 1 ? 1u : 0u, (n - 1) * b};
     if (row == "pairwise") return Counts{all, n - 1, (n - 1) * b};
-    if (row == "bruck") return Counts{n * lg, lg, std::nullopt};
-    if (row == "tree") return Counts{tree, 2 * height, std::nullopt};
+    // Bruck: ceil(log2 N) rounds of one message per rank, blocks forwarded.
+    if (row == "bruck") return Counts{n * lg, lg, bruckBlocksSent(n) * b};
+    // Gather to rank 0, transpose, scatter: rank 0 sends down every block not for itself.
+    if (row == "tree") return Counts{tree, 2 * height, n * (n - 1) * b};
   }
   if (family == dc::Op::Broadcast) {
     if (row == "binomial") return Counts{n - 1, knomialHeight(static_cast<int>(n), 2), lg * b};
@@ -152,6 +162,46 @@ TEST_CASE("links persist: a second call opens none, and init's link to the root 
   CHECK(r.rootLinks == 7);
   CHECK(r.callUs.size() == 3);
   CHECK(r.messages == 14);  // per call
+}
+
+TEST_CASE("the new all-to-all rows at scale: Bruck ceil(log2 N) rounds, tree 2(N-1) messages") {
+  for (auto [hosts, perHost] : {std::pair{125, 8}, {512, 8}}) {
+    const Params p = world(hosts, perHost);
+    const auto n = static_cast<std::uint64_t>(p.nranks());
+    INFO("N=" << n);
+    const OpResult bruck = runRow(p, dc::Op::Alltoall, "bruck", 8);
+    CHECK(bruck.rounds == ceilLog2(n));
+    CHECK(bruck.messages == n * ceilLog2(n));
+    CHECK(bruck.busiestBytes == bruckBlocksSent(n) * 8);
+    // Peers: r - 2^k and r + 2^k; the two coincide when 2^j + 2^k = N.
+    const int bits = __builtin_popcountll(n);
+    CHECK(bruck.peakLinks == 2 * ceilLog2(n) - (bits == 1 ? 1 : bits == 2 ? 2 : 0));
+    CHECK(bruck.copiedBytes > 0);                     // packs and rotations, CopyBlocks steps
+  }
+  const Params p = world(128, 8);
+  const OpResult tree = runRow(p, dc::Op::Alltoall, "tree", 8);
+  CHECK(tree.messages == 2 * (1024 - 1));
+  CHECK(tree.busiestBytes == 1024ull * 1023 * 8);
+  CHECK(tree.rootMessages == 2 * knomialRootChildren(1024, dc::loadSettings().tuning.radix));
+}
+
+TEST_CASE("local copies, Copy and CopyBlocks alike, cost their bytes at the copy rate") {
+  Params p = world(1, 1);
+  p.cpuGBps = 0.001;  // 1 byte per ns: 100 bytes, 100 us
+  auto run = [&](bool copies) {
+    Engine engine(p);
+    CollectiveSpec s;
+    s.build = [copies](dc::Plan& plan) {
+      if (!copies) return;
+      plan.copyBlocks(dc::out(0), 16, dc::in(0), 32, 16, 5);  // 80 bytes in one step
+      plan.copy(dc::out(100), dc::in(200), 20);
+    };
+    return runCollective(engine, s, false);
+  };
+  const OpResult none = run(false), some = run(true);
+  CHECK(none.copiedBytes == 0);
+  CHECK(some.copiedBytes == 100);
+  CHECK(some.firstUs - none.firstUs == Approx(100.0));
 }
 
 TEST_CASE("settle: a rank goes on only when its receives have arrived") {
