@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
       ("algo", "force a table row, OP=ROW (e.g. allgather=ring); repeatable", cxxopts::value<std::vector<std::string>>())
       ("no-anchors", "leave out the anchors (star rendezvous, ring all-gather)")
       ("mode", "auto|full|periodic (periodic: one host stands for all, for shift-symmetric plans)", cxxopts::value<std::string>()->default_value("auto"))
-      ("budget", "auto: above this many plan steps + messages, run periodic when possible", cxxopts::value<double>()->default_value("4e8"))
+      ("budget", "auto: above this many plan steps + blocks copied + messages, run periodic when possible", cxxopts::value<double>()->default_value("4e8"))
       ("json", "one JSON object per operation")
       ("h,help", "this help");
   spec.add_options("calibration")

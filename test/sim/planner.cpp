@@ -127,6 +127,7 @@ CompactPlan Planner::plan(int rank) const {
       case Kind::Settle: c.kind = CStep::Settle; break;
       case Kind::Copy:
       case Kind::CopyBlocks:  // local copies: only their bytes matter; consecutive ones merge
+        out.copiedBlocks += s.kind == Kind::CopyBlocks ? s.count : 1;
         c = CStep{copiedBytes(s), -1, 0, CStep::Local};
         if (!out.steps.empty() && out.steps.back().kind == CStep::Local) {
           out.steps.back().bytes += c.bytes;
@@ -173,7 +174,7 @@ double Planner::estimatedWork(int ranksPerHost) const {
   double work = 0;
   for (int r : sample) {
     const CompactPlan p = plan(r);
-    work += static_cast<double>(p.recorded) + 5.0 * static_cast<double>(p.sends);
+    work += static_cast<double>(p.recorded + p.copiedBlocks) + 5.0 * static_cast<double>(p.sends);
   }
   return work / static_cast<double>(sample.size()) * n_ * std::max(1, spec_.calls);
 }

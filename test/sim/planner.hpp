@@ -49,6 +49,10 @@ struct CompactPlan {
   std::vector<CStep> steps;
   std::size_t recorded = 0;  // steps of the plan as recorded (copies included)
   std::size_t sends = 0;
+  // Blocks its copy steps move (a CopyBlocks step counts `count`): what
+  // recording it cost, since the algorithms add copies block by block and
+  // merge them into strided steps (Bruck's packs: O(N log N) per rank).
+  std::size_t copiedBlocks = 0;
 };
 
 class Planner {
@@ -61,7 +65,8 @@ class Planner {
   // i < R and a sample of k (the first, second, middle, last host and a
   // few drawn with the seed). Periodic mode needs it.
   bool shiftSymmetric(int ranksPerHost) const;
-  // Estimated plan steps plus messages over all ranks, from a sample.
+  // Estimated plan steps, blocks copied (the cost of recording) and
+  // messages over all ranks, from a sample.
   double estimatedWork(int ranksPerHost) const;
 
  private:
