@@ -45,11 +45,7 @@ World::World(WorldConfig config)
       predecessorWaits_(cfg_.nranks),
       peers_(cfg_.nranks) {
   rdv::Config rc{cfg_.rank, cfg_.nranks, toPeerAddress(cfg_.root, 0), cfg_.timeout};
-  auto kind = env::get("TETHER_RENDEZVOUS").value_or("root");
-  if (kind != "root")
-    throw Error(ErrorCode::InvalidArgument, fmt::format("rank {}: TETHER_RENDEZVOUS='{}' (use root)", rank(), kind),
-                rank());
-  rendezvous_ = rdv::makeRootStar(*this, rc);
+  rendezvous_ = rdv::make(*this, rc, env::get("TETHER_RENDEZVOUS").value_or("auto"));
 }
 
 std::shared_ptr<World> World::create(WorldConfig config) {

@@ -1,7 +1,8 @@
 // The rendezvous seam: how ranks learn each other's listen addresses. A
 // Rendezvous owns its state and talks to the world through a Host; the world
 // feeds it the rendezvous frames and link events. Implementations: the root
-// star (root_star.cpp); selected by TETHER_RENDEZVOUS. Progress thread only.
+// star (root_star.cpp) and the k-nomial tree (tree.cpp); selected by
+// TETHER_RENDEZVOUS through make() (select.cpp). Progress thread only.
 #pragma once
 
 #include <chrono>
@@ -9,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/layer.hpp"
@@ -29,6 +31,10 @@ class Host {
   // Queues a control frame on the link to `peer` (sent once it is up). The
   // payload is shared, not copied: a table sent to many ranks exists once.
   virtual void send(int peer, wire::Kind kind, wire::SharedBytes payload) = 0;
+  // Closes the link to `peer` when it is idle, with the ordinary idle goodbye
+  // (the link budget's close: either side may dial again later). The tree's
+  // root releases its registration links this way once the table is out.
+  virtual void release(int peer) = 0;
   // The rendezvous is complete (error == nullptr) or failed.
   virtual void finished(std::exception_ptr error) = 0;
   // Tells every connected rank to stop, naming the reason (the root, when the
@@ -72,5 +78,19 @@ class Rendezvous {
 };
 
 std::unique_ptr<Rendezvous> makeRootStar(Host& host, const Config& config);
+std::unique_ptr<Rendezvous> makeTree(Host& host, const Config& config, int radix);
+
+// The k-nomial tree rooted at rank 0 that the tree rendezvous uses.
+int treeParent(int rank, int radix);
+std::vector<int> treeChildren(int rank, int nranks, int radix);
+
+// The tree is chosen by "auto" from this many ranks (measured: docs/benchmarks.md, "Scale").
+inline constexpr int kTreeFromRanks = 128;
+inline constexpr int kDefaultTreeRadix = 8;
+
+// The rendezvous named `name` ("root", "tree" or "auto"; TETHER_RENDEZVOUS);
+// the tree's radix from TETHER_RENDEZVOUS_RADIX. Throws Error{InvalidArgument}
+// naming the value and the choices.
+std::unique_ptr<Rendezvous> make(Host& host, const Config& config, std::string_view name);
 
 }  // namespace tether::rdv

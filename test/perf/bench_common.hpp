@@ -113,6 +113,9 @@ struct Result {
   double initMs = 0;
   double firstUs = 0;  // slowest rank's first (warm-up) iteration: includes connection setup
   double medianUs = 0, p99Us = 0, maxUs = 0;
+  // Peak open sockets of one rank (max over ranks, sampled after every call)
+  // and peak RSS (getrusage ru_maxrss, max over ranks); -1 when not measured.
+  long maxFds = -1, maxRssKb = -1;
 };
 
 // `perRank[r][i]`: rank r's time for iteration i (microseconds). Fills the latency fields.
@@ -138,6 +141,8 @@ inline void print(const Result& r, bool json) {
                            {"bytes", r.bytes}, {"iters", r.iters}, {"init_ms", round3(r.initMs)},
                            {"first_us", round3(r.firstUs)}, {"median_us", round3(r.medianUs)},
                            {"p99_us", round3(r.p99Us)}, {"max_us", round3(r.maxUs)}};
+    if (r.maxFds >= 0) line["max_fds"] = r.maxFds;
+    if (r.maxRssKb >= 0) line["max_rss_kb"] = r.maxRssKb;
     std::cout << line.dump() << std::endl;
     return;
   }
@@ -145,6 +150,7 @@ inline void print(const Result& r, bool json) {
               "median=%9.2f us  p99=%9.2f us  max=%9.2f us\n",
               r.impl.c_str(), opName(r.op), r.nranks, r.bytes, r.iters, r.initMs, r.firstUs,
               r.medianUs, r.p99Us, r.maxUs);
+  if (r.maxFds >= 0) std::printf("        max_fds=%ld max_rss_kb=%ld\n", r.maxFds, r.maxRssKb);
   std::fflush(stdout);
 }
 

@@ -27,6 +27,8 @@ def main():
             sys.exit(f"missing keys {sorted(missing)} in {line}")
         if not 0 < record["median_us"] <= record["p99_us"] <= record["max_us"]:
             sys.exit(f"inconsistent latencies in {line}")
+        if record["impl"] == "tether" and not (record.get("max_fds", 0) > 0 and record.get("max_rss_kb", 0) > 0):
+            sys.exit(f"max_fds or max_rss_kb missing or not positive in {line}")
         if record["init_ms"] <= 0:
             sys.exit(f"init_ms not positive in {line}")
         print(line)

@@ -7,7 +7,10 @@
 // process per rank and waits for them with a deadline. Each rank times every
 // iteration itself; after the loop the timings go to rank 0 over the bootstrap
 // and rank 0 prints the statistics (bench_common.hpp explains them).
+#include <dirent.h>
 #include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -31,6 +34,27 @@ using bench::Op;
 double microsecondsSince(Clock::time_point start) {
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
 }
+
+// Open sockets of this process now: /proc/self/fd entries that are sockets.
+long openSockets() {
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return -1;
+  long n = 0;
+  while (dirent* e = readdir(dir)) {
+    struct stat st;
+    if (e->d_name[0] != '.' && fstatat(dirfd(dir), e->d_name, &st, 0) == 0 && S_ISSOCK(st.st_mode)) ++n;
+  }
+  closedir(dir);
+  return n;
+}
+
+long peakRssKb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss;  // kilobytes on Linux
+}
+
+long peakSockets = 0;  // this rank's, sampled after init and after every call
 
 // Times `count` back-to-back calls of `op`; entry i is this rank's time for call i.
 std::vector<double> timeOp(tether::Bootstrap& b, Op op, std::size_t bytes, int count) {
@@ -58,6 +82,7 @@ std::vector<double> timeOp(tether::Bootstrap& b, Op op, std::size_t bytes, int c
     }
     times[static_cast<std::size_t>(i)] = microsecondsSince(start);
     if (op == Op::Sendrecv) times[static_cast<std::size_t>(i)] /= 2;  // half round trip
+    peakSockets = std::max(peakSockets, openSockets());  // outside the timed region
   }
   return times;
 }
@@ -85,12 +110,14 @@ int runRank(int rank, const bench::Options& options, const tether::UniqueId& id)
   const auto start = Clock::now();
   tether::TcpBootstrap b(rank, options.nranks, id, tcp);
   const double initUs = microsecondsSince(start);
+  peakSockets = std::max(peakSockets, openSockets());
 
   for (Op op : options.ops) {
     for (std::size_t bytes : bench::sizesFor(op, options.bytes)) {
       std::vector<double> times = timeOp(b, op, bytes, options.warmup + options.iters);
-      // Record: [init, first call, timed calls...]
-      std::vector<double> record{initUs, times.front()};
+      // Record: [init, first call, peak sockets, peak RSS, timed calls...]
+      std::vector<double> record{initUs, times.front(), static_cast<double>(peakSockets),
+                                 static_cast<double>(peakRssKb())};
       record.insert(record.end(), times.end() - options.iters, times.end());
       auto all = gatherToRoot(b, record);
       if (rank != 0) continue;
@@ -105,7 +132,9 @@ int runRank(int rank, const bench::Options& options, const tether::UniqueId& id)
       for (const auto& r : all) {
         result.initMs = std::max(result.initMs, r[0] / 1000.0);
         result.firstUs = std::max(result.firstUs, r[1]);
-        perRank.emplace_back(r.begin() + 2, r.end());
+        result.maxFds = std::max(result.maxFds, static_cast<long>(r[2]));
+        result.maxRssKb = std::max(result.maxRssKb, static_cast<long>(r[3]));
+        perRank.emplace_back(r.begin() + 4, r.end());
       }
       if (op == Op::Sendrecv) perRank.resize(1);  // rank 0 timed the round trips
       bench::summarize(perRank, result);

@@ -1,0 +1,286 @@
+// Tree rendezvous: every rank registers with the root (rank 0) as in the root
+// star, but the root sends the table only to its children in a k-nomial tree
+// (radix TETHER_TREE_RADIX, default 4) and each rank forwards it to its own
+// children by dialling them. The whole table travels on every tree edge (each
+// rank needs every address), so the root sends (k-1)*ceil(log_k N) copies
+// instead of N-1: O(N log N) bytes instead of O(N^2). Once the table is out
+// the root releases (idle-closes, with the ordinary goodbye) its registration
+// links to ranks that are not its children, so after init it holds only its
+// tree links. A rank is done when it holds the table and the links to its
+// children are up (so a child it cannot reach is named here, as the rank that
+// failed to forward).
+#include <fmt/format.h>
+
+#include <optional>
+
+#include "base/endpoint.hpp"
+#include "base/join.hpp"
+#include "base/log.hpp"
+#include "rendezvous/rendezvous.hpp"
+#include "tether/error.hpp"
+#include "wire/handshake.hpp"
+
+namespace tether::rdv {
+
+int treeParent(int rank, int radix) {
+  if (rank == 0) return -1;
+  for (long s = 1;; s *= radix)
+    if (long digit = (rank / s) % radix; digit != 0) return static_cast<int>(rank - digit * s);
+}
+
+std::vector<int> treeChildren(int rank, int nranks, int radix) {
+  // A rank's children differ from it in one digit below its lowest non-zero
+  // digit (in any digit, for the root); the largest subtrees first.
+  long limit = nranks;
+  if (rank != 0)
+    for (limit = 1; (rank / limit) % radix == 0; limit *= radix) {
+    }
+  std::vector<long> places;
+  for (long s = 1; s < limit; s *= radix) places.push_back(s);
+  std::vector<int> out;
+  for (auto it = places.rbegin(); it != places.rend(); ++it)
+    for (long j = 1; j < radix; ++j)
+      if (long c = rank + j * *it; c < nranks) out.push_back(static_cast<int>(c));
+  return out;
+}
+
+namespace {
+
+const char* refusalText(wire::RejectCode code) {
+  switch (code) {
+    case wire::RejectCode::BadProof: return "wrong secret (it holds another job's UniqueId?)";
+    case wire::RejectCode::WrongWorld: return "wrong world size";
+    default: return "refused";
+  }
+}
+
+class Tree final : public Rendezvous {
+ public:
+  Tree(Host& host, Config config, int radix)
+      : host_(host),
+        cfg_(std::move(config)),
+        radix_(radix),
+        parent_(treeParent(cfg_.rank, radix)),
+        children_(treeChildren(cfg_.rank, cfg_.nranks, radix)),
+        registered_(cfg_.rank == 0 ? cfg_.nranks : 0) {}
+
+  void start(const PeerAddress& self) override {
+    if (cfg_.rank == 0) {
+      registered_[0] = self;
+      registeredCount_ = 1;
+      if (cfg_.nranks == 1) {
+        table_ = wire::AddressTable(std::vector<PeerAddress>{self});
+        complete();
+      }
+      return;
+    }
+    wire::Register reg{static_cast<std::uint32_t>(cfg_.rank), self};
+    host_.connect(0, cfg_.root);
+    host_.send(0, wire::Kind::Register, std::make_shared<const wire::Bytes>(wire::encode(reg)));
+  }
+
+  bool onFrame(int peer, wire::Kind kind, wire::SharedBytes payload) override {
+    if (kind == wire::Kind::Register) {
+      onRegister(peer, wire::decodeRegister(*payload));
+      return true;
+    }
+    if (kind == wire::Kind::Table) {
+      onTable(peer, wire::AddressTable(std::move(payload), static_cast<std::uint32_t>(cfg_.nranks)));
+      return true;
+    }
+    return false;
+  }
+
+  void onLinkUp(int peer) override {
+    if (peer == 0) connectedToRoot_ = true;
+    if (haveTable_ && isChild(peer) && !childUp_[index(peer)]) {
+      childUp_[index(peer)] = 1;
+      ++childrenUp_;
+      maybeComplete();
+    }
+  }
+
+  void onLinkDown(int peer, const std::string& reason, bool graceful) override {
+    if (done_) return;
+    if (cfg_.rank == 0) {
+      if (graceful)
+        return failAll(ErrorCode::PeerLost,
+                       fmt::format("rendezvous failed: rank {} left before the table was sent; {}", peer,
+                                   missingText()),
+                       peer);
+      return failAll(ErrorCode::PeerLost, fmt::format("rendezvous failed: lost rank {}: {}", peer, reason), peer);
+    }
+    // The root idle-closes the registration link of a rank that is not its
+    // child (graceful): the table then comes from the parent.
+    if (peer == 0 && !graceful && !haveTable_)
+      return fail(ErrorCode::PeerLost, fmt::format("rendezvous: lost the root (rank 0): {}", reason), 0);
+    if (peer == parent_ && !haveTable_ && !graceful)
+      return fail(ErrorCode::PeerLost,
+                  fmt::format("rendezvous: lost the parent (rank {}) before its table arrived: {}", peer, reason),
+                  peer);
+    if (haveTable_ && isChild(peer))
+      fail(ErrorCode::PeerLost,
+           fmt::format("rendezvous: lost the child rank {} while forwarding the table: {}", peer, reason), peer);
+  }
+
+  void onConnectFailed(int peer, const link::ConnectFailure& f) override {
+    if (done_ || cfg_.rank == 0) return;
+    if (peer == 0 && !connectedToRoot_) {
+      if (f.retriesExhausted)
+        return fail(ErrorCode::Timeout,
+                    fmt::format("rendezvous timed out after {} ms: could not reach the root at {} ({} attempts; "
+                                "last: {})",
+                                cfg_.timeout.count(), toString(toEndpoint(cfg_.root)), f.attempts, f.reason),
+                    0);
+      return fail(ErrorCode::PeerLost, fmt::format("rendezvous: cannot reach the root: {}", f.reason), 0);
+    }
+    if (haveTable_ && isChild(peer))
+      fail(f.retriesExhausted ? ErrorCode::Timeout : ErrorCode::PeerLost,
+           fmt::format("rendezvous: cannot forward the table to the child rank {} at {} ({} attempts; last: {})", peer,
+                       toString(toEndpoint(table_.at(static_cast<std::uint32_t>(peer)))), f.attempts, f.reason),
+           peer);
+  }
+
+  void onRefused(const link::Refusal& r) override {
+    if (done_ || cfg_.rank != 0) return;
+    std::string what = fmt::format("rank {} refused: {}, from {}", r.claimedRank, refusalText(r.code), r.remote);
+    refusals_.push_back(what);
+    // As in the root star: a valid proof with another world size is this
+    // job, misconfigured; a wrong secret is named only at the deadline.
+    if (r.code == wire::RejectCode::WrongWorld)
+      failAll(ErrorCode::InvalidArgument, "rendezvous failed: " + what, r.claimedRank);
+  }
+
+  void onDuplicateClaim(int peer, const std::string& remote) override {
+    if (done_ || cfg_.rank != 0) return;
+    failAll(ErrorCode::InvalidArgument,
+            fmt::format("rendezvous failed: two processes claim rank {} (second from {})", peer, remote), peer);
+  }
+
+  void onTimeout() override {
+    if (done_) return;
+    if (cfg_.rank == 0)
+      return failAll(ErrorCode::Timeout,
+                     fmt::format("rendezvous timed out after {} ms: {}", cfg_.timeout.count(), missingText()), -1);
+    if (!connectedToRoot_)
+      return fail(ErrorCode::Timeout,
+                  fmt::format("rendezvous timed out after {} ms: could not reach the root at {}", cfg_.timeout.count(),
+                              toString(toEndpoint(cfg_.root))),
+                  0);
+    if (!haveTable_)
+      return fail(ErrorCode::Timeout,
+                  fmt::format("rendezvous timed out after {} ms: registered with the root, but the table never came "
+                              "from the parent rank {} (tree radix {}; not all ranks arrived, or the parent failed)",
+                              cfg_.timeout.count(), parent_, radix_),
+                  parent_);
+    std::vector<int> down;
+    for (std::size_t i = 0; i < children_.size(); ++i)
+      if (!childUp_[i]) down.push_back(children_[i]);
+    fail(ErrorCode::Timeout,
+         fmt::format("rendezvous timed out after {} ms forwarding the table: no link to the child ranks {}",
+                     cfg_.timeout.count(), joined(down, ", ")),
+         down.empty() ? -1 : down.front());
+  }
+
+  bool done() const override { return done_; }
+  PeerAddress address(int rank) const override { return table_.at(static_cast<std::uint32_t>(rank)); }
+
+ private:
+  bool isChild(int peer) const { return index(peer) < children_.size(); }
+  std::size_t index(int peer) const {
+    for (std::size_t i = 0; i < children_.size(); ++i)
+      if (children_[i] == peer) return i;
+    return children_.size();
+  }
+
+  void onRegister(int peer, const wire::Register& r) {
+    if (cfg_.rank != 0 || done_ || static_cast<int>(r.rank) != peer || registered_[peer]) {
+      log::warn(cfg_.rank, "ignored an unexpected registration from rank {} (claims rank {})", peer, r.rank);
+      return;
+    }
+    registered_[peer] = r.address;
+    ++registeredCount_;
+    log::trace(cfg_.rank, "rank {} registered ({}/{})", peer, registeredCount_, cfg_.nranks);
+    if (registeredCount_ < cfg_.nranks) return;
+    std::vector<PeerAddress> all;
+    for (auto& a : registered_) all.push_back(*a);
+    table_ = wire::AddressTable(all);
+    haveTable_ = true;
+    for (int c : children_) host_.send(c, wire::Kind::Table, table_.encoded());
+    std::vector<char> child(static_cast<std::size_t>(cfg_.nranks), 0);
+    for (int c : children_) child[c] = 1;
+    for (int p = 1; p < cfg_.nranks; ++p)
+      if (!child[p]) host_.release(p);
+    registered_.clear();
+    registered_.shrink_to_fit();
+    complete();
+  }
+
+  void onTable(int peer, wire::AddressTable table) {
+    if (cfg_.rank == 0 || peer != parent_ || done_ || haveTable_) {
+      log::warn(cfg_.rank, "ignored an unexpected address table from rank {}", peer);
+      return;
+    }
+    table_ = std::move(table);
+    haveTable_ = true;
+    childUp_.assign(children_.size(), 0);
+    for (int c : children_) {
+      host_.connect(c, table_.at(static_cast<std::uint32_t>(c)));
+      host_.send(c, wire::Kind::Table, table_.encoded());  // the same bytes, sent once the link is up
+    }
+    maybeComplete();
+  }
+
+  void maybeComplete() {
+    if (!done_ && haveTable_ && childrenUp_ == static_cast<int>(children_.size())) complete();
+  }
+
+  std::string missingText() const {
+    std::vector<int> missing;
+    for (int r = 0; r < static_cast<int>(registered_.size()); ++r)
+      if (!registered_[r]) missing.push_back(r);
+    std::string text = fmt::format("{} of {} ranks registered; missing ranks: {}", registeredCount_, cfg_.nranks,
+                                   joined(missing, ", "));
+    if (!refusals_.empty()) text += fmt::format("; refused meanwhile: {}", joined(refusals_, "; "));
+    return text;
+  }
+
+  void complete() {
+    if (cfg_.rank == 0) log::info(0, "rendezvous complete (tree, radix {}): {} ranks", radix_, cfg_.nranks);
+    done_ = true;
+    host_.finished(nullptr);
+  }
+
+  void fail(ErrorCode code, const std::string& what, int peer) {
+    done_ = true;
+    host_.finished(std::make_exception_ptr(Error(code, fmt::format("rank {}: {}", cfg_.rank, what), cfg_.rank, peer)));
+  }
+
+  void failAll(ErrorCode code, const std::string& what, int peer) {
+    fail(code, what, peer);
+    host_.abortAll(what);
+  }
+
+  Host& host_;
+  const Config cfg_;
+  const int radix_;
+  const int parent_;
+  const std::vector<int> children_;
+  std::vector<std::optional<PeerAddress>> registered_;  // the root's only
+  int registeredCount_ = 0;
+  wire::AddressTable table_;
+  bool haveTable_ = false;
+  std::vector<char> childUp_;
+  int childrenUp_ = 0;
+  std::vector<std::string> refusals_;
+  bool connectedToRoot_ = false;
+  bool done_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Rendezvous> makeTree(Host& host, const Config& config, int radix) {
+  return std::make_unique<Tree>(host, config, radix);
+}
+
+}  // namespace tether::rdv
