@@ -42,10 +42,12 @@ class Fifo {
 
 // The links of one rank: peer -> state and the frames queued while the
 // link comes up (a list threaded through the message pool). Open addressing,
-// linear probing, never more than half full; no removal (links persist).
+// linear probing, never more than half full; links persist unless released
+// (erase: backward-shift deletion).
 struct LinkEntry {
   std::int32_t peer = -1;
   std::uint8_t up = 0;
+  std::uint8_t release = 0;  // close it once both sides are up and idle
   std::uint32_t head = kNone, tail = kNone;  // queued messages, oldest first
 };
 
@@ -71,6 +73,27 @@ class PeerMap {
     if ((count_ + 1) * 2 > slots_.size()) grow();
     ++count_;
     return place(peer);
+  }
+
+  void erase(int peer) {
+    if (slots_.empty()) return;
+    const std::size_t mask = slots_.size() - 1;
+    std::size_t i = hash(peer);
+    while (slots_[i].peer != peer) {
+      if (slots_[i].peer < 0) return;
+      i = (i + 1) & mask;
+    }
+    // Move later entries of the probe run back into the hole unless their
+    // home slot lies cyclically in (hole, their slot].
+    for (std::size_t j = (i + 1) & mask; slots_[j].peer >= 0; j = (j + 1) & mask) {
+      const std::size_t k = hash(slots_[j].peer);
+      const bool stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
+      if (stays) continue;
+      slots_[i] = slots_[j];
+      i = j;
+    }
+    slots_[i] = LinkEntry{};
+    --count_;
   }
 
  private:

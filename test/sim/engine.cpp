@@ -125,6 +125,10 @@ void Engine::finishJob(int rank, const Job& job) {
       const auto id = static_cast<std::uint32_t>(job.arg);
       const bool eager = messages_[id].bytes <= p_.eagerBytes;
       LinkEntry* e = entry(rank, messages_[id].dst);
+      if (!e) {  // released since the send was queued: dial again
+        startDial(rank, messages_[id].dst);
+        e = entry(rank, messages_[id].dst);
+      }
       if (e->up) {
         transmit(id);
       } else {
@@ -261,8 +265,26 @@ void Engine::startDial(int from, int dst) {
   pushJob(from, Job{fromUs(p_.connectUs), id, JobKind::Dial});
 }
 
+void Engine::release(int rank, int peer) {
+  if (periodic_) return;
+  if (LinkEntry* e = entry(rank, peer)) {
+    e->release = 1;
+    tryRelease(rank, peer);
+  }
+}
+
+void Engine::tryRelease(int rank, int peer) {
+  LinkEntry* a = entry(rank, peer);
+  LinkEntry* b = entry(peer, rank);
+  const auto idle = [](const LinkEntry* e) { return e && e->up && e->head == kNone; };
+  if (!idle(a) || !idle(b)) return;  // again when the other side comes up
+  links_[static_cast<std::size_t>(rank)].erase(peer);
+  links_[static_cast<std::size_t>(peer)].erase(rank);
+}
+
 void Engine::linkUp(int rank, int peer) {
   LinkEntry* e = entry(rank, peer);
+  if (!e) return;  // released meanwhile
   e->up = 1;
   std::uint32_t id = e->head;
   e->head = e->tail = kNone;
@@ -272,7 +294,9 @@ void Engine::linkUp(int rank, int peer) {
     transmit(id);
     id = next;
   }
+  const bool releasing = e->release || (entry(peer, rank) && entry(peer, rank)->release);
   protocol_->linkUp(rank, peer);
+  if (releasing && !periodic_) tryRelease(rank, peer);
 }
 
 void Engine::send(int from, int dst, std::uint64_t bytes, Frame frame) {

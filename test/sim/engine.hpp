@@ -87,6 +87,10 @@ class Engine {
   void send(int from, int dst, std::uint64_t bytes, Frame frame);
   // Opens the link from `from` to `dst` unless it exists or is coming up.
   void connect(int from, int dst);
+  // Closes the link between `rank` and `peer` (both sides) once both are up
+  // with nothing queued: tether's idle goodbye (the goodbye frames are not
+  // modeled). A later send dials again. Full mode only.
+  void release(int rank, int peer);
   // A link from `from` to `dst` exists or is coming up.
   bool linked(int from, int dst) { return entry(from, dst) != nullptr; }
   // Runs events until none is left.
@@ -156,6 +160,7 @@ class Engine {
   LinkEntry& addEntry(int rank, int peer);
   void startDial(int from, int dst);
   void linkUp(int rank, int peer);
+  void tryRelease(int rank, int peer);
   void transmit(std::uint32_t msg);
   std::uint32_t allocMessage();
 

@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
       ("bytes", "bytes per rank (allgather, alltoall; alltoallv: mean block; broadcast: all)", cxxopts::value<std::size_t>()->default_value("64"))
       ("calls", "back-to-back calls per operation (the first opens links; median of the rest is shown)", cxxopts::value<int>()->default_value("1"))
       ("root", "broadcast root", cxxopts::value<int>()->default_value("0"))
-      ("rendezvous", "tether's rendezvous: root|star (default: TETHER_RENDEZVOUS, else root)", cxxopts::value<std::string>()->default_value(defaultRendezvous()))
+      ("rendezvous", "tether's rendezvous: root|tree|auto|star (default: TETHER_RENDEZVOUS, else auto, as World)", cxxopts::value<std::string>()->default_value(defaultRendezvous()))
       ("algo", "force a table row, OP=ROW (e.g. allgather=ring); repeatable", cxxopts::value<std::vector<std::string>>())
       ("no-anchors", "leave out the anchors (star rendezvous, ring all-gather)")
       ("mode", "auto|full|periodic (periodic: one host stands for all, for shift-symmetric plans)", cxxopts::value<std::string>()->default_value("auto"))

@@ -15,6 +15,10 @@ namespace tether::sim {
 const std::vector<RendezvousKind>& rendezvousKinds() {
   static const std::vector<RendezvousKind> kinds = {
       {"root", &rdv::makeRootStar, "tether's root star (lib/rendezvous/root_star.cpp)"},
+      {"tree", +[](rdv::Host& h, const rdv::Config& c) { return rdv::make(h, c, "tree"); },
+       "tether's k-nomial tree (lib/rendezvous/tree.cpp, radix TETHER_RENDEZVOUS_RADIX)"},
+      {"auto", +[](rdv::Host& h, const rdv::Config& c) { return rdv::make(h, c, "auto"); },
+       "tether's default: the tree from rdv::kTreeFromRanks ranks, else the root star"},
       {"star", &makeAnchorStar, "anchor: one server answers every rank with the whole table"},
   };
   return kinds;
@@ -31,7 +35,7 @@ const RendezvousKind& findRendezvous(const std::string& name) {
 
 std::string defaultRendezvous() {
   const char* v = std::getenv("TETHER_RENDEZVOUS");
-  return v && *v ? v : "root";
+  return v && *v ? v : "auto";  // as World does
 }
 
 PeerAddress simAddress(int rank, const Params& params) {
@@ -65,6 +69,7 @@ class RankHost final : public rdv::Host {
   void finished(std::exception_ptr error) override;
   void abortAll(const std::string& reason) override;
   void post(std::function<void()> fn) override;
+  void release(int peer) override;
 
  private:
   Run* run_;
@@ -138,6 +143,7 @@ class Run final : public Protocol {
   void fail(const std::string& what) {
     if (error_.empty()) error_ = what;
   }
+  void release(int rank, int peer) { engine_.release(rank, peer); }
   void post(int rank, std::function<void()> fn) {
     posted_.push_back(std::move(fn));
     engine_.work(rank, 0, posted_.size());
@@ -192,6 +198,7 @@ void RankHost::send(int peer, wire::Kind kind, wire::SharedBytes payload) {
 void RankHost::finished(std::exception_ptr error) { run_->finished(rank_, error); }
 void RankHost::abortAll(const std::string& reason) { run_->fail(fmt::format("rank {} aborts all: {}", rank_, reason)); }
 void RankHost::post(std::function<void()> fn) { run_->post(rank_, std::move(fn)); }
+void RankHost::release(int peer) { run_->release(rank_, peer); }
 
 }  // namespace
 

@@ -23,12 +23,13 @@ struct RendezvousKind {
   const char* what;
 };
 
-// "root": tether's root star (TETHER_RENDEZVOUS=root); "star": the anchor, a
-// server that answers every rank with the whole table (anchor_star.cpp).
+// "root", "tree", "auto": tether's rendezvous as TETHER_RENDEZVOUS names
+// them (rdv::make); "star": the anchor, a server that answers every rank
+// with the whole table (anchor_star.cpp).
 const std::vector<RendezvousKind>& rendezvousKinds();
 // Throws std::invalid_argument naming the known kinds.
 const RendezvousKind& findRendezvous(const std::string& name);
-// tether's own choice: TETHER_RENDEZVOUS, else "root".
+// tether's own choice: TETHER_RENDEZVOUS, else "auto" (as World).
 std::string defaultRendezvous();
 
 // The anchor star (anchor_star.cpp).

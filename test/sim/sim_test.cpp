@@ -3,6 +3,7 @@
 // running every rank.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <optional>
 #include <sstream>
 
@@ -146,6 +147,58 @@ TEST_CASE("both rendezvous: 2(N-1) messages, the whole table from the root to ev
       CHECK(r.rootBytes == (n - 1) * (table + reg));
     }
   }
+}
+
+// Children of rank r in the k-nomial tree rooted at 0: r + j k^s for j < k
+// and every place s below r's lowest non-zero digit (every place, for 0).
+std::uint64_t knomialChildren(std::uint64_t r, std::uint64_t n, std::uint64_t k) {
+  std::uint64_t limit = n, count = 0;
+  if (r != 0)
+    for (limit = 1; (r / limit) % k == 0; limit *= k) {
+    }
+  for (std::uint64_t s = 1; s < limit; s *= k)
+    for (std::uint64_t j = 1; j < k; ++j) count += r + j * s < n;
+  return count;
+}
+
+TEST_CASE("tree rendezvous: registrations at the root, the table down a k-nomial tree, the root keeps its children") {
+  const char* env = std::getenv("TETHER_RENDEZVOUS_RADIX");
+  const std::uint64_t k = env && *env ? std::strtoull(env, nullptr, 10) : 8;
+  for (auto [hosts, perHost] : {std::pair{1, 1}, {1, 2}, {3, 3}, {16, 8}, {100, 10}}) {
+    Params p = world(hosts, perHost);
+    p.startSpreadUs = 300;
+    const auto n = static_cast<std::uint64_t>(p.nranks());
+    INFO("N=" << n << " radix " << k);
+    Engine engine(p);
+    const OpResult r = runRendezvous(engine, "tree", "tether").result;
+    const std::uint64_t table = 4 + 29 * n, reg = 4 + 29, rootKids = knomialChildren(0, n, k);
+    std::uint64_t busiest = 0, peak = n > 1 ? 1 : 0;
+    for (std::uint64_t q = 0; q < n; ++q) {
+      busiest = std::max(busiest, knomialChildren(q, n, k) * table + (q ? reg : 0));
+      if (q) peak = std::max(peak, 1 + knomialChildren(q, n, k));  // its parent and its children
+    }
+    CHECK(r.messages == 2 * (n - 1));  // a registration and a table per rank
+    CHECK(r.rounds == (n > 1 ? 1 + knomialHeight(static_cast<int>(n), static_cast<int>(k)) : 0u));
+    CHECK(r.rootMessages == (n - 1) + rootKids);
+    CHECK(r.rootBytes == (n - 1) * reg + rootKids * table);
+    CHECK(r.rootLinks == rootKids);  // the other registration links are released
+    CHECK(r.busiestBytes == busiest);
+    CHECK(r.connections == (n - 1) + (n - 1 - rootKids));
+    CHECK(r.peakLinks == peak);
+  }
+}
+
+TEST_CASE("a released link is gone from both sides; the other links stay findable") {
+  PeerMap m;
+  for (int peer = 0; peer < 1000; peer += 3) m.insert(peer).up = 1;
+  for (int peer = 0; peer < 1000; peer += 6) m.erase(peer);
+  std::size_t left = 0;
+  for (int peer = 0; peer < 1000; ++peer) {
+    const bool present = peer % 3 == 0 && peer % 6 != 0;
+    CHECK((m.find(peer) != nullptr) == present);
+    left += present;
+  }
+  CHECK(m.size() == left);
 }
 
 TEST_CASE("links persist: a second call opens none, and init's link to the root is reused") {
