@@ -188,6 +188,24 @@ TEST_CASE("tree rendezvous: registrations at the root, the table down a k-nomial
   }
 }
 
+TEST_CASE("after the tree rendezvous, a gather to rank 0 dials again every link the root released") {
+  const char* env = std::getenv("TETHER_RENDEZVOUS_RADIX");
+  const std::uint64_t k = env && *env ? std::strtoull(env, nullptr, 10) : 8;
+  const Params p = world(16, 8);
+  const std::uint64_t n = 128, kept = knomialChildren(0, n, k);
+  Engine engine(p);
+  runRendezvous(engine, "tree", "tether");
+  CollectiveSpec s;
+  s.build = [](dc::Plan& plan) {
+    if (plan.rank() != 0) return plan.send(0, 0, dc::out(), 8);
+    for (int q = 1; q < plan.size(); ++q) plan.recv(q, 0, dc::out(), 8);
+  };
+  const OpResult r = runCollective(engine, s, false);
+  CHECK(r.messages == n - 1);
+  CHECK(r.connections == n - 1 - kept);
+  CHECK(r.rootLinks == n - 1);
+}
+
 TEST_CASE("a released link is gone from both sides; the other links stay findable") {
   PeerMap m;
   for (int peer = 0; peer < 1000; peer += 3) m.insert(peer).up = 1;
