@@ -153,7 +153,7 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
   // rdv::Host
   void connect(int peer, const PeerAddress& at) override;
   void send(int peer, wire::Kind kind, wire::SharedBytes payload) override;
-  void release(int peer) override;
+  bool release(int peer) override;
   void post(std::function<void()> fn) override;
   void finished(std::exception_ptr error) override { finishInit(std::move(error)); }
   void abortAll(const std::string& reason) override { abortOnProgress(rank(), reason, true); }

@@ -106,12 +106,13 @@ void World::send(int peer, wire::Kind kind, wire::SharedBytes payload) {
   if (auto& l = links_[peer]) l->enqueue(link::controlFrame(kind, std::move(payload)));
 }
 
-void World::release(int peer) {
+bool World::release(int peer) {
   auto& l = links_[peer];
-  if (!l || l->state() != Link::State::Up || !l->idle() || l->midFrame()) return;
+  if (!l || l->state() != Link::State::Up || !l->idle() || l->midFrame()) return false;
   log::trace(rank(), "rendezvous: releasing the link to rank {}", peer);
   l->sendGoodbye(wire::GoodbyeMode::Idle);
   setAside(*l);
+  return true;
 }
 
 void World::post(std::function<void()> fn) { asio::post(io_, std::move(fn)); }

@@ -34,7 +34,9 @@ class Host {
   // Closes the link to `peer` when it is idle, with the ordinary idle goodbye
   // (the link budget's close: either side may dial again later). The tree's
   // root releases its registration links this way once the table is out.
-  virtual void release(int peer) = 0;
+  // False (nothing done) when the link is not up and idle. Its close is
+  // reported by onLinkDown (graceful).
+  virtual bool release(int peer) = 0;
   // The rendezvous is complete (error == nullptr) or failed.
   virtual void finished(std::exception_ptr error) = 0;
   // Tells every connected rank to stop, naming the reason (the root, when the

@@ -5,8 +5,8 @@
 // rank needs every address), so the root sends (k-1)*ceil(log_k N) copies
 // instead of N-1: O(N log N) bytes instead of O(N^2). Once the table is out
 // the root releases (idle-closes, with the ordinary goodbye) its registration
-// links to ranks that are not its children, so after init it holds only its
-// tree links. A rank is done when it holds the table and the links to its
+// links to ranks that are not its children and is done when they have closed,
+// so after init it holds only its tree links. A rank is done when it holds the table and the links to its
 // children are up (so a child it cannot reach is named here, as the rank that
 // failed to forward).
 #include <fmt/format.h>
@@ -103,6 +103,11 @@ class Tree final : public Rendezvous {
   void onLinkDown(int peer, const std::string& reason, bool graceful) override {
     if (done_) return;
     if (cfg_.rank == 0) {
+      if (haveTable_) {  // a released link closed (or broke: the rank is dialled again when needed)
+        if (released_[peer]) released_[peer] = 0, --releasing_;
+        if (releasing_ == 0) complete();
+        return;
+      }
       if (graceful)
         return failAll(ErrorCode::PeerLost,
                        fmt::format("rendezvous failed: rank {} left before the table was sent; {}", peer,
@@ -159,6 +164,16 @@ class Tree final : public Rendezvous {
 
   void onTimeout() override {
     if (done_) return;
+    if (cfg_.rank == 0 && haveTable_) {
+      std::vector<int> open;
+      for (int p = 0; p < cfg_.nranks; ++p)
+        if (released_[p]) open.push_back(p);
+      return fail(ErrorCode::Timeout,
+                  fmt::format("rendezvous timed out after {} ms: the table is out, but the released links to ranks "
+                              "{} did not close",
+                              cfg_.timeout.count(), joined(open, ", ")),
+                  open.empty() ? -1 : open.front());
+    }
     if (cfg_.rank == 0)
       return failAll(ErrorCode::Timeout,
                      fmt::format("rendezvous timed out after {} ms: {}", cfg_.timeout.count(), missingText()), -1);
@@ -207,13 +222,15 @@ class Tree final : public Rendezvous {
     table_ = wire::AddressTable(all);
     haveTable_ = true;
     for (int c : children_) host_.send(c, wire::Kind::Table, table_.encoded());
-    std::vector<char> child(static_cast<std::size_t>(cfg_.nranks), 0);
-    for (int c : children_) child[c] = 1;
+    released_.assign(static_cast<std::size_t>(cfg_.nranks), 1);
+    released_[0] = 0;
+    for (int c : children_) released_[c] = 0;
     for (int p = 1; p < cfg_.nranks; ++p)
-      if (!child[p]) host_.release(p);
+      if (released_[p] && !host_.release(p)) released_[p] = 0;  // not idle: left to the link budget
+      else releasing_ += released_[p];
     registered_.clear();
     registered_.shrink_to_fit();
-    complete();
+    if (releasing_ == 0) complete();
   }
 
   void onTable(int peer, wire::AddressTable table) {
@@ -271,6 +288,8 @@ class Tree final : public Rendezvous {
   wire::AddressTable table_;
   bool haveTable_ = false;
   std::vector<char> childUp_;
+  std::vector<char> released_;  // the root's: released links not closed yet
+  int releasing_ = 0;
   int childrenUp_ = 0;
   std::vector<std::string> refusals_;
   bool connectedToRoot_ = false;

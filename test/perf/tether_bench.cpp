@@ -131,6 +131,7 @@ int runRank(int rank, const bench::Options& options, const tether::UniqueId& id)
       std::vector<std::vector<double>> perRank;
       for (const auto& r : all) {
         result.initMs = std::max(result.initMs, r[0] / 1000.0);
+        result.initMinMs = result.initMinMs < 0 ? r[0] / 1000.0 : std::min(result.initMinMs, r[0] / 1000.0);
         result.firstUs = std::max(result.firstUs, r[1]);
         result.maxFds = std::max(result.maxFds, static_cast<long>(r[2]));
         result.maxRssKb = std::max(result.maxRssKb, static_cast<long>(r[3]));
