@@ -47,7 +47,7 @@ class Fifo {
 struct LinkEntry {
   std::int32_t peer = -1;
   std::uint8_t up = 0;
-  std::uint8_t release = 0;  // close it once both sides are up and idle
+  std::uint8_t release = 0;  // released: the goodbye is under way
   std::uint32_t head = kNone, tail = kNone;  // queued messages, oldest first
 };
 

@@ -63,7 +63,9 @@ void Engine::work(int rank, Time cost, std::uint64_t token) { pushJob(rank, Job{
 
 void Engine::pushJob(int rank, Job job) {
   RankState& r = ranks_[static_cast<std::size_t>(rank)];
-  (job.kind == JobKind::Recv || job.kind == JobKind::Accept ? r.incoming : r.own).push(job);
+  const bool reading = job.kind == JobKind::Recv || job.kind == JobKind::Accept || job.kind == JobKind::ByeRead ||
+                       job.kind == JobKind::ByeAckRead;
+  (reading ? r.incoming : r.own).push(job);
   if (r.state != State::Sleeping) return;
   HostState& h = hostOf(rank);
   if (h.freeCores > 0) {
@@ -152,6 +154,19 @@ void Engine::finishJob(int rank, const Job& job) {
       schedule(now_ + fromUs((2 * p_.connectRtts - 1) * oneWay), Ev::AcceptArrive, hs.acceptor, job.arg);
       return;
     }
+    // The idle goodbye: Bye at the releasing rank, read (and acknowledged)
+    // at the peer, the acknowledgement read back; then the link is closed.
+    case JobKind::Bye: {
+      const int peer = static_cast<int>(job.arg);
+      schedule(now_ + latency(sameHost(rank, peer)), Ev::Bye, peer, static_cast<std::uint64_t>(rank));
+      return;
+    }
+    case JobKind::ByeRead: {
+      const int peer = static_cast<int>(job.arg);
+      schedule(now_ + latency(sameHost(rank, peer)), Ev::ByeAck, peer, static_cast<std::uint64_t>(rank));
+      return;
+    }
+    case JobKind::ByeAckRead: return closeLink(rank, static_cast<int>(job.arg));
     case JobKind::Accept: {
       const Handshake hs = handshakes_[job.arg];
       linkUp(hs.acceptor, hs.acceptorPeer);
@@ -187,6 +202,10 @@ void Engine::dispatch(const Event& e) {
     case Ev::AcceptArrive: {
       return pushJob(e.rank, Job{fromUs(p_.connectUs), e.arg, JobKind::Accept});
     }
+    case Ev::Bye:
+      return pushJob(e.rank, Job{fromUs(p_.recvUs + p_.sendUs), e.arg, JobKind::ByeRead});
+    case Ev::ByeAck:
+      return pushJob(e.rank, Job{fromUs(p_.recvUs), e.arg, JobKind::ByeAckRead});
     case Ev::DialerUp: {
       const Handshake hs = handshakes_[e.arg];
       freeHandshakes_.push_back(static_cast<std::uint32_t>(e.arg));
@@ -265,21 +284,22 @@ void Engine::startDial(int from, int dst) {
   pushJob(from, Job{fromUs(p_.connectUs), id, JobKind::Dial});
 }
 
-void Engine::release(int rank, int peer) {
-  if (periodic_) return;
-  if (LinkEntry* e = entry(rank, peer)) {
-    e->release = 1;
-    tryRelease(rank, peer);
-  }
-}
-
-void Engine::tryRelease(int rank, int peer) {
+bool Engine::release(int rank, int peer) {
+  if (periodic_) return false;
   LinkEntry* a = entry(rank, peer);
   LinkEntry* b = entry(peer, rank);
-  const auto idle = [](const LinkEntry* e) { return e && e->up && e->head == kNone; };
-  if (!idle(a) || !idle(b)) return;  // again when the other side comes up
+  const auto idle = [](const LinkEntry* e) { return e && e->up && !e->release && e->head == kNone; };
+  if (!idle(a) || !idle(b)) return false;
+  a->release = b->release = 1;
+  pushJob(rank, Job{fromUs(p_.sendUs), static_cast<std::uint64_t>(peer), JobKind::Bye});
+  return true;
+}
+
+void Engine::closeLink(int rank, int peer) {
   links_[static_cast<std::size_t>(rank)].erase(peer);
   links_[static_cast<std::size_t>(peer)].erase(rank);
+  protocol_->linkDown(rank, peer);
+  protocol_->linkDown(peer, rank);
 }
 
 void Engine::linkUp(int rank, int peer) {
@@ -294,9 +314,7 @@ void Engine::linkUp(int rank, int peer) {
     transmit(id);
     id = next;
   }
-  const bool releasing = e->release || (entry(peer, rank) && entry(peer, rank)->release);
   protocol_->linkUp(rank, peer);
-  if (releasing && !periodic_) tryRelease(rank, peer);
 }
 
 void Engine::send(int from, int dst, std::uint64_t bytes, Frame frame) {

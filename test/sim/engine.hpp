@@ -50,6 +50,8 @@ class Protocol {
   // A settle need not wait for `m` any more (eager: copied; large: sent).
   virtual void sendLeft(int rank, const Message& m) = 0;
   virtual void linkUp(int rank, int peer) = 0;
+  // A released link has closed (both sides get it).
+  virtual void linkDown(int /*rank*/, int /*peer*/) {}
   // The CPU work of work(), or the moment of at(), has come.
   virtual void resumed(int rank, std::uint64_t token) = 0;
 
@@ -87,10 +89,12 @@ class Engine {
   void send(int from, int dst, std::uint64_t bytes, Frame frame);
   // Opens the link from `from` to `dst` unless it exists or is coming up.
   void connect(int from, int dst);
-  // Closes the link between `rank` and `peer` (both sides) once both are up
-  // with nothing queued: tether's idle goodbye (the goodbye frames are not
-  // modeled). A later send dials again. Full mode only.
-  void release(int rank, int peer);
+  // Closes the link between `rank` and `peer` if both sides are up with
+  // nothing queued (else false, nothing done), by tether's idle goodbye: a
+  // goodbye and its acknowledgement, each a send and a read on the CPUs and
+  // one latency (not counted as messages); then the link is gone on both
+  // sides and linkDown() says so. A later send dials again. Full mode only.
+  bool release(int rank, int peer);
   // A link from `from` to `dst` exists or is coming up.
   bool linked(int from, int dst) { return entry(from, dst) != nullptr; }
   // Runs events until none is left.
@@ -105,8 +109,8 @@ class Engine {
   std::uint64_t events() const { return events_; }
 
  private:
-  enum class Ev : std::uint8_t { JobDone, SendLeft, NicArrive, Arrive, AcceptArrive, DialerUp, At };
-  enum class JobKind : std::uint8_t { Work, Send, Recv, Dial, Accept };
+  enum class Ev : std::uint8_t { JobDone, SendLeft, NicArrive, Arrive, AcceptArrive, DialerUp, At, Bye, ByeAck };
+  enum class JobKind : std::uint8_t { Work, Send, Recv, Dial, Accept, Bye, ByeRead, ByeAckRead };
   enum class State : std::uint8_t { Sleeping, Waiting, Running };
   struct Event {
     Time t;
@@ -160,7 +164,7 @@ class Engine {
   LinkEntry& addEntry(int rank, int peer);
   void startDial(int from, int dst);
   void linkUp(int rank, int peer);
-  void tryRelease(int rank, int peer);
+  void closeLink(int rank, int peer);
   void transmit(std::uint32_t msg);
   std::uint32_t allocMessage();
 

@@ -69,7 +69,7 @@ class RankHost final : public rdv::Host {
   void finished(std::exception_ptr error) override;
   void abortAll(const std::string& reason) override;
   void post(std::function<void()> fn) override;
-  void release(int peer) override;
+  bool release(int peer) override;
 
  private:
   Run* run_;
@@ -115,6 +115,10 @@ class Run final : public Protocol {
   void linkUp(int rank, int peer) override {
     if (finishedAt_[static_cast<std::size_t>(rank)] < 0) ranks_[static_cast<std::size_t>(rank)]->onLinkUp(peer);
   }
+  void linkDown(int rank, int peer) override {  // a released link, closed gracefully
+    if (finishedAt_[static_cast<std::size_t>(rank)] < 0)
+      ranks_[static_cast<std::size_t>(rank)]->onLinkDown(peer, "released (idle goodbye)", true);
+  }
 
   // ---- from the ranks' hosts ----
   void connect(int rank, int peer, const PeerAddress& at) {
@@ -143,7 +147,7 @@ class Run final : public Protocol {
   void fail(const std::string& what) {
     if (error_.empty()) error_ = what;
   }
-  void release(int rank, int peer) { engine_.release(rank, peer); }
+  bool release(int rank, int peer) { return engine_.release(rank, peer); }
   void post(int rank, std::function<void()> fn) {
     posted_.push_back(std::move(fn));
     engine_.work(rank, 0, posted_.size());
@@ -198,7 +202,7 @@ void RankHost::send(int peer, wire::Kind kind, wire::SharedBytes payload) {
 void RankHost::finished(std::exception_ptr error) { run_->finished(rank_, error); }
 void RankHost::abortAll(const std::string& reason) { run_->fail(fmt::format("rank {} aborts all: {}", rank_, reason)); }
 void RankHost::post(std::function<void()> fn) { run_->post(rank_, std::move(fn)); }
-void RankHost::release(int peer) { run_->release(rank_, peer); }
+bool RankHost::release(int peer) { return run_->release(rank_, peer); }
 
 }  // namespace
 
