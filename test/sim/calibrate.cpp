@@ -31,6 +31,7 @@ std::vector<Measurement> readBenchJson(std::istream& in) {
     m.bytes = j.at("bytes").get<std::size_t>();
     m.medianUs = j.at("median_us").get<double>();
     m.initMs = j.value("init_ms", 0.0);
+    m.initMinMs = j.value("init_min_ms", -1.0);
     out.push_back(m);
   }
   return out;
@@ -66,7 +67,7 @@ std::vector<CalibrationRow> model(const Params& params, const std::vector<Measur
   struct Series {
     std::vector<std::string> ops;
     std::map<std::string, std::vector<double>> latency;
-    std::vector<double> init;
+    std::vector<double> init, initMin;
     std::size_t bytes = 64;
   };
   std::map<int, Series> byN;
@@ -76,7 +77,10 @@ std::vector<CalibrationRow> model(const Params& params, const std::vector<Measur
     Series& s = byN[m.nranks];
     auto& values = s.latency[m.op];
     if (values.empty()) s.ops.push_back(m.op);
-    if (values.size() == s.init.size()) s.init.push_back(m.initMs * 1000);  // once per sitting
+    if (values.size() == s.init.size()) {  // once per sitting
+      s.init.push_back(m.initMs * 1000);
+      if (m.initMinMs >= 0) s.initMin.push_back(m.initMinMs * 1000);
+    }
     values.push_back(m.medianUs);
     if (m.bytes) s.bytes = m.bytes;
   }
@@ -101,6 +105,7 @@ std::vector<CalibrationRow> model(const Params& params, const std::vector<Measur
       rows.push_back(c);
     };
     row("init", r.tether.front(), series.init, r.tether.front().firstUs);
+    if (!series.initMin.empty()) rows.back().initMinUs = median(series.initMin);
     for (std::size_t i = 0; i < series.ops.size(); ++i)
       row(series.ops[i], r.tether[i + 1], series.latency.at(series.ops[i]), r.tether[i + 1].medianUs);
   }
@@ -172,11 +177,14 @@ void printCalibration(std::ostream& out, const std::vector<CalibrationRow>& rows
     out << fmt::format("modeled/measured over {} rows: geometric mean {:.2f}, farthest {:.2f}\n", count,
                        std::exp(logSum / count), worst);
   out << "init, not fitted: tether-bench's init_ms is the slowest rank's constructor, which includes the other\n"
-         "ranks being forked one after another and the process start; the model starts every rank at once\n";
+         "ranks being forked one after another and the process start; the model starts every rank at once.\n"
+         "init_min_ms (the fastest rank's: the rendezvous once every rank is up) is the closer figure\n";
   for (const auto& r : rows)
     if (r.op == "init")
-      out << fmt::format("{:>6} init measured {} (median of {}), modeled {}\n", r.nranks, formatTime(r.measuredUs),
-                         r.runs, formatTime(r.modeledUs));
+      out << fmt::format("{:>6} init measured {} (median of {}){}, modeled {} ({})\n", r.nranks,
+                         formatTime(r.measuredUs), r.runs,
+                         r.initMinUs >= 0 ? "; fastest rank " + formatTime(r.initMinUs) : std::string(),
+                         formatTime(r.modeledUs), r.algorithm);
 }
 
 }  // namespace tether::sim

@@ -21,6 +21,7 @@ struct Measurement {
   std::size_t bytes = 0;
   double medianUs = 0;
   double initMs = 0;
+  double initMinMs = -1;  // the fastest rank's init (newer tether-bench), -1 if absent
 };
 
 // tether-bench --json lines; other lines are skipped.
@@ -34,6 +35,7 @@ struct CalibrationRow {
   double measuredUs = 0, modeledUs = 0;  // measured: the median over the sittings
   int runs = 1;
   double low = 0, high = 0;  // the sittings' range
+  double initMinUs = -1;     // init: the median of the fastest ranks' init, where measured
 };
 
 // Models every measured operation (and init, beside tether-bench's

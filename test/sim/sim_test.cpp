@@ -401,4 +401,5 @@ TEST_CASE("tether-bench JSON lines are read for calibration") {
   CHECK(m[0].op == "allgather");
   CHECK(m[0].medianUs == 300.5);
   CHECK(m[0].initMs == 2.5);
+  CHECK(m[0].initMinMs == -1);
 }
