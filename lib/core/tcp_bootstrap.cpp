@@ -78,7 +78,7 @@ TcpBootstrap::TcpBootstrap(int rank, int nranks, const UniqueId& id, const TcpOp
   cfg.keepaliveIdleS = static_cast<int>(env::getInt("TETHER_KEEPALIVE_IDLE_S", 10));
   cfg.keepaliveIntervalS = static_cast<int>(env::getInt("TETHER_KEEPALIVE_INTERVAL_S", 2));
   cfg.keepaliveCount = static_cast<int>(env::getInt("TETHER_KEEPALIVE_COUNT", 3));
-  cfg.maxLinks = static_cast<int>(env::getInt("TETHER_MAX_LINKS", 256));
+  cfg.maxLinks = static_cast<int>(env::getInt("TETHER_MAX_LINKS", 64));
   cfg.maxDials = static_cast<int>(env::getInt("TETHER_MAX_DIALS", 32));
   if (cfg.maxLinks < 1 || cfg.maxDials < 1)
     throw Error(ErrorCode::InvalidArgument,

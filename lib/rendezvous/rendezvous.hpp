@@ -86,7 +86,9 @@ std::unique_ptr<Rendezvous> makeTree(Host& host, const Config& config, int radix
 int treeParent(int rank, int radix);
 std::vector<int> treeChildren(int rank, int nranks, int radix);
 
-// The tree is chosen by "auto" from this many ranks (measured: docs/benchmarks.md, "Scale").
+// The tree is chosen by "auto" from this many ranks, where the root star's root
+// would hold 128 sockets (docs/benchmarks.md, "Scale": the tree saves the
+// root's sockets; it was not measured faster on a 2-core machine).
 inline constexpr int kTreeFromRanks = 128;
 inline constexpr int kDefaultTreeRadix = 8;
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "multiproc.hpp"
+#include "rendezvous/rendezvous.hpp"
 #include "tether/tcp_bootstrap.hpp"
 
 using namespace tether;
@@ -145,6 +146,80 @@ TEST_CASE("256 forked ranks: tree rendezvous, every collective, sockets within t
                                                 std::to_string(kBudget) + " links + 1 listener + " + std::to_string(kSlack));
       },
       std::chrono::seconds(170));
+  INFO(test::summary(res));
+  REQUIRE(test::allOk(res));
+}
+
+TEST_CASE("tree rendezvous: every rank but the root is the child of its parent, once", "[rendezvous][tree]") {
+  for (int radix : {2, 3, 8, 64})
+    for (int n : {1, 2, 7, 8, 9, 63, 64, 65, 300, 1024}) {
+      std::vector<int> seen(n, 0);
+      for (int r = 0; r < n; ++r)
+        for (int c : rdv::treeChildren(r, n, radix)) {
+          INFO("radix " << radix << " n " << n << " rank " << r << " child " << c);
+          REQUIRE(c > r);
+          REQUIRE(c < n);
+          REQUIRE(rdv::treeParent(c, radix) == r);
+          ++seen[c];
+        }
+      REQUIRE(rdv::treeParent(0, radix) == -1);
+      for (int r = 1; r < n; ++r) REQUIRE(seen[r] == 1);
+      REQUIRE(seen[0] == 0);
+    }
+}
+
+TEST_CASE("tree rendezvous of radix 2 over 9 ranks, then an all-gather", "[multiproc][rendezvous][tree]") {
+  ::setenv("TETHER_RENDEZVOUS", "tree", 1);
+  ::setenv("TETHER_RENDEZVOUS_RADIX", "2", 1);
+  auto res = test::runRanks(9, [](int rank, const UniqueId& id) {
+    TcpOptions o;
+    o.timeout = std::chrono::milliseconds(60000);
+    TcpBootstrap b(rank, 9, id, o);
+    allgather(b);
+    b.barrier();
+  });
+  ::unsetenv("TETHER_RENDEZVOUS_RADIX");
+  INFO(test::summary(res));
+  REQUIRE(test::allOk(res));
+}
+
+TEST_CASE("tree rendezvous with a rank missing: the root names it", "[multiproc][rendezvous][tree]") {
+  ::setenv("TETHER_RENDEZVOUS", "tree", 1);
+  auto res = test::runRanks(3, [](int rank, const UniqueId& id) {
+    if (rank == 2) return;  // never joins a world of 4
+    TcpOptions o;
+    o.timeout = std::chrono::milliseconds(rank == 0 ? 3000 : 8000);  // the root's deadline first
+    try {
+      TcpBootstrap b(rank, 4, id, o);
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      if (rank == 0)
+        expect(what.find("rank 0: rendezvous") != std::string::npos &&
+                   what.find("missing ranks: 2, 3") != std::string::npos,
+               "root: " + what);
+      return;
+    }
+    expect(false, "rank " + std::to_string(rank) + " joined a world with ranks missing");
+  });
+  INFO(test::summary(res));
+  REQUIRE(test::allOk(res));
+}
+
+TEST_CASE("an unknown TETHER_RENDEZVOUS names the value and the choices", "[multiproc][rendezvous]") {
+  ::setenv("TETHER_RENDEZVOUS", "bogus", 1);
+  auto res = test::runRanks(1, [](int rank, const UniqueId& id) {
+    try {
+      TcpBootstrap b(rank, 1, id, TcpOptions{});
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      expect(e.code() == ErrorCode::InvalidArgument && what.find("'bogus'") != std::string::npos &&
+                 what.find("root, tree or auto") != std::string::npos,
+             what);
+      return;
+    }
+    expect(false, "accepted TETHER_RENDEZVOUS=bogus");
+  });
+  ::setenv("TETHER_RENDEZVOUS", "tree", 1);
   INFO(test::summary(res));
   REQUIRE(test::allOk(res));
 }
