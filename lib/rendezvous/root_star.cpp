@@ -26,7 +26,10 @@ const char* refusalText(wire::RejectCode code) {
 
 class RootStar final : public Rendezvous {
  public:
-  RootStar(Host& host, Config config) : host_(host), cfg_(std::move(config)), registered_(cfg_.nranks) {}
+  // Only the root keeps a slot per rank (at 131,072 ranks, a table's worth
+  // of memory at every rank would be 5 MB each for nothing).
+  RootStar(Host& host, Config config)
+      : host_(host), cfg_(std::move(config)), registered_(cfg_.rank == 0 ? cfg_.nranks : 0) {}
 
   void start(const PeerAddress& self) override {
     if (cfg_.rank == 0) {

@@ -1,0 +1,405 @@
+// tether-sim's counts against closed forms (every algorithm row, both
+// rendezvous), settle semantics, determinism, and periodic mode against
+// running every rank.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <optional>
+#include <sstream>
+
+#include "calibrate.hpp"
+#include "scenario.hpp"
+
+using namespace tether::sim;
+
+namespace {
+
+Params world(int hosts, int perHost) {
+  Params p;
+  p.hosts = hosts;
+  p.ranksPerHost = perHost;
+  p.cores = 64;
+  return p;
+}
+
+OpResult runRow(const Params& p, dc::Op op, const std::string& row, std::size_t bytes, Mode mode = Mode::Full) {
+  Engine engine(p);
+  CollectiveSpec s;
+  s.op = op;
+  s.forced = row;
+  s.bytes = bytes;
+  s.mode = mode;
+  return runCollective(engine, s, p.cpuBound());
+}
+
+std::uint64_t ceilLog2(std::uint64_t n) {
+  std::uint64_t k = 0;
+  while ((1ull << k) < n) ++k;
+  return k;
+}
+
+// Height of the k-nomial tree rooted at 0: the most non-zero base-k digits of a rank.
+std::uint64_t knomialHeight(int n, int radix) {
+  std::uint64_t most = 0;
+  for (int r = 0; r < n; ++r) {
+    std::uint64_t digits = 0;
+    for (int v = r; v > 0; v /= radix) digits += v % radix != 0;
+    most = std::max(most, digits);
+  }
+  return most;
+}
+
+// Children of the k-nomial root: i * k^j < n for i = 1..k-1.
+std::uint64_t knomialRootChildren(int n, int radix) {
+  std::uint64_t c = 0;
+  for (long long level = 1; level < n; level *= radix)
+    c += static_cast<std::uint64_t>(std::min<long long>(radix - 1, (n - 1) / level));
+  return c;
+}
+
+// Bruck all-to-all: blocks one rank sends in all, the set bits of 0 .. N-1
+// (test/unit/alltoall_plans_test.cpp).
+std::uint64_t bruckBlocksSent(std::uint64_t n) {
+  std::uint64_t bits = 0;
+  for (std::uint64_t i = 0; i < n; ++i) bits += static_cast<std::uint64_t>(__builtin_popcountll(i));
+  return bits;
+}
+
+struct Counts {
+  std::uint64_t messages, rounds;
+  std::optional<std::uint64_t> busiest;  // payload bytes sent by the busiest rank
+};
+
+// The closed form for each row of the table; none for an unknown row, so a
+// new row fails here until its counts are written down.
+std::optional<Counts> closedForm(dc::Op family, const std::string& row, std::uint64_t n, std::uint64_t b) {
+  const dc::Settings settings = dc::loadSettings();
+  const int radix = settings.tuning.radix;
+  const std::uint64_t lg = ceilLog2(n), height = knomialHeight(static_cast<int>(n), radix);
+  const std::uint64_t all = n * (n - 1), tree = 2 * (n - 1);
+  if (family == dc::Op::Allgather) {
+    if (row == "bruck") return Counts{n * lg, lg, (n - 1) * b};
+    if (row == "ring") return Counts{all, n - 1, (n - 1) * b};
+    if (row == "linear") return Counts{all, n > 1 ? 1u : 0u, (n - 1) * b};
+    if (row == "tree") return Counts{tree, 2 * height, knomialRootChildren(static_cast<int>(n), radix) * n * b};
+  }
+  if (family == dc::Op::Alltoall) {
+    if (row == "linear") return Counts{all, n > 1 ? 1u : 0u, (n - 1) * b};
+    if (row == "pairwise") return Counts{all, n - 1, (n - 1) * b};
+    // Bruck: ceil(log2 N) rounds of one message per rank, blocks forwarded.
+    if (row == "bruck") return Counts{n * lg, lg, bruckBlocksSent(n) * b};
+    // Gather to rank 0, transpose, scatter: rank 0 sends down every block not for itself.
+    if (row == "tree") return Counts{tree, 2 * height, n * (n - 1) * b};
+  }
+  if (family == dc::Op::Broadcast) {
+    if (row == "binomial") return Counts{n - 1, knomialHeight(static_cast<int>(n), 2), lg * b};
+    if (row == "pipeline") {
+      const std::uint64_t chunks = (b + settings.tuning.chunk - 1) / settings.tuning.chunk;
+      return Counts{(n - 1) * chunks, n - 1, n > 1 ? b : 0};
+    }
+  }
+  if (family == dc::Op::Barrier) {
+    if (row == "dissemination") return Counts{n * lg, lg, 0};
+    if (row == "tree") return Counts{tree, 2 * height, 0};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+TEST_CASE("every algorithm row: messages, rounds and busiest bytes match the closed form") {
+  const std::pair<int, int> shapes[] = {{1, 2}, {5, 1}, {2, 4}, {3, 4}, {25, 4}};
+  for (const auto& algo : dc::kAlgorithms) {
+    const std::size_t bytes = algo.family == dc::Op::Broadcast && std::string(algo.name) == "pipeline" ? 1 << 20 : 64;
+    for (auto [hosts, perHost] : shapes) {
+      const Params p = world(hosts, perHost);
+      const auto n = static_cast<std::uint64_t>(p.nranks());
+      INFO(dc::opName(algo.family) << " " << algo.name << " N=" << n);
+      const auto expected = closedForm(algo.family, algo.name, n, algo.family == dc::Op::Barrier ? 0 : bytes);
+      REQUIRE(expected);  // a new row needs its closed form here
+      const OpResult r = runRow(p, algo.family, algo.name, bytes);
+      CHECK(r.algorithm == algo.name);
+      CHECK(r.messages == expected->messages);
+      CHECK(r.rounds == expected->rounds);
+      if (expected->busiest) CHECK(r.busiestBytes == *expected->busiest);
+    }
+  }
+}
+
+TEST_CASE("both rendezvous: 2(N-1) messages, the whole table from the root to every rank") {
+  static_assert(tether::wire::kAddressBytes == 29);
+  for (const char* kind : {"root", "star"}) {
+    for (auto [hosts, perHost] : {std::pair{1, 1}, {1, 2}, {3, 3}, {16, 8}}) {
+      Params p = world(hosts, perHost);
+      p.startSpreadUs = 500;
+      const auto n = static_cast<std::uint64_t>(p.nranks());
+      INFO(kind << " N=" << n);
+      Engine engine(p);
+      const OpResult r = runRendezvous(engine, kind, "tether").result;
+      const std::uint64_t table = 4 + 29 * n, reg = 4 + 29;
+      CHECK(r.messages == 2 * (n - 1));
+      CHECK(r.rounds == (n > 1 ? 2u : 0u));
+      CHECK(r.connections == n - 1);
+      CHECK(r.rootLinks == n - 1);
+      CHECK(r.peakLinks == (n > 1 ? 1u : 0u));
+      CHECK(r.busiestBytes == (n - 1) * table);
+      CHECK(r.rootMessages == 2 * (n - 1));
+      CHECK(r.rootBytes == (n - 1) * (table + reg));
+    }
+  }
+}
+
+// Children of rank r in the k-nomial tree rooted at 0: r + j k^s for j < k
+// and every place s below r's lowest non-zero digit (every place, for 0).
+std::uint64_t knomialChildren(std::uint64_t r, std::uint64_t n, std::uint64_t k) {
+  std::uint64_t limit = n, count = 0;
+  if (r != 0)
+    for (limit = 1; (r / limit) % k == 0; limit *= k) {
+    }
+  for (std::uint64_t s = 1; s < limit; s *= k)
+    for (std::uint64_t j = 1; j < k; ++j) count += r + j * s < n;
+  return count;
+}
+
+TEST_CASE("tree rendezvous: registrations at the root, the table down a k-nomial tree, the root keeps its children") {
+  const char* env = std::getenv("TETHER_RENDEZVOUS_RADIX");
+  const std::uint64_t k = env && *env ? std::strtoull(env, nullptr, 10) : 8;
+  for (auto [hosts, perHost] : {std::pair{1, 1}, {1, 2}, {3, 3}, {16, 8}, {100, 10}}) {
+    Params p = world(hosts, perHost);
+    p.startSpreadUs = 300;
+    const auto n = static_cast<std::uint64_t>(p.nranks());
+    INFO("N=" << n << " radix " << k);
+    Engine engine(p);
+    const OpResult r = runRendezvous(engine, "tree", "tether").result;
+    const std::uint64_t table = 4 + 29 * n, reg = 4 + 29, rootKids = knomialChildren(0, n, k);
+    std::uint64_t busiest = 0, peak = n > 1 ? 1 : 0;
+    for (std::uint64_t q = 0; q < n; ++q) {
+      busiest = std::max(busiest, knomialChildren(q, n, k) * table + (q ? reg : 0));
+      if (q) peak = std::max(peak, 1 + knomialChildren(q, n, k));  // its parent and its children
+    }
+    CHECK(r.messages == 2 * (n - 1));  // a registration and a table per rank
+    CHECK(r.rounds == (n > 1 ? 1 + knomialHeight(static_cast<int>(n), static_cast<int>(k)) : 0u));
+    CHECK(r.rootMessages == (n - 1) + rootKids);
+    CHECK(r.rootBytes == (n - 1) * reg + rootKids * table);
+    CHECK(r.rootLinks == rootKids);  // the other registration links are released
+    CHECK(r.busiestBytes == busiest);
+    CHECK(r.connections == (n - 1) + (n - 1 - rootKids));
+    CHECK(r.peakLinks == peak);
+  }
+}
+
+TEST_CASE("after the tree rendezvous, a gather to rank 0 dials again every link the root released") {
+  const char* env = std::getenv("TETHER_RENDEZVOUS_RADIX");
+  const std::uint64_t k = env && *env ? std::strtoull(env, nullptr, 10) : 8;
+  const Params p = world(16, 8);
+  const std::uint64_t n = 128, kept = knomialChildren(0, n, k);
+  Engine engine(p);
+  runRendezvous(engine, "tree", "tether");
+  CollectiveSpec s;
+  s.build = [](dc::Plan& plan) {
+    if (plan.rank() != 0) return plan.send(0, 0, dc::out(), 8);
+    for (int q = 1; q < plan.size(); ++q) plan.recv(q, 0, dc::out(), 8);
+  };
+  const OpResult r = runCollective(engine, s, false);
+  CHECK(r.messages == n - 1);
+  CHECK(r.connections == n - 1 - kept);
+  CHECK(r.rootLinks == n - 1);
+}
+
+TEST_CASE("a released link is gone from both sides; the other links stay findable") {
+  PeerMap m;
+  for (int peer = 0; peer < 1000; peer += 3) m.insert(peer).up = 1;
+  for (int peer = 0; peer < 1000; peer += 6) m.erase(peer);
+  std::size_t left = 0;
+  for (int peer = 0; peer < 1000; ++peer) {
+    const bool present = peer % 3 == 0 && peer % 6 != 0;
+    CHECK((m.find(peer) != nullptr) == present);
+    left += present;
+  }
+  CHECK(m.size() == left);
+}
+
+TEST_CASE("links persist: a second call opens none, and init's link to the root is reused") {
+  Params p = world(4, 2);
+  Engine engine(p);
+  runRendezvous(engine, "root", "tether");
+  CollectiveSpec s;
+  s.op = dc::Op::Allgather;
+  s.forced = "tree";  // flat: everyone talks to rank 0 only
+  s.calls = 3;
+  const OpResult r = runCollective(engine, s, false);
+  CHECK(r.connections == 0);
+  CHECK(r.peakLinks == 1);
+  CHECK(r.rootLinks == 7);
+  CHECK(r.callUs.size() == 3);
+  CHECK(r.messages == 14);  // per call
+}
+
+TEST_CASE("the new all-to-all rows at scale: Bruck ceil(log2 N) rounds, tree 2(N-1) messages") {
+  for (auto [hosts, perHost] : {std::pair{125, 8}, {512, 8}}) {
+    const Params p = world(hosts, perHost);
+    const auto n = static_cast<std::uint64_t>(p.nranks());
+    INFO("N=" << n);
+    const OpResult bruck = runRow(p, dc::Op::Alltoall, "bruck", 8);
+    CHECK(bruck.rounds == ceilLog2(n));
+    CHECK(bruck.messages == n * ceilLog2(n));
+    CHECK(bruck.busiestBytes == bruckBlocksSent(n) * 8);
+    // Peers: r - 2^k and r + 2^k; the two coincide when 2^j + 2^k = N.
+    const int bits = __builtin_popcountll(n);
+    CHECK(bruck.peakLinks == 2 * ceilLog2(n) - (bits == 1 ? 1 : bits == 2 ? 2 : 0));
+    CHECK(bruck.copiedBytes > 0);                     // packs and rotations, CopyBlocks steps
+  }
+  const Params p = world(128, 8);
+  const OpResult tree = runRow(p, dc::Op::Alltoall, "tree", 8);
+  CHECK(tree.messages == 2 * (1024 - 1));
+  CHECK(tree.busiestBytes == 1024ull * 1023 * 8);
+  CHECK(tree.rootMessages == 2 * knomialRootChildren(1024, dc::loadSettings().tuning.radix));
+}
+
+TEST_CASE("local copies, Copy and CopyBlocks alike, cost their bytes at the copy rate") {
+  Params p = world(1, 1);
+  p.cpuGBps = 0.001;  // 1 byte per ns: 100 bytes, 100 us
+  auto run = [&](bool copies) {
+    Engine engine(p);
+    CollectiveSpec s;
+    s.build = [copies](dc::Plan& plan) {
+      if (!copies) return;
+      plan.copyBlocks(dc::out(0), 16, dc::in(0), 32, 16, 5);  // 80 bytes in one step
+      plan.copy(dc::out(100), dc::in(200), 20);
+    };
+    return runCollective(engine, s, false);
+  };
+  const OpResult none = run(false), some = run(true);
+  CHECK(none.copiedBytes == 0);
+  CHECK(some.copiedBytes == 100);
+  CHECK(some.firstUs - none.firstUs == Approx(100.0));
+}
+
+TEST_CASE("settle: a rank goes on only when its receives have arrived") {
+  // 2 -> 1 -> 0 in a chain; rank 2 first copies 80 MB (10 ms at 8 GB/s).
+  Params p = world(3, 1);
+  p.latencyUs = 5000;
+  Engine engine(p);
+  CollectiveSpec s;
+  s.buildName = "chain";
+  s.build = [](dc::Plan& plan) {
+    const int r = plan.rank();
+    if (r == 2) {
+      plan.copy(dc::out(0), dc::out(1 << 27), 80'000'000);
+      plan.send(1, 0, dc::out(), 8);
+    } else {
+      plan.recv(r + 1, 0, dc::out(), 8);
+      plan.settle();
+      if (r == 1) plan.send(0, 0, dc::out(), 8);
+    }
+  };
+  std::vector<double> finished(3, 0);
+  s.onFinish = [&](int rank, std::int64_t ps) { finished[static_cast<std::size_t>(rank)] = toUs(ps); };
+  const OpResult r = runCollective(engine, s, false);
+  CHECK(r.rounds == 2);
+  CHECK(finished[2] >= 10000);
+  CHECK(finished[1] >= finished[2] + 5000);
+  CHECK(finished[0] >= finished[1] + 5000);
+  CHECK(r.firstUs == finished[0]);
+}
+
+TEST_CASE("settle: a large send is waited for until the NIC has sent it, a small one is not") {
+  Params p = world(2, 1);
+  p.nicGBps = 1;
+  for (std::size_t bytes : {std::size_t{1000}, std::size_t{10'000'000}}) {
+    Engine engine(p);
+    CollectiveSpec s;
+    s.build = [bytes](dc::Plan& plan) {
+      if (plan.rank() == 0) plan.send(1, 0, dc::out(), bytes);
+      else plan.recv(0, 0, dc::out(), bytes);
+    };
+    double sender = 0;
+    s.onFinish = [&](int rank, std::int64_t ps) {
+      if (rank == 0) sender = toUs(ps);
+    };
+    runCollective(engine, s, false);
+    if (bytes > p.eagerBytes) CHECK(sender >= 10000);  // 10 MB at 1 GB/s
+    else CHECK(sender < 200);
+  }
+}
+
+TEST_CASE("a plan whose receive never comes is reported, not hung") {
+  Engine engine(world(2, 1));
+  CollectiveSpec s;
+  s.build = [](dc::Plan& plan) {
+    if (plan.rank() == 0) plan.recv(1, 0, dc::out(), 8);
+  };
+  CHECK_THROWS_WITH(runCollective(engine, s, false), Catch::Contains("rank 0 never finished"));
+}
+
+TEST_CASE("same seed, same figures; the seed moves the start spread") {
+  auto run = [](std::uint64_t seed) {
+    Scenario s;
+    s.params = world(4, 4);
+    s.params.cores = 2;
+    s.params.startSpreadUs = 1000;
+    s.params.seed = seed;
+    s.ops = {"init", "allgather", "alltoallv", "barrier"};
+    s.calls = 3;
+    std::ostringstream out;
+    for (OpResult r : runScenario(s).tether) {
+      r.wallS = 0;
+      printJson(out, r);
+    }
+    return out.str();
+  };
+  const std::string a = run(7);
+  CHECK(a == run(7));
+  CHECK(a != run(8));
+}
+
+TEST_CASE("periodic mode gives the figures of running every rank, for shift-symmetric plans") {
+  // Counts are exact. Times are exact where no two ranks dial each other at
+  // once; where they do (a mesh; rank a and a + N/2 with H even), which side
+  // dials depends on the order of ranks, which no shift preserves.
+  const std::tuple<dc::Op, const char*, double> rows[] = {{dc::Op::Allgather, "ring", 0},
+                                                          {dc::Op::Allgather, "bruck", 0},
+                                                          {dc::Op::Alltoall, "linear", 0.02},
+                                                          {dc::Op::Barrier, "dissemination", 0}};
+  for (int hosts : {7, 8}) {
+    const Params p = world(hosts, 4);
+    for (auto [op, row, tolerance] : rows) {
+      INFO(row << " H=" << hosts);
+      const OpResult full = runRow(p, op, row, 4096, Mode::Full);
+      const OpResult periodic = runRow(p, op, row, 4096, Mode::Periodic);
+      CHECK(periodic.mode == "periodic");
+      CHECK(periodic.messages == full.messages);
+      CHECK(periodic.rounds == full.rounds);
+      CHECK(periodic.busiestBytes == full.busiestBytes);
+      CHECK(periodic.connections == full.connections);
+      CHECK(periodic.peakLinks == full.peakLinks);
+      CHECK(periodic.rootMessages == full.rootMessages);
+      CHECK(periodic.rootBytes == full.rootBytes);
+      const double allowed = hosts % 2 == 0 ? 0.02 : tolerance;
+      CHECK(periodic.firstUs == Approx(full.firstUs).epsilon(std::max(allowed, 1e-12)));
+    }
+  }
+  CHECK_THROWS_WITH(runRow(world(8, 4), dc::Op::Allgather, "tree", 64, Mode::Periodic), Catch::Contains("not the same"));
+}
+
+TEST_CASE("ranks outnumbering cores queue for them") {
+  Params p = world(1, 8);
+  p.cores = 8;
+  const double roomy = runRow(p, dc::Op::Alltoall, "linear", 64).firstUs;
+  p.cores = 2;
+  const double crowded = runRow(p, dc::Op::Alltoall, "linear", 64).firstUs;
+  CHECK(crowded > 2.5 * roomy);
+}
+
+TEST_CASE("tether-bench JSON lines are read for calibration") {
+  std::istringstream in(
+      "{\"bytes\":64,\"impl\":\"tether\",\"init_ms\":2.5,\"median_us\":300.5,\"nranks\":16,\"op\":\"allgather\"}\n"
+      "not json\n");
+  const auto m = readBenchJson(in);
+  REQUIRE(m.size() == 1);
+  CHECK(m[0].nranks == 16);
+  CHECK(m[0].op == "allgather");
+  CHECK(m[0].medianUs == 300.5);
+  CHECK(m[0].initMs == 2.5);
+  CHECK(m[0].initMinMs == -1);
+}
