@@ -10,6 +10,17 @@
 
 enum { kMax = 16 };
 
+/* ucc_oob_snippet.c (docs/integration.md) */
+struct oob_coll {
+  int (*allgather)(void* sbuf, void* rbuf, size_t msglen, void* coll_info, void** req);
+  int (*req_test)(void* req);
+  int (*req_free)(void* req);
+  void* coll_info;
+  uint32_t n_oob_eps;
+  uint32_t oob_ep;
+};
+void fill_oob(struct oob_coll* oob, tether_comm_t* comm);
+
 static void pause_1ms(void) {
   struct timespec ts = {0, 1000000};
   nanosleep(&ts, NULL);
@@ -27,17 +38,20 @@ int capi_nonblocking(int rank, int nranks, const tether_unique_id_t* id, char* e
   uint64_t mine = 0xabc000u + (uint64_t)rank;
   uint64_t all[kMax];
   memset(all, 0, sizeof all);
+  struct oob_coll coll;
+  fill_oob(&coll, comm);
+  EXPECT(coll.oob_ep == (uint32_t)rank && coll.n_oob_eps == (uint32_t)nranks, "oob endpoints");
   void* oob = NULL;
-  EXPECT(tether_oob_allgather(&mine, all, sizeof mine, comm, &oob) == 0, "oob allgather: %s", tether_last_error());
+  EXPECT(coll.allgather(&mine, all, sizeof mine, coll.coll_info, &oob) == 0, "oob allgather: %s", tether_last_error());
   int st;
   int polls = 0;
-  while ((st = tether_oob_req_test(oob)) == TETHER_IN_PROGRESS) {
+  while ((st = coll.req_test(oob)) == TETHER_IN_PROGRESS) {
     ++polls;
     EXPECT(polls < 20000, "oob allgather still in progress after 20000 polls");
     pause_1ms();
   }
   EXPECT(st == 0, "oob req_test returned %d: %s", st, tether_last_error());
-  EXPECT(tether_oob_req_free(oob) == 0, "oob req_free");
+  EXPECT(coll.req_free(oob) == 0, "oob req_free");
   for (int i = 0; i < nranks; ++i) EXPECT(all[i] == 0xabc000u + (uint64_t)i, "oob block %d is %llx", i, (unsigned long long)all[i]);
   /* A bad coll_info is a negative status, never a crash. */
   void* none = NULL;
