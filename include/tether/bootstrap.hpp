@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "tether/error.hpp"
+#include "tether/request.hpp"
 
 namespace tether {
 
@@ -98,6 +99,33 @@ class Bootstrap {
   // order (split(nodeId(), rank())).
   virtual std::shared_ptr<Bootstrap> splitByNode() { return split(nodeId(), rank()); }
 
+  // Nonblocking calls (tether/request.hpp): the same arguments, checks,
+  // matching and ordering as the blocking ones; arguments are checked (and
+  // Error{InvalidArgument} thrown) before a collective id is consumed, and a
+  // collective takes its id when it is started, so collectives (blocking or
+  // not) are started in the same order on every rank. Several may be
+  // outstanding at once (an ibarrier while an irecv waits). Buffers must stay
+  // valid until the request is done; isend's buffer may be reused once it is.
+  // The default implementations throw Error{InvalidArgument} (a Bootstrap
+  // that has no nonblocking calls); TcpBootstrap implements them.
+  virtual Request iallgather(void* allData, std::size_t bytesPerRank) {
+    (void)allData, (void)bytesPerRank;
+    return unsupported("iallgather");
+  }
+  virtual Request ialltoall(const void* sendData, void* recvData, std::size_t bytesPerRank) {
+    (void)sendData, (void)recvData, (void)bytesPerRank;
+    return unsupported("ialltoall");
+  }
+  virtual Request ibarrier() { return unsupported("ibarrier"); }
+  virtual Request isend(const void* data, std::size_t bytes, int peer, int tag) {
+    (void)data, (void)bytes, (void)peer, (void)tag;
+    return unsupported("isend");
+  }
+  virtual Request irecv(void* data, std::size_t bytes, int peer, int tag) {
+    (void)data, (void)bytes, (void)peer, (void)tag;
+    return unsupported("irecv");
+  }
+
   // Thread-safe. Ends every pending and future call on this rank (and, for
   // implementations with peers, tells the peers) with Error{Aborted}.
   virtual void abort(const std::string& reason) = 0;
@@ -108,6 +136,12 @@ class Bootstrap {
   virtual void setTimeout(std::chrono::milliseconds timeout) = 0;
   // The deadline in effect (never 0).
   virtual std::chrono::milliseconds timeout() const = 0;
+
+ private:
+  Request unsupported(const char* op) const {
+    throw Error(ErrorCode::InvalidArgument,
+                "rank " + std::to_string(rank()) + ": " + op + ": this Bootstrap has no nonblocking calls", rank());
+  }
 };
 
 }  // namespace tether

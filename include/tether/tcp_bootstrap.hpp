@@ -102,6 +102,11 @@ class TcpBootstrap : public Bootstrap {
   void broadcast(void* data, std::size_t bytes, int root) override;
   void barrier() override;
   void barrier(const std::vector<int>& ranks) override;
+  Request iallgather(void* allData, std::size_t bytesPerRank) override;
+  Request ialltoall(const void* sendData, void* recvData, std::size_t bytesPerRank) override;
+  Request ibarrier() override;
+  Request isend(const void* data, std::size_t bytes, int peer, int tag) override;
+  Request irecv(void* data, std::size_t bytes, int peer, int tag) override;
   std::shared_ptr<Bootstrap> split(int color, int key) override;
   void abort(const std::string& reason) override;
   void setTimeout(std::chrono::milliseconds timeout) override;

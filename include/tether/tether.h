@@ -172,10 +172,48 @@ tether_result_t tether_abort(tether_comm_t* comm, const char* reason);
 tether_result_t tether_set_timeout(tether_comm_t* comm, int64_t timeout_ms);
 tether_result_t tether_get_timeout(const tether_comm_t* comm, int64_t* timeout_ms);
 
-/* ---- nonblocking calls ----
- * Reserved: the nonblocking operations (iallgather, ialltoall, ibarrier, isend,
- * irecv with test/wait/cancel) and the UCC-style OOB functions will be declared
- * here when the library provides them. */
+/* ---- nonblocking calls (tether/request.hpp has the full semantics) ----
+ * Each starts the call and returns a request in *req (NULL on failure); the
+ * arguments are checked, and a collective takes its id, when it starts, so
+ * collectives (blocking or not) are started in the same order on every rank.
+ * Buffers stay the caller's until the request is done. Several requests may
+ * be outstanding at once. */
+typedef struct tether_request tether_request_t;
+tether_result_t tether_iallgather(tether_comm_t* comm, void* all_data, size_t bytes_per_rank, tether_request_t** req);
+tether_result_t tether_ialltoall(tether_comm_t* comm, const void* send_data, void* recv_data, size_t bytes_per_rank,
+                                 tether_request_t** req);
+tether_result_t tether_ibarrier(tether_comm_t* comm, tether_request_t** req);
+tether_result_t tether_isend(tether_comm_t* comm, const void* data, size_t bytes, int peer, int tag,
+                             tether_request_t** req);
+tether_result_t tether_irecv(tether_comm_t* comm, void* data, size_t bytes, int peer, int tag, tether_request_t** req);
+/* Makes progress without blocking; *done = 1 once the call is done, else 0.
+ * A failed call returns its error (again on every later test or wait). */
+tether_result_t tether_test(tether_request_t* req, int* done);
+/* Blocks (sleeping) until done; timeout_ms 0: the communicator's timeout;
+ * when it passes the call fails with TETHER_ERR_TIMEOUT. */
+tether_result_t tether_wait(tether_request_t* req, int64_t timeout_ms);
+/* *cancelled = 1 if the call ended because of this (it then fails with
+ * TETHER_ERR_ABORTED "cancelled"): an irecv not yet matched is withdrawn
+ * cleanly; a collective fails here, its communicator is unusable for further
+ * collectives and on the world communicator the peers get an abort notice;
+ * an isend or a completed call is never cancelled (*cancelled = 0).
+ * `cancelled` may be NULL. */
+tether_result_t tether_cancel(tether_request_t* req, int* cancelled);
+/* Frees the request; one not done is cancelled and waited for first. NULL is a no-op. */
+tether_result_t tether_request_free(tether_request_t* req);
+
+/* ---- UCC-style out-of-band allgather (ucc_oob_coll_t's allgather, req_test,
+ * req_free; pass the tether_comm_t* as coll_info / oob.coll_info) ----
+ * tether_oob_allgather: rank r's msglen bytes at sbuf end up at
+ * rbuf + r * msglen on every rank (rbuf holds size * msglen bytes; sbuf may
+ * equal rbuf + r * msglen). Returns 0 and a request in *req, or a negative
+ * -tether_result_t (message in tether_last_error()).
+ * tether_oob_req_test: 0 when done, TETHER_IN_PROGRESS while pending, the
+ * negative -tether_result_t of the failure. tether_oob_req_free: 0, or negative. */
+#define TETHER_IN_PROGRESS 1
+int tether_oob_allgather(void* sbuf, void* rbuf, size_t msglen, void* coll_info, void** req);
+int tether_oob_req_test(void* req);
+int tether_oob_req_free(void* req);
 
 /* ---- logging (tether/log.hpp) ---- */
 

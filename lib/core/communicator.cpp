@@ -13,6 +13,7 @@
 #include "base/join.hpp"
 #include "coll/select.hpp"
 #include "coll/transport.hpp"
+#include "core/request_impl.hpp"
 #include "tether/detail/args.hpp"
 
 namespace tether {
@@ -124,24 +125,59 @@ World::Clock::time_point Communicator::deadline() const {
   return World::Clock::now() + std::chrono::milliseconds(timeoutMs_.load());
 }
 
-void Communicator::send(const void* data, std::size_t bytes, int peer, int tag) {
+namespace {
+
+std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> launchSend(World& world, const Group& g, const void* data,
+                                                                       std::size_t bytes, int peer, int tag) {
   wire::FrameHeader h;
   h.kind = wire::Kind::P2P;
-  h.comm = group_.comm;
+  h.comm = g.comm;
   h.tag = static_cast<std::uint32_t>(tag);
   h.length = bytes;
-  auto op = std::make_shared<Op>(Op::Kind::Send, group_.comm, peer, tag);
-  World* w = world_.get();
-  int dst = group_.worldRanks[peer];
-  w->run(op, [w, dst, h, data](Op& o) { return sendBody(w, &o, dst, h, data); }, deadline());
+  auto op = std::make_shared<Op>(Op::Kind::Send, g.comm, peer, tag);
+  World* w = &world;
+  int dst = g.worldRanks[peer];
+  auto done = w->start(op, [w, dst, h, data](Op& o) { return sendBody(w, &o, dst, h, data); });
+  return {op, done};
+}
+
+std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> launchRecv(World& world, const Group& g, void* data,
+                                                                       std::size_t bytes, int peer, int tag) {
+  match::Key key{static_cast<std::uint32_t>(g.worldRanks[peer]), g.comm, wire::Kind::P2P, 0, 0,
+                 static_cast<std::uint32_t>(tag)};
+  auto op = std::make_shared<Op>(Op::Kind::Recv, g.comm, peer, tag);
+  World* w = &world;
+  auto done = w->start(op, [w, key, data, bytes](Op& o) { return recvBody(w, &o, key, data, bytes); });
+  return {op, done};
+}
+
+}  // namespace
+
+void Communicator::send(const void* data, std::size_t bytes, int peer, int tag) {
+  auto [op, done] = launchSend(*world_, group_, data, bytes, peer, tag);
+  world_->wait(op, *done, deadline());
 }
 
 void Communicator::recv(void* data, std::size_t bytes, int peer, int tag) {
-  match::Key key{static_cast<std::uint32_t>(group_.worldRanks[peer]), group_.comm, wire::Kind::P2P, 0, 0,
-                 static_cast<std::uint32_t>(tag)};
-  auto op = std::make_shared<Op>(Op::Kind::Recv, group_.comm, peer, tag);
-  World* w = world_.get();
-  w->run(op, [w, key, data, bytes](Op& o) { return recvBody(w, &o, key, data, bytes); }, deadline());
+  auto [op, done] = launchRecv(*world_, group_, data, bytes, peer, tag);
+  world_->wait(op, *done, deadline());
+}
+
+std::unique_ptr<Request::Impl> Communicator::startSend(const void* data, std::size_t bytes, int peer, int tag) {
+  auto [op, done] = launchSend(*world_, group_, data, bytes, peer, tag);
+  return makeRequest(shared_from_this(), op, done, {});
+}
+
+std::unique_ptr<Request::Impl> Communicator::startRecv(void* data, std::size_t bytes, int peer, int tag) {
+  auto [op, done] = launchRecv(*world_, group_, data, bytes, peer, tag);
+  return makeRequest(shared_from_this(), op, done, {});
+}
+
+std::unique_ptr<Request::Impl> Communicator::startCollective(dc::Call call, const void* in, void* out,
+                                                             std::vector<unsigned char> keep) {
+  std::lock_guard lock(collMutex_);
+  auto [op, done] = launchCollective(*this, call, in, out);
+  return makeRequest(shared_from_this(), op, done, std::move(keep));
 }
 
 void Communicator::collective(dc::Call call, const void* in, void* out) {
@@ -149,7 +185,10 @@ void Communicator::collective(dc::Call call, const void* in, void* out) {
   runCollective(*this, call, in, out);
 }
 
-void Communicator::runCollective(Communicator& on, dc::Call call, const void* in, void* out) {
+std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> Communicator::launchCollective(Communicator& on,
+                                                                                           dc::Call call,
+                                                                                           const void* in,
+                                                                                           void* out) {
   const bool child = on.group_.comm != world_->config().worldId;
   auto op = std::make_shared<Op>(on.group_.comm, on.nextColl_, static_cast<std::uint32_t>(call.op), child);
   if (!brokenBy_.empty())
@@ -174,14 +213,23 @@ void Communicator::runCollective(Communicator& on, dc::Call call, const void* in
   const Group* g = &on.group_;
   auto* src = static_cast<const unsigned char*>(in);
   auto* dst = static_cast<unsigned char*>(out);
+  auto done = w->start(op, [=](Op& o) { return collectiveBody(w, &o, g, algo, shape, call, blocks, src, dst); });
+  return {op, done};
+}
+
+void Communicator::runCollective(Communicator& on, dc::Call call, const void* in, void* out) {
+  auto [op, done] = launchCollective(on, call, in, out);
   try {
-    w->run(op,
-           [=](Op& o) { return collectiveBody(w, &o, g, algo, shape, call, blocks, src, dst); },
-           deadline());
+    world_->wait(op, *done, deadline());
   } catch (const Error& e) {
     brokenBy_ = e.what();
     throw;
   }
+}
+
+void Communicator::markBroken(const std::string& why) {
+  std::lock_guard lock(collMutex_);
+  if (brokenBy_.empty()) brokenBy_ = why;
 }
 
 void Communicator::subsetBarrier(const std::vector<int>& sorted) {

@@ -17,6 +17,7 @@
 #include "base/layer.hpp"
 #include "core/world.hpp"
 #include "tether/detail/coll/table.hpp"
+#include "tether/request.hpp"
 
 TETHER_LAYER(6, "core");
 
@@ -29,7 +30,7 @@ struct Group {
   std::vector<int> worldRanks;  // group rank -> world rank
 };
 
-class Communicator {
+class Communicator : public std::enable_shared_from_this<Communicator> {
  public:
   // The world communicator of `world`.
   explicit Communicator(std::shared_ptr<World> world);
@@ -56,6 +57,14 @@ class Communicator {
   // (may equal `out`), `out` its receive buffer. Arguments are checked by the caller.
   void collective(detail::coll::Call call, const void* in, void* out);
   void subsetBarrier(const std::vector<int>& sortedRanks);
+  // Nonblocking (requests.cpp): start the call, return its request. `keep`
+  // holds memory the call reads until it ends (in-place all-to-all's copy).
+  std::unique_ptr<Request::Impl> startCollective(detail::coll::Call call, const void* in, void* out,
+                                                 std::vector<unsigned char> keep = {});
+  std::unique_ptr<Request::Impl> startSend(const void* data, std::size_t bytes, int peer, int tag);
+  std::unique_ptr<Request::Impl> startRecv(void* data, std::size_t bytes, int peer, int tag);
+  // A collective failed (seen by a request): later collectives fail at once.
+  void markBroken(const std::string& why);
   // nullptr for kNoColor.
   std::shared_ptr<Communicator> split(int color, int key);
 
@@ -65,6 +74,10 @@ class Communicator {
   // Runs one collective on `on` (this communicator or one of its subsets);
   // collMutex_ is held. A failure leaves this communicator unusable.
   void runCollective(Communicator& on, detail::coll::Call call, const void* in, void* out);
+  // Takes the next collective id of `on` and starts the collective; collMutex_ is held.
+  std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> launchCollective(Communicator& on,
+                                                                               detail::coll::Call call,
+                                                                               const void* in, void* out);
   World::Clock::time_point deadline() const;
 
   std::shared_ptr<World> world_;
@@ -78,7 +91,7 @@ class Communicator {
   std::uint64_t nextColl_ = 1;
   std::uint64_t splits_ = 0;
   std::map<std::vector<int>, std::shared_ptr<Communicator>> subsets_;
-  std::string brokenBy_;  // set when a collective failed
+  std::string brokenBy_;  // set when a collective failed (under collMutex_)
   const std::shared_ptr<CollectiveSeq> seq_ = std::make_shared<CollectiveSeq>();
 };
 

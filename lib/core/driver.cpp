@@ -124,4 +124,22 @@ bool Driver::waitUntil(Completion& done, Clock::time_point deadline) {
   return ok;
 }
 
+bool Driver::poll(Completion& done) {
+  if (done.isDone()) return true;
+  std::unique_lock lock(mutex_);
+  if (!callerRuns_) {  // the background thread does all the work: make sure it runs now
+    wakeNow_ = true;
+    lock.unlock();
+    cv_.notify_all();
+    return done.isDone();
+  }
+  if (holder_ != Holder::None || wanting_ > 0) return done.isDone();  // someone else runs it
+  holder_ = Holder::Caller;
+  io_.restart();
+  lock.unlock();
+  while (!done.isDone() && io_.poll_one()) between_();
+  releaseBaton();
+  return done.isDone();
+}
+
 }  // namespace tether

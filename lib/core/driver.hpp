@@ -39,6 +39,9 @@ class Driver {
   // background thread takes over when that caller leaves). True if done.
   bool waitUntil(Completion& done, Clock::time_point deadline);
   void wait(Completion& done) { waitUntil(done, Clock::time_point::max()); }
+  // Never blocks: runs the handlers that are ready now on this thread if no
+  // thread runs the io_context (else that thread makes the progress). True if done.
+  bool poll(Completion& done);
 
  private:
   enum class Holder { None, Background, Caller };

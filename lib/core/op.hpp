@@ -38,6 +38,7 @@ class Op : public link::Owner {
   // "allgather#12", "barrier#1 (comm 5d2e9a01)", "recv from rank 3 tag 7": how
   // errors name the operation. Built on demand (only errors and logs need it).
   std::string name() const;
+  Kind kind() const { return kind_; }
 
   const std::uint64_t comm;
   const std::uint64_t coll;  // 0 for point-to-point

@@ -211,4 +211,52 @@ std::shared_ptr<Bootstrap> TcpBootstrap::split(int color, int key) {
   return std::shared_ptr<Bootstrap>(new TcpBootstrap(std::move(child)));
 }
 
+// ---- nonblocking (tether/request.hpp) ----
+
+Request TcpBootstrap::isend(const void* data, std::size_t bytes, int peer, int tag) {
+  args::peer(rank(), size(), "isend", peer);
+  args::tag(rank(), "isend", tag);
+  args::buffer(rank(), "isend", data, bytes);
+  return Request(impl_->startSend(data, bytes, peer, tag));
+}
+
+Request TcpBootstrap::irecv(void* data, std::size_t bytes, int peer, int tag) {
+  args::peer(rank(), size(), "irecv", peer);
+  args::tag(rank(), "irecv", tag);
+  args::buffer(rank(), "irecv", data, bytes);
+  return Request(impl_->startRecv(data, bytes, peer, tag));
+}
+
+Request TcpBootstrap::iallgather(void* allData, std::size_t bytesPerRank) {
+  args::buffer(rank(), "iallgather", allData, bytesPerRank);
+  dc::Call call;
+  call.op = dc::Op::Allgather;
+  call.bytes = bytesPerRank;
+  return Request(impl_->startCollective(call, allData, allData));
+}
+
+Request TcpBootstrap::ialltoall(const void* sendData, void* recvData, std::size_t bytesPerRank) {
+  args::alltoall(rank(), size(), sendData, recvData, bytesPerRank);
+  const auto n = static_cast<std::size_t>(size());
+  std::vector<std::size_t> counts(n, bytesPerRank), displs(n);
+  for (std::size_t i = 0; i < n; ++i) displs[i] = i * bytesPerRank;
+  std::vector<unsigned char> copy;  // in place: the request keeps the blocks to send
+  if (sendData == recvData && bytesPerRank) {
+    auto* p = static_cast<const unsigned char*>(sendData);
+    copy.assign(p, p + n * bytesPerRank);
+    sendData = copy.data();
+  }
+  dc::Call call;
+  call.op = dc::Op::Alltoall;
+  call.bytes = bytesPerRank;
+  call.blocks = dc::Blocks{counts.data(), displs.data(), counts.data(), displs.data()};  // copied when started
+  return Request(impl_->startCollective(call, sendData, recvData, std::move(copy)));
+}
+
+Request TcpBootstrap::ibarrier() {
+  dc::Call call;
+  call.op = dc::Op::Barrier;
+  return Request(impl_->startCollective(call, nullptr, nullptr));
+}
+
 }  // namespace tether

@@ -226,6 +226,27 @@ void World::wait(const std::shared_ptr<Op>& op, Completion& done, Clock::time_po
   done.rethrowIfFailed();
 }
 
+bool World::cancel(const std::shared_ptr<Op>& op) {
+  auto answer = std::make_shared<Completion>();
+  auto cancelled = std::make_shared<bool>(false);
+  asio::post(io_, [this, op, answer, cancelled] {
+    const bool withdrawable = op->kind() == Op::Kind::Collective ||
+                              (op->kind() == Op::Kind::Recv && !op->posted.empty());
+    if (op->active && !op->error && withdrawable) {
+      *cancelled = true;
+      const std::string what = fmt::format("rank {}: {}: cancelled on this rank", rank(), op->name());
+      failOp(*op, std::make_exception_ptr(Error(ErrorCode::Aborted, what, rank())));
+      // Peers already run this collective and will never get our steps: on
+      // the world communicator they are told at once (as after any failed
+      // collective); a child communicator's peers fail at their deadline.
+      if (op->kind() == Op::Kind::Collective && op->comm == cfg_.worldId) abortOnProgress(rank(), what, true);
+    }
+    answer->complete(nullptr);
+  });
+  driver_.wait(*answer);
+  return *cancelled;
+}
+
 void World::abort(int origin, const std::string& reason) {
   {
     std::lock_guard lock(abortMutex_);

@@ -111,6 +111,13 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
     auto done = start(op, std::move(body));
     wait(op, *done, deadline);
   }
+  // Nonblocking: progress without waiting (Driver::poll). True if `done`.
+  bool poll(Completion& done) { return driver_.poll(done); }
+  // Ends `op` with Error{Aborted} "cancelled on this rank" if it can still be
+  // withdrawn (Request::cancel, tether/request.hpp): a receive not yet
+  // matched, or a collective (on the world communicator the peers then get an
+  // abort notice). Waits for the progress thread's answer; true if cancelled.
+  bool cancel(const std::shared_ptr<Op>& op);
   // Thread-safe. origin = the rank that decided to abort.
   void abort(int origin, const std::string& reason);
   // A communicator's collective sequence, checked against arriving frames.

@@ -71,3 +71,7 @@ TEST_CASE("any exception inside a C call becomes a result code and a message, ou
   CHECK(guarded("tether_x", [] {}) == TETHER_SUCCESS);
   CHECK(std::string(tether_last_error()) == "tether_x: unexpected exception");  // left alone
 }
+
+TEST_CASE("nonblocking calls and the UCC OOB allgather from C: start, poll test until done, free") {
+  runC(4, capi_nonblocking);
+}

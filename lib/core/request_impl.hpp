@@ -1,0 +1,23 @@
+// The TCP implementation of tether::Request::Impl (requests.cpp): one
+// operation started on a world, with the communicator that started it.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "base/layer.hpp"
+#include "core/completion.hpp"
+#include "core/op.hpp"
+#include "tether/request.hpp"
+
+TETHER_LAYER(6, "core");
+
+namespace tether {
+
+class Communicator;
+
+// `keep`: memory the operation reads until it ends.
+std::unique_ptr<Request::Impl> makeRequest(std::shared_ptr<Communicator> comm, std::shared_ptr<Op> op,
+                                           std::shared_ptr<Completion> done, std::vector<unsigned char> keep);
+
+}  // namespace tether

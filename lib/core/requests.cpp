@@ -1,0 +1,83 @@
+// Nonblocking calls: a request is an operation started on the world (World::
+// start) that the caller tests, waits for or cancels later. The semantics are
+// in include/tether/request.hpp.
+#include <fmt/format.h>
+
+#include "base/env.hpp"
+#include "core/communicator.hpp"
+#include "core/request_impl.hpp"
+#include "tether/detail/args.hpp"
+
+namespace tether {
+namespace {
+
+class OpRequest final : public Request::Impl {
+ public:
+  OpRequest(std::shared_ptr<Communicator> comm, std::shared_ptr<Op> op, std::shared_ptr<Completion> done,
+            std::vector<unsigned char> keep)
+      : comm_(std::move(comm)), op_(std::move(op)), done_(std::move(done)), keep_(std::move(keep)) {}
+
+  // Not done: cancel it and wait for its end, so that no buffer of the
+  // caller's is used after this returns. Errors are dropped (nobody asked).
+  ~OpRequest() override {
+    if (done_->isDone()) return;
+    comm_->world().cancel(op_);
+    // A send or a matched receive is not withdrawn: it still ends by its deadline.
+    try {
+      comm_->world().wait(op_, *done_, World::Clock::now() + comm_->timeout());
+    } catch (...) {
+    }
+  }
+
+  bool test() override {
+    if (!comm_->world().poll(*done_)) return false;
+    finish();
+    return true;
+  }
+
+  void wait(std::chrono::milliseconds timeout) override {
+    if (timeout.count() < 0)
+      detail::args::invalid(comm_->rank(), op_->name(),
+                            fmt::format("Request::wait: negative timeout {} ms (0 means the communicator's timeout)",
+                                        timeout.count()));
+    auto t = timeout.count() == 0 ? comm_->timeout() : timeout;
+    if (!done_->isDone()) {
+      try {
+        comm_->world().wait(op_, *done_, World::Clock::now() + t);
+      } catch (...) {
+      }
+    }
+    finish();
+  }
+
+  bool cancel() override {
+    if (done_->isDone()) return false;
+    return comm_->world().cancel(op_);
+  }
+
+ private:
+  // Done: rethrows the operation's error; a failed collective leaves the
+  // communicator unusable for further collectives (as a blocking one does).
+  void finish() {
+    try {
+      done_->rethrowIfFailed();
+    } catch (const Error& e) {
+      if (op_->kind() == Op::Kind::Collective) comm_->markBroken(e.what());
+      throw;
+    }
+  }
+
+  std::shared_ptr<Communicator> comm_;
+  std::shared_ptr<Op> op_;
+  std::shared_ptr<Completion> done_;
+  std::vector<unsigned char> keep_;
+};
+
+}  // namespace
+
+std::unique_ptr<Request::Impl> makeRequest(std::shared_ptr<Communicator> comm, std::shared_ptr<Op> op,
+                                           std::shared_ptr<Completion> done, std::vector<unsigned char> keep) {
+  return std::make_unique<OpRequest>(std::move(comm), std::move(op), std::move(done), std::move(keep));
+}
+
+}  // namespace tether
