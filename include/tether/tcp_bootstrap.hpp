@@ -68,13 +68,15 @@ class TcpBootstrap : public Bootstrap {
   static std::unique_ptr<TcpBootstrap> fromEnvironment(const TcpOptions& options = {});
 
   // Flushes pending sends, says goodbye to connected peers, closes the links
-  // (unless a child communicator still uses them).
+  // (unless a child communicator still uses them). Waits for the peers'
+  // confirmations while they keep coming — until 5 s (or the timeout, if
+  // shorter) pass with none, and at most the communicator's timeout.
   ~TcpBootstrap() override;
 
   // Leaves the job now instead of in the destructor, and never throws:
-  // flushes pending sends, says goodbye and waits at most `timeout` (0: the
-  // communicator's timeout, capped at 5 s, as the destructor does) for the
-  // peers to confirm; peers that aborted or are gone are not waited for.
+  // flushes pending sends, says goodbye and waits at most `timeout` for the
+  // peers to confirm (0: as the destructor does); peers that aborted or are
+  // gone are not waited for.
   // Returns true when every connected peer confirmed. Closes the links that
   // this communicator shares with its children and parent: every later call
   // on any of them fails with InvalidArgument ("the bootstrap was closed").

@@ -98,7 +98,8 @@ bool TcpBootstrap::close(std::chrono::milliseconds timeout) noexcept {
   try {
     World& w = impl_->world();
     const auto cap = std::min(w.config().timeout, std::chrono::milliseconds(5000));
-    return w.close(timeout > std::chrono::milliseconds(0) ? timeout : cap);
+    if (timeout > std::chrono::milliseconds(0)) return w.close(timeout, timeout);
+    return w.close(cap, w.config().timeout);
   } catch (const std::exception& e) {
     log::warn(impl_->world().rank(), "close: {}", e.what());
     return false;

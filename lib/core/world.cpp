@@ -145,19 +145,20 @@ void World::finishInit(std::exception_ptr e) {
   initDone_.complete(e);
 }
 
-World::~World() { close(std::min(cfg_.timeout, std::chrono::milliseconds(5000))); }
+World::~World() { close(std::min(cfg_.timeout, std::chrono::milliseconds(5000)), cfg_.timeout); }
 
-bool World::close(std::chrono::milliseconds drain) {
+bool World::close(std::chrono::milliseconds drain, std::chrono::milliseconds limit) {
   if (!work_ || closed_.exchange(true)) return drained_;
   auto done = std::make_shared<Completion>();
-  asio::post(io_, [this, done, drain] { shutdownOnProgress(done, drain); });
+  asio::post(io_, [this, done, drain, limit] { shutdownOnProgress(done, drain, limit); });
   driver_.wait(*done);
   driver_.stop();
   work_.reset();
   return drained_;
 }
 
-void World::shutdownOnProgress(const std::shared_ptr<Completion>& done, std::chrono::milliseconds drain) {
+void World::shutdownOnProgress(const std::shared_ptr<Completion>& done, std::chrono::milliseconds drain,
+                               std::chrono::milliseconds limit) {
   shuttingDown_ = true;
   log::info(rank(), "closing: {} links opened over the run, at most {} open at once (budget {})", linksOpened_,
             peakLinks_, cfg_.maxLinks);
@@ -179,8 +180,20 @@ void World::shutdownOnProgress(const std::shared_ptr<Completion>& done, std::chr
   }
   // Let queued frames reach the peers and be read (bounded), then close.
   drainTimer_.emplace(io_);
+  drainLimit_ = Clock::now() + std::max(drain, limit);
+  drainOpen_ = -1;
+  armDrain(done, drain);
+  checkDrained();
+}
+
+// The drain ends when every link has closed, or when `drain` passes with no
+// link closing meanwhile: peers that keep confirming (a loaded host with many
+// links) extend it, up to `limit` (close()'s caller's); a silent one does not.
+void World::armDrain(const std::shared_ptr<Completion>& done, std::chrono::milliseconds drain) {
+  drainProgress_ = false;
   drainTimer_->expires_after(drain);
-  drainTimer_->async_wait([this, done](boost::system::error_code) {
+  drainTimer_->async_wait([this, done, drain](boost::system::error_code) {
+    if (!drained_ && drainProgress_ && Clock::now() + drain <= drainLimit_) return armDrain(done, drain);
     boost::system::error_code ignored;
     acceptor_.close(ignored);
     std::vector<std::shared_ptr<link::Link>> all;
@@ -188,7 +201,6 @@ void World::shutdownOnProgress(const std::shared_ptr<Completion>& done, std::chr
     for (auto& l : all) l->fail("shutting down");
     done->complete(nullptr);
   });
-  checkDrained();
 }
 
 std::shared_ptr<Completion> World::start(const std::shared_ptr<Op>& op, Body body) {

@@ -123,9 +123,10 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
   // A communicator's collective sequence, checked against arriving frames.
   void addCommunicator(std::uint64_t comm, std::shared_ptr<CollectiveSeq> seq);
   void removeCommunicator(std::uint64_t comm);
-  // Orderly close (idempotent): goodbye to every open link, wait at most
-  // `drain` for the peers to confirm, then close. False if some did not.
-  bool close(std::chrono::milliseconds drain);
+  // Orderly close (idempotent): goodbye to every open link, wait for the
+  // peers to confirm while they keep confirming — until `drain` passes with
+  // no link closing, or `limit` in all — then close. False if some did not.
+  bool close(std::chrono::milliseconds drain, std::chrono::milliseconds limit);
   bool closed() const { return closed_.load(); }
 
   // ---- progress thread: what operations do ----
@@ -146,7 +147,9 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
   void start();
   void finishInit(std::exception_ptr e);
   void learnTopology();
-  void shutdownOnProgress(const std::shared_ptr<Completion>& done, std::chrono::milliseconds drain);
+  void shutdownOnProgress(const std::shared_ptr<Completion>& done, std::chrono::milliseconds drain,
+                          std::chrono::milliseconds limit);
+  void armDrain(const std::shared_ptr<Completion>& done, std::chrono::milliseconds drain);
 
   // link::LinkSink
   link::Target onDataHeader(link::Link& link, const wire::FrameHeader& h) override;
@@ -268,6 +271,9 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
   bool abortHandled_ = false;
   std::optional<asio::steady_timer> drainTimer_;  // close() waits on it
   bool drained_ = false;                          // every link closed after its goodbye
+  Clock::time_point drainLimit_{};                // a drain making progress ends by then
+  int drainOpen_ = -1;                            // links still open at the last check
+  bool drainProgress_ = false;                    // a link closed since the drain timer was armed
   Completion initDone_;
 
   // Abort state, readable from calling threads.

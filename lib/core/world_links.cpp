@@ -260,8 +260,10 @@ void World::onTransferDone(link::Owner& owner, bool abandoned) {
 // anything any more).
 void World::checkDrained() {
   if (!drainTimer_) return;
-  bool open = false;
-  forEachLink([&](const Link& l) { open |= l.state() != Link::State::Closed && !peers_[l.peer()].aborted; });
+  int open = 0;
+  forEachLink([&](const Link& l) { open += l.state() != Link::State::Closed && !peers_[l.peer()].aborted; });
+  if (drainOpen_ >= 0 && open < drainOpen_) drainProgress_ = true;
+  drainOpen_ = open;
   if (open) return;
   drained_ = true;
   drainTimer_->cancel();

@@ -18,10 +18,10 @@
 namespace tether::link {
 namespace {
 constexpr std::size_t kReadAhead = 64 * 1024;
-// A link starts with a small read-ahead and doubles it (up to kReadAhead)
+// A link starts with a small read-ahead (1 KiB) and doubles it (up to kReadAhead)
 // when a read fills it: a rank with a thousand mostly idle links (the root
 // during the rendezvous) must not hold 64 KiB for each.
-constexpr std::size_t kReadAheadStart = 4 * 1024;
+constexpr std::size_t kReadAheadStart = 1024;
 constexpr std::size_t kMaxGather = 64;  // frames per writev
 }  // namespace
 

@@ -107,7 +107,7 @@ std::optional<Counts> closedForm(dc::Op family, const std::string& row, std::uin
 
 }  // namespace
 
-TEST_CASE("every algorithm row: messages, rounds and busiest bytes match the closed form") {
+TEST_CASE("every algorithm row: messages, rounds and busiest bytes match the closed form", "[sim]") {
   const std::pair<int, int> shapes[] = {{1, 2}, {5, 1}, {2, 4}, {3, 4}, {25, 4}};
   for (const auto& algo : dc::kAlgorithms) {
     const std::size_t bytes = algo.family == dc::Op::Broadcast && std::string(algo.name) == "pipeline" ? 1 << 20 : 64;
@@ -126,7 +126,7 @@ TEST_CASE("every algorithm row: messages, rounds and busiest bytes match the clo
   }
 }
 
-TEST_CASE("both rendezvous: 2(N-1) messages, the whole table from the root to every rank") {
+TEST_CASE("both rendezvous: 2(N-1) messages, the whole table from the root to every rank", "[sim]") {
   static_assert(tether::wire::kAddressBytes == 29);
   for (const char* kind : {"root", "star"}) {
     for (auto [hosts, perHost] : {std::pair{1, 1}, {1, 2}, {3, 3}, {16, 8}}) {
@@ -161,7 +161,7 @@ std::uint64_t knomialChildren(std::uint64_t r, std::uint64_t n, std::uint64_t k)
   return count;
 }
 
-TEST_CASE("tree rendezvous: registrations at the root, the table down a k-nomial tree, the root keeps its children") {
+TEST_CASE("tree rendezvous: registrations at the root, the table down a k-nomial tree, the root keeps its children", "[sim]") {
   const char* env = std::getenv("TETHER_RENDEZVOUS_RADIX");
   const std::uint64_t k = env && *env ? std::strtoull(env, nullptr, 10) : 8;
   for (auto [hosts, perHost] : {std::pair{1, 1}, {1, 2}, {3, 3}, {16, 8}, {100, 10}}) {
@@ -188,7 +188,7 @@ TEST_CASE("tree rendezvous: registrations at the root, the table down a k-nomial
   }
 }
 
-TEST_CASE("after the tree rendezvous, a gather to rank 0 dials again every link the root released") {
+TEST_CASE("after the tree rendezvous, a gather to rank 0 dials again every link the root released", "[sim]") {
   const char* env = std::getenv("TETHER_RENDEZVOUS_RADIX");
   const std::uint64_t k = env && *env ? std::strtoull(env, nullptr, 10) : 8;
   const Params p = world(16, 8);
@@ -206,7 +206,7 @@ TEST_CASE("after the tree rendezvous, a gather to rank 0 dials again every link 
   CHECK(r.rootLinks == n - 1);
 }
 
-TEST_CASE("a released link is gone from both sides; the other links stay findable") {
+TEST_CASE("a released link is gone from both sides; the other links stay findable", "[sim]") {
   PeerMap m;
   for (int peer = 0; peer < 1000; peer += 3) m.insert(peer).up = 1;
   for (int peer = 0; peer < 1000; peer += 6) m.erase(peer);
@@ -219,7 +219,7 @@ TEST_CASE("a released link is gone from both sides; the other links stay findabl
   CHECK(m.size() == left);
 }
 
-TEST_CASE("links persist: a second call opens none, and init's link to the root is reused") {
+TEST_CASE("links persist: a second call opens none, and init's link to the root is reused", "[sim]") {
   Params p = world(4, 2);
   Engine engine(p);
   runRendezvous(engine, "root", "tether");
@@ -235,7 +235,7 @@ TEST_CASE("links persist: a second call opens none, and init's link to the root 
   CHECK(r.messages == 14);  // per call
 }
 
-TEST_CASE("the new all-to-all rows at scale: Bruck ceil(log2 N) rounds, tree 2(N-1) messages") {
+TEST_CASE("the new all-to-all rows at scale: Bruck ceil(log2 N) rounds, tree 2(N-1) messages", "[sim]") {
   for (auto [hosts, perHost] : {std::pair{125, 8}, {512, 8}}) {
     const Params p = world(hosts, perHost);
     const auto n = static_cast<std::uint64_t>(p.nranks());
@@ -256,7 +256,7 @@ TEST_CASE("the new all-to-all rows at scale: Bruck ceil(log2 N) rounds, tree 2(N
   CHECK(tree.rootMessages == 2 * knomialRootChildren(1024, dc::loadSettings().tuning.radix));
 }
 
-TEST_CASE("local copies, Copy and CopyBlocks alike, cost their bytes at the copy rate") {
+TEST_CASE("local copies, Copy and CopyBlocks alike, cost their bytes at the copy rate", "[sim]") {
   Params p = world(1, 1);
   p.cpuGBps = 0.001;  // 1 byte per ns: 100 bytes, 100 us
   auto run = [&](bool copies) {
@@ -275,7 +275,7 @@ TEST_CASE("local copies, Copy and CopyBlocks alike, cost their bytes at the copy
   CHECK(some.firstUs - none.firstUs == Approx(100.0));
 }
 
-TEST_CASE("settle: a rank goes on only when its receives have arrived") {
+TEST_CASE("settle: a rank goes on only when its receives have arrived", "[sim]") {
   // 2 -> 1 -> 0 in a chain; rank 2 first copies 80 MB (10 ms at 8 GB/s).
   Params p = world(3, 1);
   p.latencyUs = 5000;
@@ -303,7 +303,7 @@ TEST_CASE("settle: a rank goes on only when its receives have arrived") {
   CHECK(r.firstUs == finished[0]);
 }
 
-TEST_CASE("settle: a large send is waited for until the NIC has sent it, a small one is not") {
+TEST_CASE("settle: a large send is waited for until the NIC has sent it, a small one is not", "[sim]") {
   Params p = world(2, 1);
   p.nicGBps = 1;
   for (std::size_t bytes : {std::size_t{1000}, std::size_t{10'000'000}}) {
@@ -323,7 +323,7 @@ TEST_CASE("settle: a large send is waited for until the NIC has sent it, a small
   }
 }
 
-TEST_CASE("a plan whose receive never comes is reported, not hung") {
+TEST_CASE("a plan whose receive never comes is reported, not hung", "[sim]") {
   Engine engine(world(2, 1));
   CollectiveSpec s;
   s.build = [](dc::Plan& plan) {
@@ -332,7 +332,7 @@ TEST_CASE("a plan whose receive never comes is reported, not hung") {
   CHECK_THROWS_WITH(runCollective(engine, s, false), Catch::Contains("rank 0 never finished"));
 }
 
-TEST_CASE("same seed, same figures; the seed moves the start spread") {
+TEST_CASE("same seed, same figures; the seed moves the start spread", "[sim]") {
   auto run = [](std::uint64_t seed) {
     Scenario s;
     s.params = world(4, 4);
@@ -353,7 +353,7 @@ TEST_CASE("same seed, same figures; the seed moves the start spread") {
   CHECK(a != run(8));
 }
 
-TEST_CASE("periodic mode gives the figures of running every rank, for shift-symmetric plans") {
+TEST_CASE("periodic mode gives the figures of running every rank, for shift-symmetric plans", "[sim]") {
   // Counts are exact. Times are exact where no two ranks dial each other at
   // once; where they do (a mesh; rank a and a + N/2 with H even), which side
   // dials depends on the order of ranks, which no shift preserves.
@@ -382,7 +382,7 @@ TEST_CASE("periodic mode gives the figures of running every rank, for shift-symm
   CHECK_THROWS_WITH(runRow(world(8, 4), dc::Op::Allgather, "tree", 64, Mode::Periodic), Catch::Contains("not the same"));
 }
 
-TEST_CASE("ranks outnumbering cores queue for them") {
+TEST_CASE("ranks outnumbering cores queue for them", "[sim]") {
   Params p = world(1, 8);
   p.cores = 8;
   const double roomy = runRow(p, dc::Op::Alltoall, "linear", 64).firstUs;
@@ -391,7 +391,7 @@ TEST_CASE("ranks outnumbering cores queue for them") {
   CHECK(crowded > 2.5 * roomy);
 }
 
-TEST_CASE("tether-bench JSON lines are read for calibration") {
+TEST_CASE("tether-bench JSON lines are read for calibration", "[sim]") {
   std::istringstream in(
       "{\"bytes\":64,\"impl\":\"tether\",\"init_ms\":2.5,\"median_us\":300.5,\"nranks\":16,\"op\":\"allgather\"}\n"
       "not json\n");

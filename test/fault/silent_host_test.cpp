@@ -116,7 +116,7 @@ int harness() {
 
 }  // namespace
 
-TEST_CASE("a silent host is reported within the keepalive bound") {
+TEST_CASE("a silent host is reported within the keepalive bound", "[fault][silent-host]") {
   int out[2];
   REQUIRE(::pipe(out) == 0);
   pid_t pid = ::fork();

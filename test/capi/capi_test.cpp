@@ -27,37 +27,37 @@ void runC(int nranks, CBody body) {
 
 }  // namespace
 
-TEST_CASE("tether_init, rank queries and every collective work from C on 4 ranks") {
+TEST_CASE("tether_init, rank queries and every collective work from C on 4 ranks", "[capi]") {
   runC(4, capi_collectives);
 }
 
-TEST_CASE("tether_split from C makes children that outlive their parent, and subset barriers work") {
+TEST_CASE("tether_split from C makes children that outlive their parent, and subset barriers work", "[capi]") {
   runC(5, capi_split);
 }
 
-TEST_CASE("tether_init_from_env joins from TETHER_UID, TETHER_RANK and TETHER_NRANKS") {
+TEST_CASE("tether_init_from_env joins from TETHER_UID, TETHER_RANK and TETHER_NRANKS", "[capi]") {
   runC(3, capi_from_env);
 }
 
-TEST_CASE("C calls without peers report bad ids, NULL handles and bad ranks with a message") {
+TEST_CASE("C calls without peers report bad ids, NULL handles and bad ranks with a message", "[capi]") {
   char err[2048] = "";
   INFO(err);
   CHECK(capi_local(err, sizeof err) == 0);
 }
 
-TEST_CASE("NULL buffers, bad peers and bad tags from C are TETHER_ERR_INVALID_ARGUMENT naming rank and operation") {
+TEST_CASE("NULL buffers, bad peers and bad tags from C are TETHER_ERR_INVALID_ARGUMENT naming rank and operation", "[capi]") {
   runC(3, capi_bad_arguments);
 }
 
-TEST_CASE("a C receive that nobody answers fails with TETHER_ERR_TIMEOUT at its deadline") {
+TEST_CASE("a C receive that nobody answers fails with TETHER_ERR_TIMEOUT at its deadline", "[capi]") {
   runC(2, capi_timeout);
 }
 
-TEST_CASE("tether_abort from C ends the other ranks' barrier with TETHER_ERR_ABORTED naming the origin") {
+TEST_CASE("tether_abort from C ends the other ranks' barrier with TETHER_ERR_ABORTED naming the origin", "[capi]") {
   runC(3, capi_abort);
 }
 
-TEST_CASE("any exception inside a C call becomes a result code and a message, out of memory included") {
+TEST_CASE("any exception inside a C call becomes a result code and a message, out of memory included", "[capi]") {
   using tether::capi::guarded;
   CHECK(guarded("tether_x", [] { throw std::bad_alloc(); }) == TETHER_ERR_SYSTEM);
   CHECK(std::string(tether_last_error()) == "tether_x: out of memory");
@@ -72,6 +72,6 @@ TEST_CASE("any exception inside a C call becomes a result code and a message, ou
   CHECK(std::string(tether_last_error()) == "tether_x: unexpected exception");  // left alone
 }
 
-TEST_CASE("nonblocking calls and the UCC OOB allgather from C: start, poll test until done, free") {
+TEST_CASE("nonblocking calls and the UCC OOB allgather from C: start, poll test until done, free", "[capi]") {
   runC(4, capi_nonblocking);
 }

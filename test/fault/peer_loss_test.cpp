@@ -80,7 +80,7 @@ bool namesVictim(const Error& e, int victim) {
 
 }  // namespace
 
-TEST_CASE("a rank killed at a random point of a random collective: every survivor names it, none hangs") {
+TEST_CASE("a rank killed at a random point of a random collective: every survivor names it, none hangs", "[fault][peer-loss]") {
   const int trials = fault::envInt("TETHER_FAULT_TRIALS", 12);
   const unsigned seed = static_cast<unsigned>(fault::envInt("TETHER_FAULT_SEED", static_cast<int>(std::random_device{}())));
   std::mt19937 rng(seed);
@@ -159,7 +159,7 @@ TEST_CASE("a rank killed at a random point of a random collective: every survivo
   CHECK(hangs == 0);
 }
 
-TEST_CASE("ranks that do not depend on a dead rank keep working; calls that need it fail with PeerLost") {
+TEST_CASE("ranks that do not depend on a dead rank keep working; calls that need it fail with PeerLost", "[fault][peer-loss]") {
   const int n = 4, victim = 3;
   fault::SharedSlots slots(n);
   auto res = test::runRanks(
@@ -225,7 +225,7 @@ TEST_CASE("ranks that do not depend on a dead rank keep working; calls that need
   for (int r = 0; r < victim; ++r) CHECK(res[r].exitCode == 0);
 }
 
-TEST_CASE("abort() on any rank ends every rank's pending and future calls with Aborted naming it") {
+TEST_CASE("abort() on any rank ends every rank's pending and future calls with Aborted naming it", "[fault][peer-loss]") {
   const int n = 4;
   for (int origin = 0; origin < n; ++origin) {
     INFO("abort from rank " << origin);
@@ -264,7 +264,7 @@ TEST_CASE("abort() on any rank ends every rank's pending and future calls with A
   }
 }
 
-TEST_CASE("root death during rendezvous: every rank gets a clear error within its deadline") {
+TEST_CASE("root death during rendezvous: every rank gets a clear error within its deadline", "[fault][peer-loss]") {
   const int n = 4;
   const auto timeout = 3s;
   fault::SharedSlots slots(n);
@@ -307,7 +307,7 @@ TEST_CASE("root death during rendezvous: every rank gets a clear error within it
   for (int r = 1; r < n; ++r) CHECK(res[r].exitCode == 0);
 }
 
-TEST_CASE("a rank dying during rendezvous aborts the ranks already registered") {
+TEST_CASE("a rank dying during rendezvous aborts the ranks already registered", "[fault][peer-loss]") {
   const int n = 4, victim = 2;
   fault::SharedSlots slots(n);
   auto res = test::runRanks(

@@ -26,7 +26,7 @@ std::uint64_t iterations() {
 
 }  // namespace
 
-TEST_CASE("alltoall of 64-byte records + barrier through the plug-in and chaos proxies swaps no record on 8 ranks") {
+TEST_CASE("alltoall of 64-byte records + barrier through the plug-in and chaos proxies swaps no record on 8 ranks", "[nvshmem][nvshmem-plugin]") {
   StressConfig config;
   config.nranks = 8;
   config.iterations = iterations();
@@ -61,7 +61,7 @@ TEST_CASE("alltoall of 64-byte records + barrier through the plug-in and chaos p
   CHECK(total.proxyAccepted > 0);  // links really went through the proxies
 }
 
-TEST_CASE("global_exit from one rank aborts the others' barrier naming it, and exits with the status") {
+TEST_CASE("global_exit from one rank aborts the others' barrier naming it, and exits with the status", "[nvshmem][nvshmem-plugin]") {
   const int nranks = 4, victim = 2, status = 7;
   UidPipes pipes(nranks);
   std::fflush(nullptr);
@@ -72,7 +72,7 @@ TEST_CASE("global_exit from one rank aborts the others' barrier naming it, and e
   for (const auto& r : results) CHECK(r.exitCode == (r.rank == victim ? status : 0));
 }
 
-TEST_CASE("the plug-in refuses a loader of another ABI major version and accepts another minor") {
+TEST_CASE("the plug-in refuses a loader of another ABI major version and accepts another minor", "[nvshmem][nvshmem-plugin]") {
   NvshmemPlugin plugin;
   bootstrap_handle_t handle{};
   CHECK(plugin.preInit(&handle, 20000) != 0);
@@ -95,7 +95,7 @@ TEST_CASE("the plug-in refuses a loader of another ABI major version and accepts
   CHECK(mine.get_unique_id != nullptr);
 }
 
-TEST_CASE("bad arguments to the plug-in return non-zero with a message instead of exiting") {
+TEST_CASE("bad arguments to the plug-in return non-zero with a message instead of exiting", "[nvshmem][nvshmem-plugin]") {
   NvshmemPlugin plugin;
   bootstrap_handle_t handle{};
   CHECK(plugin.preInit(nullptr, TETHER_NVSHMEM_ABI_VERSION) != 0);

@@ -107,7 +107,7 @@ void quiet() {
 
 }  // namespace
 
-TEST_CASE("root port already in use: System error naming the address, at once") {
+TEST_CASE("root port already in use: System error naming the address, at once", "[fault][resources]") {
   quiet();
   Listener taken;
   auto id = TcpBootstrap::createUniqueId("127.0.0.1:" + std::to_string(taken.port));
@@ -124,7 +124,7 @@ TEST_CASE("root port already in use: System error naming the address, at once") 
   CHECK(std::chrono::steady_clock::now() - t0 < 2s);
 }
 
-TEST_CASE("refused root: Timeout within the deadline naming the root address, after bounded retries") {
+TEST_CASE("refused root: Timeout within the deadline naming the root address, after bounded retries", "[fault][resources]") {
   quiet();
   Listener gone(false);  // bound, never listening: connections are refused
   std::string root = "127.0.0.1:" + std::to_string(gone.port);
@@ -146,7 +146,7 @@ TEST_CASE("refused root: Timeout within the deadline naming the root address, af
   CHECK(took > timeout / 3);  // it did retry, it did not give up at the first refusal
 }
 
-TEST_CASE("unreachable root: Timeout within the deadline naming the root address") {
+TEST_CASE("unreachable root: Timeout within the deadline naming the root address", "[fault][resources]") {
   // In a private network namespace with only loopback up, 192.0.2.1 (TEST-NET-1)
   // has no route: connect() fails with ENETUNREACH and nothing leaves the host.
   auto [code, msg] = inChild(
@@ -188,7 +188,7 @@ TEST_CASE("unreachable root: Timeout within the deadline naming the root address
   CHECK(msg == "ok");
 }
 
-TEST_CASE("descriptor limit reached: a clear error at every point, no hang, no leak") {
+TEST_CASE("descriptor limit reached: a clear error at every point, no hang, no leak", "[fault][resources]") {
   auto [code, msg] = inChild(
       [] {
         quiet();
@@ -240,7 +240,7 @@ TEST_CASE("descriptor limit reached: a clear error at every point, no hang, no l
   CHECK(msg.rfind("ok", 0) == 0);
 }
 
-TEST_CASE("no descriptor outlives its worlds: normal, aborted, timed-out and hostile runs") {
+TEST_CASE("no descriptor outlives its worlds: normal, aborted, timed-out and hostile runs", "[fault][resources]") {
   quiet();
   ::setenv("TETHER_HANDSHAKE_TIMEOUT_MS", "500", 1);
   auto warm = TcpBootstrap::createUniqueId("127.0.0.1:0");

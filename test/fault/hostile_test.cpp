@@ -341,7 +341,7 @@ void allgatherWorks(ThreadWorld& w, int n) {
 
 }  // namespace
 
-TEST_CASE("hostile connections at the root during rendezvous are dropped; the bootstrap completes") {
+TEST_CASE("hostile connections at the root during rendezvous are dropped; the bootstrap completes", "[fault][hostile]") {
   ::setenv("TETHER_HANDSHAKE_TIMEOUT_MS", std::to_string(kHandshakeMs).c_str(), 1);
   fault::LogCapture logs;
   const int n = 3;
@@ -385,7 +385,7 @@ TEST_CASE("hostile connections at the root during rendezvous are dropped; the bo
   allgatherWorks(w, n);
 }
 
-TEST_CASE("hostile connections at a non-root rank's listener and a duplicate rank after rendezvous") {
+TEST_CASE("hostile connections at a non-root rank's listener and a duplicate rank after rendezvous", "[fault][hostile]") {
   ::setenv("TETHER_HANDSHAKE_TIMEOUT_MS", std::to_string(kHandshakeMs).c_str(), 1);
   fault::LogCapture logs;
   const int n = 3;
