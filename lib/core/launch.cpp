@@ -10,8 +10,12 @@
 #include <thread>
 #include <vector>
 
+#include "base/crypto.hpp"
+#include "base/endpoint.hpp"
 #include "base/env.hpp"
 #include "base/log.hpp"
+#include "core/unique_id_layout.hpp"
+#include "rendezvous/rendezvous.hpp"
 #include "tether/tcp_bootstrap.hpp"
 
 namespace tether {
@@ -217,10 +221,34 @@ UniqueId fromVariable(const char* var, const std::string& value, bool secret, F&
   }
 }
 
+// TETHER_RENDEZVOUS=pmix: no root and no id to share. Each rank's "root" is
+// its own listen address (rank 0 listens there on an ephemeral port; the
+// others choose the same way); nobody dials it, the addresses come from PMIx.
+// The secret is derived from PMIX_NAMESPACE (or TETHER_SECRET): like an
+// address-only root, it guards against accidents, not attackers
+// (docs/security.md).
+std::unique_ptr<TcpBootstrap> fromPmix(const TcpOptions& options) {
+  if (!rdv::havePmix()) throw Error(ErrorCode::InvalidArgument, rdv::kNoPmixText);
+  auto nspace = env::get("PMIX_NAMESPACE");
+  if (!nspace || !env::get("PMIX_RANK"))
+    throw badLaunch("TETHER_RENDEZVOUS=pmix but PMIX_RANK and PMIX_NAMESPACE are not set: launch under a PMIx "
+                    "launcher (mpirun, srun --mpi=pmix, prterun), or choose another TETHER_RENDEZVOUS");
+  auto rs = rankAndSize();
+  uid::Fields f;
+  f.version = wire::kProtocolVersion;
+  f.root = toPeerAddress(tcp::endpoint(chooseListenAddress(asio::ip::address_v4::any(), options.listenHost, rs.rank), 0), 0);
+  auto secretText = env::get("TETHER_SECRET").value_or("tether-pmix-namespace:" + *nspace);
+  auto d = crypto::sha256(secretText.data(), secretText.size());
+  std::copy_n(d.begin(), f.secret.size(), f.secret.begin());
+  log::info(rs.rank, "rank {} of {} from {}; addresses from PMIx (namespace '{}')", rs.rank, rs.size, rs.text(), *nspace);
+  return std::make_unique<TcpBootstrap>(rs.rank, rs.size, uid::make(f), options);
+}
+
 }  // namespace
 
 std::unique_ptr<TcpBootstrap> TcpBootstrap::fromEnvironment(const TcpOptions& options) {
   (void)logLevel();  // reads TETHER_DEBUG now: a bad value is reported even if the launch fails
+  if (env::get("TETHER_RENDEZVOUS") == std::optional<std::string>("pmix")) return fromPmix(options);
   auto rs = rankAndSize();
   auto timeout = env::resolveTimeout(options.timeout, fmt::format("rank {}: TcpOptions::timeout", rs.rank));
   UniqueId id;

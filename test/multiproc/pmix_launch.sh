@@ -1,0 +1,30 @@
+#!/bin/bash
+# PMIx rendezvous (TETHER_RENDEZVOUS=pmix).
+#   pmix_launch.sh launch CHILD HAVE_PMIX: 8 ranks of CHILD under Debian's
+#     mpirun, addresses from PMIx; skips (77) without mpirun or PMIx.
+#   pmix_launch.sh no-launcher CHILD HAVE_PMIX: CHILD outside any PMIx launch
+#     must fail at once with a clear InvalidArgument (not wait for a fence).
+set -u
+mode=$1 child=$2 have=$3
+if [ "$mode" = no-launcher ]; then
+  if [ "$have" = true ]; then want='PMIX_RANK and PMIX_NAMESPACE are not set'; else want='has no PMIx'; fi
+  exec timeout 60 env -u PMIX_RANK -u PMIX_NAMESPACE -u OMPI_COMM_WORLD_RANK -u OMPI_COMM_WORLD_SIZE \
+    TETHER_RENDEZVOUS=pmix TETHER_RANK=0 TETHER_NRANKS=2 "$child" --expect-error "$want"
+fi
+if [ "$have" != true ]; then
+  echo "SKIP: this build has no PMIx (apt-get install libpmix-dev, reconfigure with -Dpmix=enabled)"
+  exit 77
+fi
+if ! command -v mpirun >/dev/null; then
+  echo "SKIP: mpirun not found (apt-get install openmpi-bin)"
+  exit 77
+fi
+out=$(timeout 90 mpirun --allow-run-as-root --oversubscribe -np 8 \
+  --mca btl self,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
+  -x TETHER_RENDEZVOUS=pmix -x TETHER_TIMEOUT_MS=30000 -x TETHER_SOCKET_IFNAME=lo "$child" 2>&1)
+rc=$?
+echo "$out"
+[ $rc -eq 0 ] || { echo "FAIL: mpirun exited $rc"; exit 1; }
+n=$(grep -c ' of 8 OK' <<<"$out")
+[ "$n" -eq 8 ] || { echo "FAIL: $n of 8 ranks reported OK"; exit 1; }
+echo "PASS: 8 ranks found each other through PMIx; allgather, alltoall and barrier agree"
