@@ -16,6 +16,7 @@
 #include "base/log.hpp"
 #include "core/unique_id_layout.hpp"
 #include "rendezvous/rendezvous.hpp"
+#include "rendezvous/reserved_listener.hpp"
 #include "tether/tcp_bootstrap.hpp"
 
 namespace tether {
@@ -222,8 +223,9 @@ UniqueId fromVariable(const char* var, const std::string& value, bool secret, F&
 }
 
 // TETHER_RENDEZVOUS=pmix: no root and no id to share. Each rank's "root" is
-// its own listen address (rank 0 listens there on an ephemeral port; the
-// others choose the same way); nobody dials it, the addresses come from PMIx.
+// its own listen address (rank 0 listens there on a port it reserves; the
+// others choose their address the same way); nobody dials it, the addresses
+// come from PMIx.
 // The secret is derived from PMIX_NAMESPACE (or TETHER_SECRET): like an
 // address-only root, it guards against accidents, not attackers
 // (docs/security.md).
@@ -237,6 +239,10 @@ std::unique_ptr<TcpBootstrap> fromPmix(const TcpOptions& options) {
   uid::Fields f;
   f.version = wire::kProtocolVersion;
   f.root = toPeerAddress(tcp::endpoint(chooseListenAddress(asio::ip::address_v4::any(), options.listenHost, rs.rank), 0), 0);
+  // Rank 0 listens at the root address: a port reserved here, which World
+  // takes over. The others never dial it; a UniqueId needs a port.
+  if (rs.rank == 0) f.root = reserved::reserve(f.root);
+  else f.root.port = 1;
   auto secretText = env::get("TETHER_SECRET").value_or("tether-pmix-namespace:" + *nspace);
   auto d = crypto::sha256(secretText.data(), secretText.size());
   std::copy_n(d.begin(), f.secret.size(), f.secret.begin());

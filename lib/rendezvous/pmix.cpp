@@ -125,7 +125,14 @@ class Pmix final : public Rendezvous {
       pmix_value_t* v = nullptr;
       pmix_status_t rc = PMIx_Get(&job, PMIX_JOB_SIZE, nullptr, 0, &v);
       if (rc != PMIX_SUCCESS) return failed("PMIx_Get(PMIX_JOB_SIZE)", rc);
-      std::uint32_t size = v->type == PMIX_UINT32 ? v->data.uint32 : 0;
+      std::int64_t size = -1;
+      switch (v->type) {
+        case PMIX_UINT32: size = v->data.uint32; break;
+        case PMIX_INT: size = v->data.integer; break;
+        case PMIX_UINT64: size = static_cast<std::int64_t>(v->data.uint64); break;
+        case PMIX_SIZE: size = static_cast<std::int64_t>(v->data.size); break;
+        default: break;
+      }
       PMIX_VALUE_RELEASE(v);
       if (static_cast<int>(size) != cfg_.nranks)
         return misfit(fmt::format("PMIx namespace '{}' has {} ranks, but tether was given {}", me.nspace, size,
