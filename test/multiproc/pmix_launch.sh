@@ -4,6 +4,9 @@
 #     mpirun, addresses from PMIx; skips (77) without mpirun or PMIx.
 #   pmix_launch.sh no-launcher CHILD HAVE_PMIX: CHILD outside any PMIx launch
 #     must fail at once with a clear InvalidArgument (not wait for a fence).
+#   pmix_launch.sh fence-timeout CHILD HAVE_PMIX: 2 ranks under mpirun, rank 1
+#     never joins: rank 0 must fail with the rendezvous timeout and exit (its
+#     PMIx helper thread must not keep it alive); skips like launch.
 set -u
 mode=$1 child=$2 have=$3
 if [ "$mode" = no-launcher ]; then
@@ -18,6 +21,18 @@ fi
 if ! command -v mpirun >/dev/null; then
   echo "SKIP: mpirun not found (apt-get install openmpi-bin)"
   exit 77
+fi
+if [ "$mode" = fence-timeout ]; then
+  out=$(timeout 60 mpirun --allow-run-as-root --oversubscribe -np 2 --mca oob_tcp_if_include lo \
+    -x TETHER_RENDEZVOUS=pmix -x TETHER_TIMEOUT_MS=3000 -x TETHER_SOCKET_IFNAME=lo \
+    sh -c 'if [ "$OMPI_COMM_WORLD_RANK" = 0 ]; then "$0" --expect-error "rendezvous (pmix) timed out" timeout \
+             && echo "rank 0 PASS"; else sleep 8; fi' "$child" 2>&1)
+  rc=$?
+  echo "$out"
+  [ $rc -ne 124 ] || { echo "FAIL: mpirun still running after 60 s"; exit 1; }
+  grep -q '^rank 0 PASS' <<<"$out" || { echo "FAIL: rank 0 did not report the PMIx fence timeout"; exit 1; }
+  echo "PASS: a missing rank gives the rendezvous timeout, and rank 0 exits"
+  exit 0
 fi
 out=$(timeout 90 mpirun --allow-run-as-root --oversubscribe -np 8 \
   --mca btl self,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
