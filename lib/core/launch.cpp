@@ -235,7 +235,18 @@ std::unique_ptr<TcpBootstrap> fromPmix(const TcpOptions& options) {
   if (!nspace || !env::get("PMIX_RANK"))
     throw badLaunch("TETHER_RENDEZVOUS=pmix but PMIX_RANK and PMIX_NAMESPACE are not set: launch under a PMIx "
                     "launcher (mpirun, srun --mpi=pmix, prterun), or choose another TETHER_RENDEZVOUS");
-  auto rs = rankAndSize();
+  // Rank and size from the launcher variables as usual; under a PMIx launcher
+  // that sets none of them (only PMIX_RANK), from PMIx itself.
+  bool anyPair = false;
+  for (const auto& l : launchers()) anyPair = anyPair || env::get(l.rankVar) || env::get(l.sizeVar);
+  RankSize rs;
+  if (anyPair) {
+    rs = rankAndSize();
+  } else {
+    static const Launcher pmixLauncher{"PMIX_RANK", "PMIX_JOB_SIZE", "PMIx", {"PMIX_NAMESPACE"}};
+    auto p = rdv::pmixRankAndSize();
+    rs = RankSize{p.rank, p.size, &pmixLauncher};
+  }
   uid::Fields f;
   f.version = wire::kProtocolVersion;
   f.root = toPeerAddress(tcp::endpoint(chooseListenAddress(asio::ip::address_v4::any(), options.listenHost, rs.rank), 0), 0);

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -21,6 +22,17 @@ namespace tether::rdv {
 namespace {
 
 constexpr const char* kKey = "tether.addr";
+
+// An integer value of any of the types a PMIx server may use; -1 otherwise.
+std::int64_t valueNumber(const pmix_value_t& v) {
+  switch (v.type) {
+    case PMIX_UINT32: return v.data.uint32;
+    case PMIX_INT: return v.data.integer;
+    case PMIX_UINT64: return static_cast<std::int64_t>(v.data.uint64);
+    case PMIX_SIZE: return static_cast<std::int64_t>(v.data.size);
+    default: return -1;
+  }
+}
 
 // What the helper thread found: the table, or the failing operation's text.
 struct Outcome {
@@ -125,14 +137,7 @@ class Pmix final : public Rendezvous {
       pmix_value_t* v = nullptr;
       pmix_status_t rc = PMIx_Get(&job, PMIX_JOB_SIZE, nullptr, 0, &v);
       if (rc != PMIX_SUCCESS) return failed("PMIx_Get(PMIX_JOB_SIZE)", rc);
-      std::int64_t size = -1;
-      switch (v->type) {
-        case PMIX_UINT32: size = v->data.uint32; break;
-        case PMIX_INT: size = v->data.integer; break;
-        case PMIX_UINT64: size = static_cast<std::int64_t>(v->data.uint64); break;
-        case PMIX_SIZE: size = static_cast<std::int64_t>(v->data.size); break;
-        default: break;
-      }
+      std::int64_t size = valueNumber(*v);
       PMIX_VALUE_RELEASE(v);
       if (static_cast<int>(size) != cfg_.nranks)
         return misfit(fmt::format("PMIx namespace '{}' has {} ranks, but tether was given {}", me.nspace, size,
@@ -214,6 +219,37 @@ class Pmix final : public Rendezvous {
 };
 
 }  // namespace
+
+PmixRankSize pmixRankAndSize() {
+  pmix_proc_t me;
+  PMIX_PROC_CONSTRUCT(&me);
+  pmix_status_t rc = PMIx_Init(&me, nullptr, 0);
+  if (rc != PMIX_SUCCESS)
+    throw Error(ErrorCode::System, fmt::format("fromEnvironment: PMIx_Init failed: {}", PMIx_Error_string(rc)));
+  pmix_proc_t job;
+  PMIX_PROC_CONSTRUCT(&job);
+  PMIX_LOAD_PROCID(&job, me.nspace, PMIX_RANK_WILDCARD);
+  pmix_value_t* v = nullptr;
+  rc = PMIx_Get(&job, PMIX_JOB_SIZE, nullptr, 0, &v);
+  std::int64_t size = -1;
+  if (rc == PMIX_SUCCESS) {
+    size = valueNumber(*v);
+    PMIX_VALUE_RELEASE(v);
+  }
+  // Stays initialized until exit: a finalize here and a second PMIx_Init in the
+  // rendezvous lost peers' keys (PMIx_Get: NOT-FOUND, 1 run in 3 with PMIx
+  // 4.2.2), and a launcher counts a client that never finalizes as an abnormal
+  // exit.
+  static const bool finalizeAtExit = [] { return std::atexit([] { PMIx_Finalize(nullptr, 0); }) == 0; }();
+  (void)finalizeAtExit;
+  if (rc != PMIX_SUCCESS)
+    throw Error(ErrorCode::System,
+                fmt::format("fromEnvironment: PMIx_Get(PMIX_JOB_SIZE) failed: {}", PMIx_Error_string(rc)));
+  if (size < 1 || size > (1 << 30) || static_cast<std::int64_t>(me.rank) >= size)
+    throw Error(ErrorCode::InvalidArgument,
+                fmt::format("fromEnvironment: PMIx gives rank {} of a job of {} ranks", me.rank, size));
+  return {static_cast<int>(me.rank), static_cast<int>(size)};
+}
 
 std::unique_ptr<Rendezvous> makePmix(Host& host, const Config& config) {
   return std::make_unique<Pmix>(host, config);

@@ -84,6 +84,13 @@ std::unique_ptr<Rendezvous> makeRootStar(Host& host, const Config& config);
 std::unique_ptr<Rendezvous> makeTree(Host& host, const Config& config, int radix);
 // Defined only in a build with PMIx (TETHER_HAVE_PMIX): see havePmix().
 std::unique_ptr<Rendezvous> makePmix(Host& host, const Config& config);
+// This process's rank and its namespace's size from PMIx (PMIx_Init and Get;
+// it stays initialized, finalized at exit). Throws Error naming the failing call;
+// Error{InvalidArgument, kNoPmixText} in a build without PMIx. Blocks.
+struct PmixRankSize {
+  int rank = 0, size = 0;
+};
+PmixRankSize pmixRankAndSize();
 // Whether this build has the PMIx rendezvous (libpmix-dev at configure time).
 bool havePmix();
 // The message of the InvalidArgument error for TETHER_RENDEZVOUS=pmix in a

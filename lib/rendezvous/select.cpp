@@ -17,6 +17,10 @@ bool havePmix() {
 #endif
 }
 
+#ifndef TETHER_HAVE_PMIX
+PmixRankSize pmixRankAndSize() { throw Error(ErrorCode::InvalidArgument, kNoPmixText); }
+#endif
+
 std::unique_ptr<Rendezvous> make(Host& host, const Config& config, std::string_view name) {
   auto radix = [&] {
     const std::int64_t r = env::getInt("TETHER_RENDEZVOUS_RADIX", kDefaultTreeRadix);

@@ -4,6 +4,8 @@
 #     mpirun, addresses from PMIx; skips (77) without mpirun or PMIx.
 #   pmix_launch.sh no-launcher CHILD HAVE_PMIX: CHILD outside any PMIx launch
 #     must fail at once with a clear InvalidArgument (not wait for a fence).
+#   pmix_launch.sh pmix-only CHILD HAVE_PMIX: the same without
+#     OMPI_COMM_WORLD_RANK/SIZE: rank and size from PMIx.
 #   pmix_launch.sh fence-timeout CHILD HAVE_PMIX: 2 ranks under mpirun, rank 1
 #     never joins: rank 0 must fail with the rendezvous timeout and exit (its
 #     PMIx helper thread must not keep it alive); skips like launch.
@@ -34,12 +36,23 @@ if [ "$mode" = fence-timeout ]; then
   echo "PASS: a missing rank gives the rendezvous timeout, and rank 0 exits"
   exit 0
 fi
+# pmix-only: OMPI_COMM_WORLD_RANK/SIZE unset, as under a launcher that sets
+# only PMIX_RANK: the rank and size must come from PMIx itself.
+if [ "$mode" = pmix-only ]; then
+  run=(-x TETHER_DEBUG=info sh -c 'unset OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_SIZE; exec "$0"' "$child")
+else
+  run=("$child")
+fi
 out=$(timeout 90 mpirun --allow-run-as-root --oversubscribe -np 8 \
   --mca btl self,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
-  -x TETHER_RENDEZVOUS=pmix -x TETHER_TIMEOUT_MS=30000 -x TETHER_SOCKET_IFNAME=lo "$child" 2>&1)
+  -x TETHER_RENDEZVOUS=pmix -x TETHER_TIMEOUT_MS=30000 -x TETHER_SOCKET_IFNAME=lo "${run[@]}" 2>&1)
 rc=$?
 echo "$out"
 [ $rc -eq 0 ] || { echo "FAIL: mpirun exited $rc"; exit 1; }
 n=$(grep -c ' of 8 OK' <<<"$out")
 [ "$n" -eq 8 ] || { echo "FAIL: $n of 8 ranks reported OK"; exit 1; }
+if [ "$mode" = pmix-only ]; then
+  n=$(grep -c 'PMIX_JOB_SIZE=8 (PMIx)' <<<"$out")
+  [ "$n" -eq 8 ] || { echo "FAIL: $n of 8 ranks took their rank and size from PMIx"; exit 1; }
+fi
 echo "PASS: 8 ranks found each other through PMIx; allgather, alltoall and barrier agree"
