@@ -8,6 +8,7 @@ packages=(
   libssl-dev                          # libcrypto: HMAC-SHA256 handshake, CSPRNG
   libfmt-dev                          # formatting of messages and logs
   libibverbs-dev                      # RDMA QP bring-up module
+  libpmix-dev                         # PMIx rendezvous (TETHER_RENDEZVOUS=pmix)
   catch2                              # tests (prebuilt Catch2WithMain)
   libcxxopts-dev nlohmann-json3-dev   # command-line options, benchmark JSON
   openmpi-bin libopenmpi-dev          # the mpirun launcher test and the MPI benchmark

@@ -10,8 +10,13 @@
 #include <thread>
 #include <vector>
 
+#include "base/crypto.hpp"
+#include "base/endpoint.hpp"
 #include "base/env.hpp"
 #include "base/log.hpp"
+#include "core/unique_id_layout.hpp"
+#include "rendezvous/rendezvous.hpp"
+#include "rendezvous/reserved_listener.hpp"
 #include "tether/tcp_bootstrap.hpp"
 
 namespace tether {
@@ -217,10 +222,50 @@ UniqueId fromVariable(const char* var, const std::string& value, bool secret, F&
   }
 }
 
+// TETHER_RENDEZVOUS=pmix: no root and no id to share. Each rank's "root" is
+// its own listen address (rank 0 listens there on a port it reserves; the
+// others choose their address the same way); nobody dials it, the addresses
+// come from PMIx.
+// The secret is derived from PMIX_NAMESPACE (or TETHER_SECRET): like an
+// address-only root, it guards against accidents, not attackers
+// (docs/security.md).
+std::unique_ptr<TcpBootstrap> fromPmix(const TcpOptions& options) {
+  if (!rdv::havePmix()) throw Error(ErrorCode::InvalidArgument, rdv::kNoPmixText);
+  auto nspace = env::get("PMIX_NAMESPACE");
+  if (!nspace || !env::get("PMIX_RANK"))
+    throw badLaunch("TETHER_RENDEZVOUS=pmix but PMIX_RANK and PMIX_NAMESPACE are not set: launch under a PMIx "
+                    "launcher (mpirun, srun --mpi=pmix, prterun), or choose another TETHER_RENDEZVOUS");
+  // Rank and size from the launcher variables as usual; under a PMIx launcher
+  // that sets none of them (only PMIX_RANK), from PMIx itself.
+  bool anyPair = false;
+  for (const auto& l : launchers()) anyPair = anyPair || env::get(l.rankVar) || env::get(l.sizeVar);
+  RankSize rs;
+  if (anyPair) {
+    rs = rankAndSize();
+  } else {
+    static const Launcher pmixLauncher{"PMIX_RANK", "PMIX_JOB_SIZE", "PMIx", {"PMIX_NAMESPACE"}};
+    auto p = rdv::pmixRankAndSize();
+    rs = RankSize{p.rank, p.size, &pmixLauncher};
+  }
+  uid::Fields f;
+  f.version = wire::kProtocolVersion;
+  f.root = toPeerAddress(tcp::endpoint(chooseListenAddress(asio::ip::address_v4::any(), options.listenHost, rs.rank), 0), 0);
+  // Rank 0 listens at the root address: a port reserved here, which World
+  // takes over. The others never dial it; a UniqueId needs a port.
+  if (rs.rank == 0) f.root = reserved::reserve(f.root);
+  else f.root.port = 1;
+  auto secretText = env::get("TETHER_SECRET").value_or("tether-pmix-namespace:" + *nspace);
+  auto d = crypto::sha256(secretText.data(), secretText.size());
+  std::copy_n(d.begin(), f.secret.size(), f.secret.begin());
+  log::info(rs.rank, "rank {} of {} from {}; addresses from PMIx (namespace '{}')", rs.rank, rs.size, rs.text(), *nspace);
+  return std::make_unique<TcpBootstrap>(rs.rank, rs.size, uid::make(f), options);
+}
+
 }  // namespace
 
 std::unique_ptr<TcpBootstrap> TcpBootstrap::fromEnvironment(const TcpOptions& options) {
   (void)logLevel();  // reads TETHER_DEBUG now: a bad value is reported even if the launch fails
+  if (env::get("TETHER_RENDEZVOUS") == std::optional<std::string>("pmix")) return fromPmix(options);
   auto rs = rankAndSize();
   auto timeout = env::resolveTimeout(options.timeout, fmt::format("rank {}: TcpOptions::timeout", rs.rank));
   UniqueId id;

@@ -1,7 +1,8 @@
 // The rendezvous seam: how ranks learn each other's listen addresses. A
 // Rendezvous owns its state and talks to the world through a Host; the world
 // feeds it the rendezvous frames and link events. Implementations: the root
-// star (root_star.cpp) and the k-nomial tree (tree.cpp); selected by
+// star (root_star.cpp), the k-nomial tree (tree.cpp) and, when built with
+// libpmix, the launcher's PMIx key-value store (pmix.cpp); selected by
 // TETHER_RENDEZVOUS through make() (select.cpp). Progress thread only.
 #pragma once
 
@@ -81,6 +82,21 @@ class Rendezvous {
 
 std::unique_ptr<Rendezvous> makeRootStar(Host& host, const Config& config);
 std::unique_ptr<Rendezvous> makeTree(Host& host, const Config& config, int radix);
+// Defined only in a build with PMIx (TETHER_HAVE_PMIX): see havePmix().
+std::unique_ptr<Rendezvous> makePmix(Host& host, const Config& config);
+// This process's rank and its namespace's size from PMIx (PMIx_Init and Get;
+// it stays initialized, finalized at exit). Throws Error naming the failing call;
+// Error{InvalidArgument, kNoPmixText} in a build without PMIx. Blocks.
+struct PmixRankSize {
+  int rank = 0, size = 0;
+};
+PmixRankSize pmixRankAndSize();
+// Whether this build has the PMIx rendezvous (libpmix-dev at configure time).
+bool havePmix();
+// The message of the InvalidArgument error for TETHER_RENDEZVOUS=pmix in a
+// build without it.
+inline constexpr const char* kNoPmixText =
+    "TETHER_RENDEZVOUS=pmix: this build of tether has no PMIx (libpmix-dev missing at configure time)";
 
 // The k-nomial tree rooted at rank 0 that the tree rendezvous uses.
 int treeParent(int rank, int radix);
@@ -92,7 +108,7 @@ std::vector<int> treeChildren(int rank, int nranks, int radix);
 inline constexpr int kTreeFromRanks = 128;
 inline constexpr int kDefaultTreeRadix = 8;
 
-// The rendezvous named `name` ("root", "tree" or "auto"; TETHER_RENDEZVOUS);
+// The rendezvous named `name` ("root", "tree", "pmix" or "auto"; TETHER_RENDEZVOUS);
 // the tree's radix from TETHER_RENDEZVOUS_RADIX. Throws Error{InvalidArgument}
 // naming the value and the choices.
 std::unique_ptr<Rendezvous> make(Host& host, const Config& config, std::string_view name);

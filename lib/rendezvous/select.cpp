@@ -9,6 +9,18 @@
 
 namespace tether::rdv {
 
+bool havePmix() {
+#ifdef TETHER_HAVE_PMIX
+  return true;
+#else
+  return false;
+#endif
+}
+
+#ifndef TETHER_HAVE_PMIX
+PmixRankSize pmixRankAndSize() { throw Error(ErrorCode::InvalidArgument, kNoPmixText); }
+#endif
+
 std::unique_ptr<Rendezvous> make(Host& host, const Config& config, std::string_view name) {
   auto radix = [&] {
     const std::int64_t r = env::getInt("TETHER_RENDEZVOUS_RADIX", kDefaultTreeRadix);
@@ -19,10 +31,17 @@ std::unique_ptr<Rendezvous> make(Host& host, const Config& config, std::string_v
   };
   if (name == "root") return makeRootStar(host, config);
   if (name == "tree") return makeTree(host, config, radix());
+  if (name == "pmix") {
+#ifdef TETHER_HAVE_PMIX
+    return makePmix(host, config);
+#else
+    throw Error(ErrorCode::InvalidArgument, fmt::format("rank {}: {}", config.rank, kNoPmixText), config.rank);
+#endif
+  }
   if (name == "auto")
     return config.nranks >= kTreeFromRanks ? makeTree(host, config, radix()) : makeRootStar(host, config);
   throw Error(ErrorCode::InvalidArgument,
-              fmt::format("rank {}: TETHER_RENDEZVOUS='{}' (use root, tree or auto)", config.rank, name), config.rank);
+              fmt::format("rank {}: TETHER_RENDEZVOUS='{}' (use root, tree, pmix or auto)", config.rank, name), config.rank);
 }
 
 }  // namespace tether::rdv

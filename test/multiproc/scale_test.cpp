@@ -214,7 +214,7 @@ TEST_CASE("an unknown TETHER_RENDEZVOUS names the value and the choices", "[mult
     } catch (const Error& e) {
       const std::string what = e.what();
       expect(e.code() == ErrorCode::InvalidArgument && what.find("'bogus'") != std::string::npos &&
-                 what.find("root, tree or auto") != std::string::npos,
+                 what.find("root, tree, pmix or auto") != std::string::npos,
              what);
       return;
     }
