@@ -50,9 +50,7 @@ struct Record {
   std::uint32_t sequence;
 };
 
-[[noreturn]] void fail(const std::string& what) {
-  throw std::runtime_error(what + ": " + std::strerror(errno));
-}
+[[noreturn]] void fail(const std::string& what) { throw std::runtime_error(what + ": " + std::strerror(errno)); }
 
 sockaddr_in address(const std::string& host, std::uint16_t port) {
   sockaddr_in a{};
@@ -128,18 +126,18 @@ bool readRecord(int fd, Record& record, int timeoutMs) {
 
 int main(int argc, char** argv) {
   cxxopts::Options cli("accept-order-repro", "Counts how often accept() order differs from connect() order");
-  cli.add_options()
-      ("connections", "connections per sender", cxxopts::value<int>()->default_value("10000"))
-      ("senders", "concurrent sender threads", cxxopts::value<int>()->default_value("1"))
-      ("busy-receiver", "receiver spins this many microseconds after each accept", cxxopts::value<int>()->default_value("0"))
-      ("busy-cpus", "extra threads that keep CPUs busy meanwhile", cxxopts::value<int>()->default_value("0"))
-      ("backlog", "listen() backlog", cxxopts::value<int>()->default_value("4096"))
-      ("host", "IPv4 address to listen on and connect to", cxxopts::value<std::string>()->default_value("127.0.0.1"))
-      ("port", "port to listen on (0: any free port)", cxxopts::value<int>()->default_value("0"))
-      ("listen-netns", "network namespace of the listener", cxxopts::value<std::string>()->default_value(""))
-      ("sender-netns", "network namespace of the senders", cxxopts::value<std::string>()->default_value(""))
-      ("timeout-ms", "give up when no connection arrives for this long", cxxopts::value<int>()->default_value("10000"))
-      ("h,help", "show this help");
+  cli.add_options()("connections", "connections per sender", cxxopts::value<int>()->default_value("10000"))(
+      "senders", "concurrent sender threads", cxxopts::value<int>()->default_value("1"))(
+      "busy-receiver", "receiver spins this many microseconds after each accept",
+      cxxopts::value<int>()->default_value("0"))("busy-cpus", "extra threads that keep CPUs busy meanwhile",
+                                                 cxxopts::value<int>()->default_value("0"))(
+      "backlog", "listen() backlog", cxxopts::value<int>()->default_value("4096"))(
+      "host", "IPv4 address to listen on and connect to", cxxopts::value<std::string>()->default_value("127.0.0.1"))(
+      "port", "port to listen on (0: any free port)", cxxopts::value<int>()->default_value("0"))(
+      "listen-netns", "network namespace of the listener", cxxopts::value<std::string>()->default_value(""))(
+      "sender-netns", "network namespace of the senders", cxxopts::value<std::string>()->default_value(""))(
+      "timeout-ms", "give up when no connection arrives for this long", cxxopts::value<int>()->default_value("10000"))(
+      "h,help", "show this help");
   try {
     auto args = cli.parse(argc, argv);
     if (args.count("help")) {

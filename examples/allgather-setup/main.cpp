@@ -107,8 +107,8 @@ int runRank(const std::function<std::unique_ptr<tether::Bootstrap>()>& connect, 
   if (!rdma.note.empty()) std::printf("rdma: %s\n", rdma.note.c_str());
   std::printf("QPs at RTS: %ld (%d x %d)%s\n", qps, n, n - 1,
               rdma.rdmaWriteChecked ? ", RDMA-write all-gather checked byte for byte" : "");
-  std::printf("verified: %d endpoint records (%zu B each), %d pair records (%zu B each)\n", n, kEndpointBytes,
-              n * n, kPairBytes);
+  std::printf("verified: %d endpoint records (%zu B each), %d pair records (%zu B each)\n", n, kEndpointBytes, n * n,
+              kPairBytes);
   std::fflush(stdout);
   return 0;
 }
@@ -126,13 +126,12 @@ int guarded(const std::function<int()>& body, int rankHint) {
 
 int main(int argc, char** argv) {
   cxxopts::Options cli("allgather-setup", "A runtime's all-gather setup over tether, verified byte for byte");
-  cli.add_options()
-      ("nranks", "start this many local ranks (otherwise read rank/size/root from the launcher's environment)",
-       cxxopts::value<int>()->default_value("0"))
-      ("verbs", "RDMA backend: auto|real|fake|none", cxxopts::value<std::string>()->default_value("auto"))
-      ("timeout-ms", "deadline for every bootstrap call (default: TETHER_TIMEOUT_MS, else 300000)",
-       cxxopts::value<long>())
-      ("h,help", "show this help");
+  cli.add_options()("nranks",
+                    "start this many local ranks (otherwise read rank/size/root from the launcher's environment)",
+                    cxxopts::value<int>()->default_value("0"))("verbs", "RDMA backend: auto|real|fake|none",
+                                                               cxxopts::value<std::string>()->default_value("auto"))(
+      "timeout-ms", "deadline for every bootstrap call (default: TETHER_TIMEOUT_MS, else 300000)",
+      cxxopts::value<long>())("h,help", "show this help");
   cxxopts::ParseResult args;
   try {
     args = cli.parse(argc, argv);

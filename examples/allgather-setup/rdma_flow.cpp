@@ -109,18 +109,18 @@ RdmaFlowResult runRdmaFlow(Bootstrap& boot, const std::string& mode) {
   const std::vector<int> without = ranksWithout(boot, haveDevice);
   clock.mark("device-check");
   if (!without.empty()) {
-    const std::string who = haveDevice ? fmt::format("rank {} has", without.front())
-                                       : fmt::format("this rank has");
+    const std::string who = haveDevice ? fmt::format("rank {} has", without.front()) : fmt::format("this rank has");
     const std::string why = haveDevice ? "" : deviceProblem(listError) + "; ";
     if (mode == "real")
       throw Error(ErrorCode::System,
-                  fmt::format("rank {}: rdma: --verbs=real but {} no RDMA devices ({}{} of {} ranks without)",
-                              me, who, why, without.size(), n), me);
+                  fmt::format("rank {}: rdma: --verbs=real but {} no RDMA devices ({}{} of {} ranks without)", me, who,
+                              why, without.size(), n),
+                  me);
     withoutQps(boot, clock);
-    result.note = haveDevice ? fmt::format("{} of {} ranks have no RDMA devices: exchanged records without QPs",
-                                           without.size(), n)
-                             : fmt::format("no RDMA devices ({}): exchanged records without QPs",
-                                           deviceProblem(listError));
+    result.note =
+        haveDevice
+            ? fmt::format("{} of {} ranks have no RDMA devices: exchanged records without QPs", without.size(), n)
+            : fmt::format("no RDMA devices ({}): exchanged records without QPs", deviceProblem(listError));
     return result;
   }
 
@@ -160,19 +160,20 @@ RdmaFlowResult runRdmaFlow(Bootstrap& boot, const std::string& mode) {
         if (got != pattern(r, i))
           throw Error(ErrorCode::Protocol,
                       fmt::format("rank {}: rdma-write all-gather: block of rank {} byte {} is {:#04x}, want {:#04x}",
-                                  me, r, i, got, pattern(r, i)), me, r);
+                                  me, r, i, got, pattern(r, i)),
+                      me, r);
       }
     }
     clock.mark("check");
     boot.barrier();  // nobody deregisters its buffer while a peer may still be writing into it
     result.rdmaWriteChecked = true;
   }
-  result.note = fmt::format("{} {}: {} QPs at RTS (active MTU {}, GID index {}){}", context.where(),
-                            context.portAttr().link_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE" : "InfiniBand",
-                            result.qpsAtRts, 128 << context.portAttr().active_mtu, context.gid().index,
-                            result.rdmaWriteChecked
-                                ? fmt::format("; RDMA-write all-gather of {} KiB per rank checked byte for byte",
-                                              kBlockBytes / 1024)
-                                : "; RDMA writes skipped (the fake backend moves data only within one process)");
+  result.note = fmt::format(
+      "{} {}: {} QPs at RTS (active MTU {}, GID index {}){}", context.where(),
+      context.portAttr().link_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE" : "InfiniBand", result.qpsAtRts,
+      128 << context.portAttr().active_mtu, context.gid().index,
+      result.rdmaWriteChecked
+          ? fmt::format("; RDMA-write all-gather of {} KiB per rank checked byte for byte", kBlockBytes / 1024)
+          : "; RDMA writes skipped (the fake backend moves data only within one process)");
   return result;
 }

@@ -8,9 +8,9 @@
 #include "tether/bootstrap.hpp"
 
 struct RdmaFlowResult {
-  int qpsAtRts = 0;            // QPs this rank brought to RTS
+  int qpsAtRts = 0;  // QPs this rank brought to RTS
   bool rdmaWriteChecked = false;
-  std::string note;            // one line for the user, e.g. "no RDMA devices (ENOSYS): exchanged records without QPs"
+  std::string note;  // one line for the user, e.g. "no RDMA devices (ENOSYS): exchanged records without QPs"
   std::vector<std::pair<std::string, double>> phaseMs;  // per-phase timings, e.g. {"qp-exchange", 1.2}
 };
 

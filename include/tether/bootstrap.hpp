@@ -80,9 +80,8 @@ class Bootstrap {
   virtual void alltoall(const void* sendData, void* recvData, std::size_t bytesPerRank) = 0;
   // Counts and displacements in bytes, one entry per rank. recvCounts[j] must equal
   // what rank j sends to us (a mismatch is a Protocol error).
-  virtual void alltoallv(const void* sendData, const std::size_t* sendCounts,
-                         const std::size_t* sendDispls, void* recvData,
-                         const std::size_t* recvCounts, const std::size_t* recvDispls) = 0;
+  virtual void alltoallv(const void* sendData, const std::size_t* sendCounts, const std::size_t* sendDispls,
+                         void* recvData, const std::size_t* recvCounts, const std::size_t* recvDispls) = 0;
   virtual void broadcast(void* data, std::size_t bytes, int root) = 0;
   virtual void barrier() = 0;
   // Barrier over a subset: only the listed ranks call it, all with the same list

@@ -43,7 +43,9 @@ class ForwardingBootstrap : public Bootstrap {
   void barrier(const std::vector<int>& ranks) override { inner_.barrier(ranks); }
   std::shared_ptr<Bootstrap> split(int color, int key) override { return inner_.split(color, key); }
   std::shared_ptr<Bootstrap> splitByNode() override { return inner_.splitByNode(); }
-  Request iallgather(void* allData, std::size_t bytesPerRank) override { return inner_.iallgather(allData, bytesPerRank); }
+  Request iallgather(void* allData, std::size_t bytesPerRank) override {
+    return inner_.iallgather(allData, bytesPerRank);
+  }
   Request ialltoall(const void* sendData, void* recvData, std::size_t bytesPerRank) override {
     return inner_.ialltoall(sendData, recvData, bytesPerRank);
   }
@@ -51,7 +53,9 @@ class ForwardingBootstrap : public Bootstrap {
   Request isend(const void* data, std::size_t bytes, int peer, int tag) override {
     return inner_.isend(data, bytes, peer, tag);
   }
-  Request irecv(void* data, std::size_t bytes, int peer, int tag) override { return inner_.irecv(data, bytes, peer, tag); }
+  Request irecv(void* data, std::size_t bytes, int peer, int tag) override {
+    return inner_.irecv(data, bytes, peer, tag);
+  }
   void abort(const std::string& reason) override { inner_.abort(reason); }
   void setTimeout(std::chrono::milliseconds timeout) override { inner_.setTimeout(timeout); }
   std::chrono::milliseconds timeout() const override { return inner_.timeout(); }

@@ -98,8 +98,7 @@ class TcpBootstrap : public Bootstrap {
   void recv(void* data, std::size_t bytes, int peer, int tag) override;
   void allgather(void* allData, std::size_t bytesPerRank) override;
   void alltoall(const void* sendData, void* recvData, std::size_t bytesPerRank) override;
-  void alltoallv(const void* sendData, const std::size_t* sendCounts,
-                 const std::size_t* sendDispls, void* recvData,
+  void alltoallv(const void* sendData, const std::size_t* sendCounts, const std::size_t* sendDispls, void* recvData,
                  const std::size_t* recvCounts, const std::size_t* recvDispls) override;
   void broadcast(void* data, std::size_t bytes, int root) override;
   void barrier() override;
@@ -113,7 +112,6 @@ class TcpBootstrap : public Bootstrap {
   void abort(const std::string& reason) override;
   void setTimeout(std::chrono::milliseconds timeout) override;
   std::chrono::milliseconds timeout() const override;
-
 
   // Internal: wraps a communicator made by split().
   explicit TcpBootstrap(std::shared_ptr<Communicator> impl);

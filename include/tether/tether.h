@@ -92,12 +92,12 @@ tether_result_t tether_unique_id_from_string(const char* text, tether_unique_id_
 typedef const char* (*tether_advertise_fn)(const char* listen_host_port, void* context);
 
 typedef struct tether_options {
-  size_t struct_size;        /* sizeof(tether_options_t); set by tether_options_init */
-  int64_t timeout_ms;        /* construction and per-call deadline; 0: TETHER_TIMEOUT_MS, else 300000 */
-  const char* listen_host;   /* address to listen on; NULL or "": chosen (docs/configuration.md) */
-  const char* advertise;     /* "host:port" to register instead of the listener's; NULL or "": none */
+  size_t struct_size;                /* sizeof(tether_options_t); set by tether_options_init */
+  int64_t timeout_ms;                /* construction and per-call deadline; 0: TETHER_TIMEOUT_MS, else 300000 */
+  const char* listen_host;           /* address to listen on; NULL or "": chosen (docs/configuration.md) */
+  const char* advertise;             /* "host:port" to register instead of the listener's; NULL or "": none */
   tether_advertise_fn advertise_for; /* takes precedence over advertise; NULL: none */
-  void* advertise_context;   /* passed to advertise_for */
+  void* advertise_context;           /* passed to advertise_for */
 } tether_options_t;
 
 /* Fills the defaults (all zero / NULL) and struct_size. */

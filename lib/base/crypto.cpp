@@ -15,8 +15,8 @@ namespace tether::crypto {
 Digest hmacSha256(const void* key, std::size_t keyLen, const void* data, std::size_t len) {
   Digest out{};
   unsigned int outLen = 0;
-  if (!HMAC(EVP_sha256(), key, static_cast<int>(keyLen), static_cast<const unsigned char*>(data),
-            len, out.data(), &outLen) ||
+  if (!HMAC(EVP_sha256(), key, static_cast<int>(keyLen), static_cast<const unsigned char*>(data), len, out.data(),
+            &outLen) ||
       outLen != out.size())
     throw Error(ErrorCode::System, "HMAC-SHA256 failed in libcrypto");
   return out;
@@ -46,8 +46,6 @@ void randomBytes(void* out, std::size_t n) {
     throw Error(ErrorCode::System, "random number generator failed (RAND_bytes)");
 }
 
-bool equalConstantTime(const void* a, const void* b, std::size_t n) {
-  return CRYPTO_memcmp(a, b, n) == 0;
-}
+bool equalConstantTime(const void* a, const void* b, std::size_t n) { return CRYPTO_memcmp(a, b, n) == 0; }
 
 }  // namespace tether::crypto

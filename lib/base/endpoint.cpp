@@ -18,8 +18,7 @@ HostPort parseHostPort(const std::string& text) {
   std::string portText;
   if (!text.empty() && text.front() == '[') {
     auto close = text.find(']');
-    if (close == std::string::npos)
-      throw Error(ErrorCode::InvalidArgument, "address '" + text + "': missing ']'");
+    if (close == std::string::npos) throw Error(ErrorCode::InvalidArgument, "address '" + text + "': missing ']'");
     hp.host = text.substr(1, close - 1);
     if (close + 1 < text.size()) {
       if (text[close + 1] != ':')
@@ -55,8 +54,7 @@ asio::ip::address resolveHost(const std::string& host) {
   addrinfo* res = nullptr;
   int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
   if (rc != 0 || !res)
-    throw Error(ErrorCode::InvalidArgument,
-                "cannot resolve host '" + host + "': " + ::gai_strerror(rc));
+    throw Error(ErrorCode::InvalidArgument, "cannot resolve host '" + host + "': " + ::gai_strerror(rc));
   std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> guard(res, ::freeaddrinfo);
   if (res->ai_family == AF_INET) {
     auto* sa = reinterpret_cast<sockaddr_in*>(res->ai_addr);

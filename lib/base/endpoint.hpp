@@ -39,8 +39,7 @@ tcp::endpoint toEndpoint(const PeerAddress& a);
 // usable one; for a known root the interface on its subnet, else the address
 // the route to it leaves from; loopback when the root is on loopback, or (with
 // a WARN) when nothing else is up. Logs the choice at INFO under `rank`.
-asio::ip::address chooseListenAddress(const asio::ip::address& root, const std::string& explicitHost,
-                                      int rank = -1);
+asio::ip::address chooseListenAddress(const asio::ip::address& root, const std::string& explicitHost, int rank = -1);
 
 // Whether an interface name passes a TETHER_SOCKET_IFNAME filter:
 // "eth,ib" prefixes; "^docker,lo" excludes prefixes; "=eth0" exact names.

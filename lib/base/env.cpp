@@ -23,14 +23,11 @@ std::optional<std::int64_t> getInt(const char* name) {
   std::int64_t out = 0;
   auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), out);
   if (ec != std::errc() || end != v->data() + v->size())
-    throw Error(ErrorCode::InvalidArgument,
-                std::string(name) + "='" + *v + "' is not an integer");
+    throw Error(ErrorCode::InvalidArgument, std::string(name) + "='" + *v + "' is not an integer");
   return out;
 }
 
-std::int64_t getInt(const char* name, std::int64_t fallback) {
-  return getInt(name).value_or(fallback);
-}
+std::int64_t getInt(const char* name, std::int64_t fallback) { return getInt(name).value_or(fallback); }
 
 namespace {
 constexpr std::chrono::milliseconds kMaxTimeout = std::chrono::hours(24 * 365 * 10);

@@ -41,8 +41,7 @@ int wantedFamily() {
   if (!f) return 0;
   if (*f == "AF_INET" || *f == "inet" || *f == "4" || *f == "ipv4") return 4;
   if (*f == "AF_INET6" || *f == "inet6" || *f == "6" || *f == "ipv6") return 6;
-  throw Error(ErrorCode::InvalidArgument,
-              "TETHER_SOCKET_FAMILY='" + *f + "' (use AF_INET or AF_INET6)");
+  throw Error(ErrorCode::InvalidArgument, "TETHER_SOCKET_FAMILY='" + *f + "' (use AF_INET or AF_INET6)");
 }
 
 int familyOf(const Address& a) { return a.is_v4() ? 4 : 6; }
@@ -166,9 +165,8 @@ Address byFilter(const std::string& filter, int family, int rank) {
     if (i.addr.is_v6() && linkLocal(i.addr)) continue;  // needs a scope id; skip
     return chosen(i.addr, "on " + i.name + " (TETHER_SOCKET_IFNAME='" + filter + "')", rank);
   }
-  throw Error(ErrorCode::InvalidArgument,
-              "TETHER_SOCKET_IFNAME='" + filter + "' matches no interface that is up" +
-                  (family ? " with the family of TETHER_SOCKET_FAMILY" : ""));
+  throw Error(ErrorCode::InvalidArgument, "TETHER_SOCKET_IFNAME='" + filter + "' matches no interface that is up" +
+                                              (family ? " with the family of TETHER_SOCKET_FAMILY" : ""));
 }
 
 // The local address the kernel would send from to reach `root` (a UDP connect
@@ -188,11 +186,20 @@ Address routeTo(const Address& root) {
 bool interfaceMatches(const std::string& filter, const std::string& name) {
   std::string f = filter;
   bool exclude = false, exact = false;
-  if (!f.empty() && f[0] == '^') { exclude = true; f.erase(0, 1); }
-  if (!f.empty() && f[0] == '=') { exact = true; f.erase(0, 1); }
+  if (!f.empty() && f[0] == '^') {
+    exclude = true;
+    f.erase(0, 1);
+  }
+  if (!f.empty() && f[0] == '=') {
+    exact = true;
+    f.erase(0, 1);
+  }
   bool hit = false;
   for (const auto& item : splitList(f)) {
-    if (exact ? name == item : name.rfind(item, 0) == 0) { hit = true; break; }
+    if (exact ? name == item : name.rfind(item, 0) == 0) {
+      hit = true;
+      break;
+    }
   }
   return exclude ? !hit : hit;
 }
@@ -201,9 +208,9 @@ Address chooseListenAddress(const Address& root, const std::string& explicitHost
   if (!explicitHost.empty()) return resolveHost(explicitHost);
   int family = wantedFamily();
   if (auto filter = env::get("TETHER_SOCKET_IFNAME")) return byFilter(*filter, family, rank);
-  if (root.is_loopback()) return chosen(root.is_v6() ? Address(asio::ip::address_v6::loopback())
-                                                     : Address(asio::ip::address_v4::loopback()),
-                                        "(loopback: the root is on loopback)", rank);
+  if (root.is_loopback())
+    return chosen(root.is_v6() ? Address(asio::ip::address_v6::loopback()) : Address(asio::ip::address_v4::loopback()),
+                  "(loopback: the root is on loopback)", rank);
   std::vector<Interface> usable;
   for (auto& i : upInterfaces())
     if (!i.loopback && !bridgeOrVirtual(i.name) && !linkLocal(i.addr) && (!family || familyOf(i.addr) == family))
@@ -211,7 +218,8 @@ Address chooseListenAddress(const Address& root, const std::string& explicitHost
 
   if (!root.is_unspecified()) {  // a rank joining a known root
     for (const auto& i : usable)
-      if (onSubnet(i, root)) return chosen(i.addr, "on " + i.name + " (on the root's subnet " + subnetText(i) + ")", rank);
+      if (onSubnet(i, root))
+        return chosen(i.addr, "on " + i.name + " (on the root's subnet " + subnetText(i) + ")", rank);
     auto a = routeTo(root);
     return chosen(a, "(the route to the root " + root.to_string() + " leaves from it)", rank);
   }

@@ -11,7 +11,8 @@
 #define TETHER_LAYER_LEVEL 1000
 #endif
 
-#define TETHER_LAYER(level, name)                                                          \
-  static_assert(TETHER_LAYER_LEVEL >= (level), "upward include: the " name " layer's "    \
+#define TETHER_LAYER(level, name)                                                        \
+  static_assert(TETHER_LAYER_LEVEL >= (level), "upward include: the " name               \
+                                               " layer's "                               \
                                                "headers are above this library's layer " \
                                                "(docs/design.md, Layers)")

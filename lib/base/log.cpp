@@ -39,7 +39,8 @@ std::chrono::duration<double> processAge() {
   if (close == std::string::npos) return {};
   std::istringstream fields(stat.substr(close + 1));
   std::string field;
-  for (int i = 3; i <= 22 && fields >> field; ++i) {}  // field 22: starttime
+  for (int i = 3; i <= 22 && fields >> field; ++i) {
+  }  // field 22: starttime
   timespec boot{};
   long ticks = ::sysconf(_SC_CLK_TCK);
   if (!fields || ticks <= 0 || ::clock_gettime(CLOCK_BOOTTIME, &boot) != 0) return {};
@@ -50,8 +51,7 @@ std::chrono::duration<double> processAge() {
 // Seconds since the process started, on the monotonic clock.
 double secondsSinceStart() {
   using Clock = std::chrono::steady_clock;
-  static const Clock::time_point start =
-      Clock::now() - std::chrono::duration_cast<Clock::duration>(processAge());
+  static const Clock::time_point start = Clock::now() - std::chrono::duration_cast<Clock::duration>(processAge());
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
@@ -72,10 +72,14 @@ LogHandler& handlerStore() {
 
 const char* levelName(LogLevel l) {
   switch (l) {
-    case LogLevel::Warn: return "WARN";
-    case LogLevel::Info: return "INFO";
-    case LogLevel::Trace: return "TRACE";
-    default: return "";
+    case LogLevel::Warn:
+      return "WARN";
+    case LogLevel::Info:
+      return "INFO";
+    case LogLevel::Trace:
+      return "TRACE";
+    default:
+      return "";
   }
 }
 

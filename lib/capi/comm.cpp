@@ -58,7 +58,6 @@ void requireArray(const tether_comm_t* comm, T* p, const char* function, const c
 
 tether_comm_t* wrap(std::shared_ptr<tether::Bootstrap> b) { return new tether_comm{std::move(b)}; }
 
-
 // One int fact of a communicator into *out.
 template <class Get>
 tether_result_t intFact(const tether_comm_t* comm, int* out, const char* function, const char* name, Get get) {
@@ -106,7 +105,8 @@ tether_result_t tether_init_from_env(const tether_options_t* options, tether_com
   if (comm) *comm = nullptr;
   return guarded("tether_init_from_env", [&] {
     require(comm, "tether_init_from_env", "comm");
-    std::shared_ptr<tether::Bootstrap> b = tether::TcpBootstrap::fromEnvironment(toOptions(options, "tether_init_from_env"));
+    std::shared_ptr<tether::Bootstrap> b =
+        tether::TcpBootstrap::fromEnvironment(toOptions(options, "tether_init_from_env"));
     *comm = wrap(std::move(b));
   });
 }
@@ -132,7 +132,6 @@ tether_result_t tether_comm_nranks_per_node(const tether_comm_t* comm, int* nran
   });
 }
 
-
 tether_result_t tether_comm_world_rank(const tether_comm_t* comm, int* world_rank) {
   return intFact(comm, world_rank, "tether_comm_world_rank", "world_rank",
                  [](const tether::Bootstrap& b) { return b.worldRank(); });
@@ -144,7 +143,8 @@ tether_result_t tether_comm_local_rank(const tether_comm_t* comm, int* local_ran
 }
 
 tether_result_t tether_comm_node_id(const tether_comm_t* comm, int* node_id) {
-  return intFact(comm, node_id, "tether_comm_node_id", "node_id", [](const tether::Bootstrap& b) { return b.nodeId(); });
+  return intFact(comm, node_id, "tether_comm_node_id", "node_id",
+                 [](const tether::Bootstrap& b) { return b.nodeId(); });
 }
 
 tether_result_t tether_comm_nnodes(const tether_comm_t* comm, int* nnodes) {

@@ -51,13 +51,20 @@ const char* tether_last_error(void) { return lastError; }
 
 const char* tether_result_string(tether_result_t result) {
   switch (asInt(result)) {
-    case TETHER_SUCCESS: return "TETHER_SUCCESS";
-    case TETHER_ERR_TIMEOUT: return "TETHER_ERR_TIMEOUT";
-    case TETHER_ERR_ABORTED: return "TETHER_ERR_ABORTED";
-    case TETHER_ERR_PEER_LOST: return "TETHER_ERR_PEER_LOST";
-    case TETHER_ERR_PROTOCOL: return "TETHER_ERR_PROTOCOL";
-    case TETHER_ERR_INVALID_ARGUMENT: return "TETHER_ERR_INVALID_ARGUMENT";
-    case TETHER_ERR_SYSTEM: return "TETHER_ERR_SYSTEM";
+    case TETHER_SUCCESS:
+      return "TETHER_SUCCESS";
+    case TETHER_ERR_TIMEOUT:
+      return "TETHER_ERR_TIMEOUT";
+    case TETHER_ERR_ABORTED:
+      return "TETHER_ERR_ABORTED";
+    case TETHER_ERR_PEER_LOST:
+      return "TETHER_ERR_PEER_LOST";
+    case TETHER_ERR_PROTOCOL:
+      return "TETHER_ERR_PROTOCOL";
+    case TETHER_ERR_INVALID_ARGUMENT:
+      return "TETHER_ERR_INVALID_ARGUMENT";
+    case TETHER_ERR_SYSTEM:
+      return "TETHER_ERR_SYSTEM";
   }
   return "TETHER_ERR_UNKNOWN";
 }

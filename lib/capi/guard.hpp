@@ -25,12 +25,18 @@ tether_result_t fail(tether_result_t result, const std::string& message) noexcep
 
 inline tether_result_t toResult(ErrorCode code) noexcept {
   switch (code) {
-    case ErrorCode::Timeout: return TETHER_ERR_TIMEOUT;
-    case ErrorCode::Aborted: return TETHER_ERR_ABORTED;
-    case ErrorCode::PeerLost: return TETHER_ERR_PEER_LOST;
-    case ErrorCode::Protocol: return TETHER_ERR_PROTOCOL;
-    case ErrorCode::InvalidArgument: return TETHER_ERR_INVALID_ARGUMENT;
-    case ErrorCode::System: return TETHER_ERR_SYSTEM;
+    case ErrorCode::Timeout:
+      return TETHER_ERR_TIMEOUT;
+    case ErrorCode::Aborted:
+      return TETHER_ERR_ABORTED;
+    case ErrorCode::PeerLost:
+      return TETHER_ERR_PEER_LOST;
+    case ErrorCode::Protocol:
+      return TETHER_ERR_PROTOCOL;
+    case ErrorCode::InvalidArgument:
+      return TETHER_ERR_INVALID_ARGUMENT;
+    case ErrorCode::System:
+      return TETHER_ERR_SYSTEM;
   }
   return TETHER_ERR_SYSTEM;
 }

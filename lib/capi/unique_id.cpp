@@ -51,9 +51,8 @@ tether_result_t tether_unique_id_from_root(const char* root_host_port, tether_un
 }
 
 tether_result_t tether_unique_id_forget(const tether_unique_id_t* id) {
-  return guarded("tether_unique_id_forget", [&] {
-    tether::TcpBootstrap::forgetUniqueId(fromC(require(id, "tether_unique_id_forget", "id")));
-  });
+  return guarded("tether_unique_id_forget",
+                 [&] { tether::TcpBootstrap::forgetUniqueId(fromC(require(id, "tether_unique_id_forget", "id"))); });
 }
 
 tether_result_t tether_unique_id_to_string(const tether_unique_id_t* id, char* buf, size_t buf_size) {

@@ -11,11 +11,19 @@ boost::asio::awaitable<void> execute(Transport& t, Plan plan, const unsigned cha
   const detail::coll::Memory mem{in, out, scratch.get()};
   for (const auto& s : plan.steps()) {
     switch (s.kind) {
-      case Kind::Send: t.postSend(s.peer, s.step, mem.at(s.at), s.bytes); break;
-      case Kind::Recv: t.postRecv(s.peer, s.step, mem.at(s.at), s.bytes); break;
+      case Kind::Send:
+        t.postSend(s.peer, s.step, mem.at(s.at), s.bytes);
+        break;
+      case Kind::Recv:
+        t.postRecv(s.peer, s.step, mem.at(s.at), s.bytes);
+        break;
       case Kind::Copy:
-      case Kind::CopyBlocks: mem.copy(s); break;
-      case Kind::Settle: co_await t.settle(); break;
+      case Kind::CopyBlocks:
+        mem.copy(s);
+        break;
+      case Kind::Settle:
+        co_await t.settle();
+        break;
     }
   }
 }

@@ -40,8 +40,8 @@ class CallTransport final : public coll::Transport {
     w_.sendFrame(op_, g_.worldRanks[peer], h, data, /*reference=*/true);
   }
   void postRecv(int peer, std::uint32_t step, void* data, std::size_t bytes) override {
-    match::Key k{static_cast<std::uint32_t>(g_.worldRanks[peer]), g_.comm, wire::Kind::Collective, op_.coll, step,
-                 op_.code};
+    match::Key k{
+        static_cast<std::uint32_t>(g_.worldRanks[peer]), g_.comm, wire::Kind::Collective, op_.coll, step, op_.code};
     w_.postRecv(op_, k, data, bytes);
   }
   asio::awaitable<void> settle() override { return w_.settle(op_); }
@@ -143,8 +143,8 @@ std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> launchSend(World& wo
 
 std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> launchRecv(World& world, const Group& g, void* data,
                                                                        std::size_t bytes, int peer, int tag) {
-  match::Key key{static_cast<std::uint32_t>(g.worldRanks[peer]), g.comm, wire::Kind::P2P, 0, 0,
-                 static_cast<std::uint32_t>(tag)};
+  match::Key key{
+      static_cast<std::uint32_t>(g.worldRanks[peer]), g.comm, wire::Kind::P2P, 0, 0, static_cast<std::uint32_t>(tag)};
   auto op = std::make_shared<Op>(Op::Kind::Recv, g.comm, peer, tag);
   World* w = &world;
   auto done = w->start(op, [w, key, data, bytes](Op& o) { return recvBody(w, &o, key, data, bytes); });
@@ -187,8 +187,7 @@ void Communicator::collective(dc::Call call, const void* in, void* out) {
 
 std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> Communicator::launchCollective(Communicator& on,
                                                                                            dc::Call call,
-                                                                                           const void* in,
-                                                                                           void* out) {
+                                                                                           const void* in, void* out) {
   const bool child = on.group_.comm != world_->config().worldId;
   auto op = std::make_shared<Op>(on.group_.comm, on.nextColl_, static_cast<std::uint32_t>(call.op), child);
   if (!brokenBy_.empty())

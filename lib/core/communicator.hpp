@@ -76,8 +76,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void runCollective(Communicator& on, detail::coll::Call call, const void* in, void* out);
   // Takes the next collective id of `on` and starts the collective; collMutex_ is held.
   std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> launchCollective(Communicator& on,
-                                                                               detail::coll::Call call,
-                                                                               const void* in, void* out);
+                                                                               detail::coll::Call call, const void* in,
+                                                                               void* out);
   World::Clock::time_point deadline() const;
 
   std::shared_ptr<World> world_;

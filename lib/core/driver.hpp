@@ -57,9 +57,9 @@ class Driver {
   std::mutex mutex_;
   std::condition_variable cv_;
   Holder holder_ = Holder::None;
-  int waiters_ = 0;        // callers sleeping while another caller runs the io_context
-  int wanting_ = 0;        // callers waiting for the background thread to hand over
-  bool wakeNow_ = false;   // the background thread should take over at once
+  int waiters_ = 0;       // callers sleeping while another caller runs the io_context
+  int wanting_ = 0;       // callers waiting for the background thread to hand over
+  bool wakeNow_ = false;  // the background thread should take over at once
   bool stopping_ = false;
   const bool callerRuns_;  // TETHER_CALLER_PROGRESS (default 1)
   Clock::time_point lastRelease_{};

@@ -144,22 +144,23 @@ UniqueId readUidFile(const std::string& path, const std::string& job, int rank, 
         try {
           return UniqueId::fromString(c->idText);
         } catch (const Error& e) {
-          throw Error(ErrorCode::InvalidArgument, fmt::format("rank {}: TETHER_UID_FILE '{}': {}", rank, path, e.what()),
-                      rank);
+          throw Error(ErrorCode::InvalidArgument,
+                      fmt::format("rank {}: TETHER_UID_FILE '{}': {}", rank, path, e.what()), rank);
         }
       }
       if (otherJob != c->job)
-        log::info(rank, "ignoring TETHER_UID_FILE '{}' of {} (this rank is in {}); waiting for rank 0 to replace it", path,
-                  describeJob(c->job), describeJob(job));
+        log::info(rank, "ignoring TETHER_UID_FILE '{}' of {} (this rank is in {}); waiting for rank 0 to replace it",
+                  path, describeJob(c->job), describeJob(job));
       otherJob = c->job;
     }
     if (std::chrono::steady_clock::now() > deadline) {
       if (otherJob)
-        throw Error(ErrorCode::Timeout,
-                    fmt::format("rank {}: TETHER_UID_FILE '{}' still holds the id of {} (this rank is in {}) after {} ms: "
-                                "is rank 0 of this job running with the same TETHER_UID_FILE?",
-                                rank, path, describeJob(*otherJob), describeJob(job), timeout.count()),
-                    rank);
+        throw Error(
+            ErrorCode::Timeout,
+            fmt::format("rank {}: TETHER_UID_FILE '{}' still holds the id of {} (this rank is in {}) after {} ms: "
+                        "is rank 0 of this job running with the same TETHER_UID_FILE?",
+                        rank, path, describeJob(*otherJob), describeJob(job), timeout.count()),
+            rank);
       throw Error(ErrorCode::Timeout,
                   fmt::format("rank {}: TETHER_UID_FILE '{}' did not appear within {} ms: is rank 0 running with the "
                               "same TETHER_UID_FILE?",
@@ -233,8 +234,9 @@ std::unique_ptr<TcpBootstrap> fromPmix(const TcpOptions& options) {
   if (!rdv::havePmix()) throw Error(ErrorCode::InvalidArgument, rdv::kNoPmixText);
   auto nspace = env::get("PMIX_NAMESPACE");
   if (!nspace || !env::get("PMIX_RANK"))
-    throw badLaunch("TETHER_RENDEZVOUS=pmix but PMIX_RANK and PMIX_NAMESPACE are not set: launch under a PMIx "
-                    "launcher (mpirun, srun --mpi=pmix, prterun), or choose another TETHER_RENDEZVOUS");
+    throw badLaunch(
+        "TETHER_RENDEZVOUS=pmix but PMIX_RANK and PMIX_NAMESPACE are not set: launch under a PMIx "
+        "launcher (mpirun, srun --mpi=pmix, prterun), or choose another TETHER_RENDEZVOUS");
   // Rank and size from the launcher variables as usual; under a PMIx launcher
   // that sets none of them (only PMIX_RANK), from PMIx itself.
   bool anyPair = false;
@@ -249,15 +251,19 @@ std::unique_ptr<TcpBootstrap> fromPmix(const TcpOptions& options) {
   }
   uid::Fields f;
   f.version = wire::kProtocolVersion;
-  f.root = toPeerAddress(tcp::endpoint(chooseListenAddress(asio::ip::address_v4::any(), options.listenHost, rs.rank), 0), 0);
+  f.root =
+      toPeerAddress(tcp::endpoint(chooseListenAddress(asio::ip::address_v4::any(), options.listenHost, rs.rank), 0), 0);
   // Rank 0 listens at the root address: a port reserved here, which World
   // takes over. The others never dial it; a UniqueId needs a port.
-  if (rs.rank == 0) f.root = reserved::reserve(f.root);
-  else f.root.port = 1;
+  if (rs.rank == 0)
+    f.root = reserved::reserve(f.root);
+  else
+    f.root.port = 1;
   auto secretText = env::get("TETHER_SECRET").value_or("tether-pmix-namespace:" + *nspace);
   auto d = crypto::sha256(secretText.data(), secretText.size());
   std::copy_n(d.begin(), f.secret.size(), f.secret.begin());
-  log::info(rs.rank, "rank {} of {} from {}; addresses from PMIx (namespace '{}')", rs.rank, rs.size, rs.text(), *nspace);
+  log::info(rs.rank, "rank {} of {} from {}; addresses from PMIx (namespace '{}')", rs.rank, rs.size, rs.text(),
+            *nspace);
   return std::make_unique<TcpBootstrap>(rs.rank, rs.size, uid::make(f), options);
 }
 
@@ -297,8 +303,9 @@ std::unique_ptr<TcpBootstrap> TcpBootstrap::fromEnvironment(const TcpOptions& op
   } else if (env::get("MASTER_PORT")) {
     throw badLaunch("MASTER_PORT is set but MASTER_ADDR is not");
   } else {
-    throw badLaunch("no root in the environment: set TETHER_UID, TETHER_UID_FILE, TETHER_ROOT or "
-                    "MASTER_ADDR/MASTER_PORT");
+    throw badLaunch(
+        "no root in the environment: set TETHER_UID, TETHER_UID_FILE, TETHER_ROOT or "
+        "MASTER_ADDR/MASTER_PORT");
   }
   log::info(rs.rank, "rank {} of {} from {}; root from {}", rs.rank, rs.size, rs.text(), root);
   return std::make_unique<TcpBootstrap>(rs.rank, rs.size, id, options);

@@ -37,9 +37,9 @@ class OpRequest final : public Request::Impl {
 
   void wait(std::chrono::milliseconds timeout) override {
     if (timeout.count() < 0)
-      detail::args::invalid(comm_->rank(), op_->name(),
-                            fmt::format("Request::wait: negative timeout {} ms (0 means the communicator's timeout)",
-                                        timeout.count()));
+      detail::args::invalid(
+          comm_->rank(), op_->name(),
+          fmt::format("Request::wait: negative timeout {} ms (0 means the communicator's timeout)", timeout.count()));
     auto t = timeout.count() == 0 ? comm_->timeout() : timeout;
     if (!done_->isDone()) {
       try {

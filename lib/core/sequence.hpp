@@ -17,9 +17,9 @@ namespace tether {
 class Op;
 
 struct CollectiveSeq {
-  std::uint64_t started = 0;              // highest collective id started on this rank
-  std::map<std::uint64_t, Op*> running;   // started and not yet ended
-  std::exception_ptr poison;              // a protocol error seen while none ran
+  std::uint64_t started = 0;             // highest collective id started on this rank
+  std::map<std::uint64_t, Op*> running;  // started and not yet ended
+  std::exception_ptr poison;             // a protocol error seen while none ran
 
   bool finished(std::uint64_t coll) const { return coll <= started && running.find(coll) == running.end(); }
 };

@@ -23,10 +23,7 @@ namespace asio = boost::asio;
 namespace args = detail::args;
 namespace dc = detail::coll;
 
-namespace {
-
-
-}  // namespace
+namespace {}  // namespace
 
 // ---- construction ----
 
@@ -67,8 +64,8 @@ TcpBootstrap::TcpBootstrap(int rank, int nranks, const UniqueId& id, const TcpOp
   cfg.rank = rank;
   cfg.nranks = nranks;
   cfg.secret = f.secret;
-  cfg.worldId = crypto::hash64("tether-world",
-                               std::string_view(reinterpret_cast<const char*>(f.secret.data()), f.secret.size()));
+  cfg.worldId =
+      crypto::hash64("tether-world", std::string_view(reinterpret_cast<const char*>(f.secret.data()), f.secret.size()));
   cfg.root = toEndpoint(f.root);
   cfg.timeout = env::resolveTimeout(options.timeout, fmt::format("rank {}: TcpOptions::timeout", rank));
   cfg.handshakeTimeout = env::getMs("TETHER_HANDSHAKE_TIMEOUT_MS", std::chrono::milliseconds(10000));
@@ -201,9 +198,7 @@ void TcpBootstrap::barrier() {
   impl_->collective(call, nullptr, nullptr);
 }
 
-void TcpBootstrap::barrier(const std::vector<int>& ranks) {
-  impl_->subsetBarrier(args::subset(rank(), size(), ranks));
-}
+void TcpBootstrap::barrier(const std::vector<int>& ranks) { impl_->subsetBarrier(args::subset(rank(), size(), ranks)); }
 
 std::shared_ptr<Bootstrap> TcpBootstrap::split(int color, int key) {
   args::color(rank(), color, kNoColor);

@@ -67,9 +67,8 @@ UniqueId UniqueId::fromString(const std::string& text) {
   std::string t = text;
   while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) t.pop_back();
   if (t.size() != kBytes * 2)
-    throw Error(ErrorCode::InvalidArgument, "invalid tether UniqueId: expected " +
-                                                std::to_string(kBytes * 2) + " hex characters, got " +
-                                                std::to_string(t.size()));
+    throw Error(ErrorCode::InvalidArgument, "invalid tether UniqueId: expected " + std::to_string(kBytes * 2) +
+                                                " hex characters, got " + std::to_string(t.size()));
   auto nibble = [&](char c) -> int {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;

@@ -13,8 +13,8 @@ TETHER_LAYER(6, "core");
 namespace tether::uid {
 
 inline constexpr std::uint32_t kMagic = 0x44495554;  // "TUID" little-endian
-inline constexpr std::size_t kOffMagic = 0, kOffVersion = 4, kOffFamily = 6, kOffAddr = 8,
-                             kOffPort = 24, kOffSecret = 32, kOffChecksum = 120;
+inline constexpr std::size_t kOffMagic = 0, kOffVersion = 4, kOffFamily = 6, kOffAddr = 8, kOffPort = 24,
+                             kOffSecret = 32, kOffChecksum = 120;
 
 struct Fields {
   std::uint16_t version = 0;

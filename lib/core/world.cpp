@@ -228,10 +228,10 @@ void World::wait(const std::shared_ptr<Op>& op, Completion& done, Clock::time_po
   if (!driver_.waitUntil(done, deadline)) {
     asio::post(io_, [this, op] {
       if (!op->active) return;
-      failOp(*op, std::make_exception_ptr(Error(
-                      ErrorCode::Timeout,
-                      fmt::format("rank {}: {}: timed out {}", rank(), op->name(), pendingDescription(*op)), rank(),
-                      op->posted.empty() ? -1 : static_cast<int>(op->posted.front().src))));
+      failOp(*op, std::make_exception_ptr(
+                      Error(ErrorCode::Timeout,
+                            fmt::format("rank {}: {}: timed out {}", rank(), op->name(), pendingDescription(*op)),
+                            rank(), op->posted.empty() ? -1 : static_cast<int>(op->posted.front().src))));
     });
     driver_.wait(done);
   }
@@ -242,8 +242,8 @@ bool World::cancel(const std::shared_ptr<Op>& op) {
   auto answer = std::make_shared<Completion>();
   auto cancelled = std::make_shared<bool>(false);
   asio::post(io_, [this, op, answer, cancelled] {
-    const bool withdrawable = op->kind() == Op::Kind::Collective ||
-                              (op->kind() == Op::Kind::Recv && !op->posted.empty());
+    const bool withdrawable =
+        op->kind() == Op::Kind::Collective || (op->kind() == Op::Kind::Recv && !op->posted.empty());
     if (op->active && !op->error && withdrawable) {
       *cancelled = true;
       const std::string what = fmt::format("rank {}: {}: cancelled on this rank", rank(), op->name());
@@ -273,8 +273,8 @@ void World::abort(int origin, const std::string& reason) {
 
 Error World::abortedError(const std::string& opName) const {
   std::lock_guard lock(abortMutex_);
-  std::string by = abortOrigin_ == rank() ? std::string("aborted on this rank")
-                                          : fmt::format("aborted by rank {}", abortOrigin_);
+  std::string by =
+      abortOrigin_ == rank() ? std::string("aborted on this rank") : fmt::format("aborted by rank {}", abortOrigin_);
   return Error(ErrorCode::Aborted, fmt::format("rank {}: {}: {}: {}", rank(), opName, by, abortReason_), rank(),
                abortOrigin_);
 }

@@ -248,12 +248,12 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
   Topology topology_;
 
   // Progress-thread state.
-  std::vector<std::shared_ptr<link::Link>> links_;                  // current link per peer (Dialing/Up)
+  std::vector<std::shared_ptr<link::Link>> links_;                   // current link per peer (Dialing/Up)
   std::vector<std::vector<std::shared_ptr<link::Link>>> lingering_;  // set aside, closing (R1, R2)
-  std::vector<std::uint32_t> epoch_;     // connections set aside per peer (R5)
-  std::vector<char> dialDeferred_;       // a current link waits to dial until our goodbye is acked (R3)
+  std::vector<std::uint32_t> epoch_;                                 // connections set aside per peer (R5)
+  std::vector<char> dialDeferred_;  // a current link waits to dial until our goodbye is acked (R3)
   std::vector<std::vector<std::shared_ptr<asio::steady_timer>>> predecessorWaits_;  // held hellos (R4)
-  std::uint64_t useClock_ = 0;           // for least-recently-used link choices
+  std::uint64_t useClock_ = 0;  // for least-recently-used link choices
   struct PeerState {
     bool gone = false;      // no more links to it: it left or died
     bool graceful = false;  // it left in order (a final goodbye)

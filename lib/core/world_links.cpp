@@ -126,11 +126,11 @@ link::Verdict World::admit(int peer, std::uint32_t epoch, const std::string& rem
     return Verdict::refuse(RejectCode::BadRank,
                            fmt::format("rank {} is not a peer of rank {} in a world of {}", peer, rank(), nranks()));
   if (epoch != epoch_[peer])  // R5: dialled before a close completed here
-    return Verdict::refuse(RejectCode::Stale, fmt::format("connection {} of rank {} is closed ({} now)", epoch, peer,
-                                                          epoch_[peer]));
+    return Verdict::refuse(RejectCode::Stale,
+                           fmt::format("connection {} of rank {} is closed ({} now)", epoch, peer, epoch_[peer]));
   auto& l = links_[peer];  // R6: only the current link counts
   if (shuttingDown_ && !l) return Verdict::refuse(RejectCode::ShuttingDown, "this rank is shutting down");  // R7
-  if (awaitingAck(peer)) return Verdict::wait();  // R4
+  if (awaitingAck(peer)) return Verdict::wait();                                                            // R4
   if (l && l->state() == Link::State::Up && l->dialedByUs() && peer > rank())
     return Verdict::refuse(RejectCode::Simultaneous, "both ranks dialled; the lower rank's connection is kept");
   if (peers_[peer].gone || (l && l->state() == Link::State::Up)) {
@@ -284,8 +284,7 @@ void World::onControlFrame(Link& link, const wire::FrameHeader& h, std::vector<u
       case wire::Kind::Heartbeat:
         return;
       default:  // the rendezvous' own frames (Register, Table)
-        if (rendezvous_->onFrame(link.peer(), h.kind, std::make_shared<const wire::Bytes>(std::move(payload))))
-          return;
+        if (rendezvous_->onFrame(link.peer(), h.kind, std::make_shared<const wire::Bytes>(std::move(payload)))) return;
         link.fail(fmt::format("unexpected {} frame on an established link", wire::kindName(h.kind)));
         return;
     }

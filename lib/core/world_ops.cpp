@@ -16,9 +16,12 @@ namespace tether {
 
 std::string Op::name() const {
   switch (kind_) {
-    case Kind::Send: return fmt::format("send to rank {} tag {}", peer_, tag_);
-    case Kind::Recv: return fmt::format("recv from rank {} tag {}", peer_, tag_);
-    case Kind::Collective: break;
+    case Kind::Send:
+      return fmt::format("send to rank {} tag {}", peer_, tag_);
+    case Kind::Recv:
+      return fmt::format("recv from rank {} tag {}", peer_, tag_);
+    case Kind::Collective:
+      break;
   }
   if (child_) return fmt::format("{}#{} (comm {:016x})", wire::opName(static_cast<wire::OpCode>(code)), coll, comm);
   return fmt::format("{}#{}", wire::opName(static_cast<wire::OpCode>(code)), coll);
@@ -240,11 +243,11 @@ link::Target World::onDataHeader(link::Link& link, const wire::FrameHeader& h) {
       }
       auto run = seq.running.find(h.coll);
       if (run != seq.running.end() && h.tag != run->second->code) {
-        reportProtocol(h.comm,
-                       Error(ErrorCode::Protocol,
-                             fmt::format("rank {}: {}: rank {} is in {} — the ranks called different collectives",
-                                         rank(), run->second->name(), src, wire::describe(h)),
-                             rank(), src));
+        reportProtocol(
+            h.comm, Error(ErrorCode::Protocol,
+                          fmt::format("rank {}: {}: rank {} is in {} — the ranks called different collectives", rank(),
+                                      run->second->name(), src, wire::describe(h)),
+                          rank(), src));
         return link::Target{};
       }
     }
@@ -268,10 +271,10 @@ void World::onDataComplete(link::Link& link, const wire::FrameHeader& h, const l
       if (deliverToPosted(link.peer(), h, stashed.data())) break;
       auto key = match::keyOf(static_cast<std::uint32_t>(link.peer()), h);
       if (!mailbox_.stash(key, match::Stashed{h, std::move(stashed)}))
-        reportProtocol(h.comm, Error(ErrorCode::Protocol,
-                                     fmt::format("rank {}: rank {} sent {} twice", rank(), link.peer(),
-                                                 wire::describe(h)),
-                                     rank(), link.peer()));
+        reportProtocol(
+            h.comm, Error(ErrorCode::Protocol,
+                          fmt::format("rank {}: rank {} sent {} twice", rank(), link.peer(), wire::describe(h)), rank(),
+                          link.peer()));
       break;
     }
     case link::Target::Where::Discard:

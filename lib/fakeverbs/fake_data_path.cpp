@@ -23,8 +23,7 @@ ibv_wc_status executeWrite(FakeQpState& qp, const ibv_send_wr& wr, std::uint32_t
   for (int i = 0; i < wr.num_sge; ++i) {
     const ibv_sge& sge = wr.sg_list[i];
     FakeMrState* mr = findFakeMr(sge.lkey);
-    if (mr == nullptr || mr->pd != qp.pd || !inside(mr->mr, sge.addr, sge.length))
-      return IBV_WC_LOC_PROT_ERR;
+    if (mr == nullptr || mr->pd != qp.pd || !inside(mr->mr, sge.addr, sge.length)) return IBV_WC_LOC_PROT_ERR;
     bytes += sge.length;
   }
   FakeQpState* target = findFakeQp(qp.attr.dest_qp_num);
@@ -33,8 +32,7 @@ ibv_wc_status executeWrite(FakeQpState& qp, const ibv_send_wr& wr, std::uint32_t
     return IBV_WC_RETRY_EXC_ERR;  // nobody answers: the requester retries, then gives up
   FakeMrState* remote = findFakeMr(wr.wr.rdma.rkey);
   if (remote == nullptr || remote->pd != target->pd || !(remote->access & IBV_ACCESS_REMOTE_WRITE) ||
-      !(target->attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE) ||
-      !inside(remote->mr, wr.wr.rdma.remote_addr, bytes))
+      !(target->attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE) || !inside(remote->mr, wr.wr.rdma.remote_addr, bytes))
     return IBV_WC_REM_ACCESS_ERR;
   auto* out = reinterpret_cast<unsigned char*>(wr.wr.rdma.remote_addr);
   for (int i = 0; i < wr.num_sge; ++i) {

@@ -33,7 +33,7 @@ std::unordered_map<std::uint32_t, FakeMrState*>& mrRegistry() {
 FakeFabric FakeFabric::roce() {
   const std::uint32_t h = pidHash();
   const std::uint8_t a = static_cast<std::uint8_t>(h >> 24), b = static_cast<std::uint8_t>(h >> 16),
-                c = static_cast<std::uint8_t>((h >> 8) | 1);
+                     c = static_cast<std::uint8_t>((h >> 8) | 1);
   const std::array<std::uint8_t, 16> linkLocal{0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x02, 0x00, 0x5e, 0xff, 0xfe, a, b, c};
   const std::array<std::uint8_t, 16> ipv4{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, a, b, c};
   const std::array<std::uint8_t, 16> global{0xfd, 0x00, 0x74, 0x65, 0, 0, 0, 0, 0, 0, 0, 0, 0, a, b, c};
@@ -42,8 +42,11 @@ FakeFabric FakeFabric::roce() {
   port.lid = 0;
   port.maxMtu = IBV_MTU_4096;
   port.activeMtu = IBV_MTU_1024;  // a 1500-byte Ethernet MTU gives RoCE 1024
-  port.gids = {gid(linkLocal, IBV_GID_TYPE_ROCE_V1), gid(linkLocal, IBV_GID_TYPE_ROCE_V2),
-               gid(ipv4, IBV_GID_TYPE_ROCE_V1), gid(ipv4, IBV_GID_TYPE_ROCE_V2), std::nullopt,
+  port.gids = {gid(linkLocal, IBV_GID_TYPE_ROCE_V1),
+               gid(linkLocal, IBV_GID_TYPE_ROCE_V2),
+               gid(ipv4, IBV_GID_TYPE_ROCE_V1),
+               gid(ipv4, IBV_GID_TYPE_ROCE_V2),
+               std::nullopt,
                gid(global, IBV_GID_TYPE_ROCE_V2)};
   FakeFabric fabric;
   fabric.devices.push_back(FakeDevice{"fake_roce0", {port}});

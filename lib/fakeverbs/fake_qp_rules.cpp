@@ -14,8 +14,8 @@ struct Rule {
   int optional;
 };
 
-constexpr int kRtsOptional = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH |
-                             IBV_QP_PATH_MIG_STATE | IBV_QP_MIN_RNR_TIMER;
+constexpr int kRtsOptional =
+    IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE | IBV_QP_MIN_RNR_TIMER;
 
 // nullptr: the transition does not exist for RC.
 const Rule* ruleFor(ibv_qp_state from, ibv_qp_state to) {
@@ -23,12 +23,11 @@ const Rule* ruleFor(ibv_qp_state from, ibv_qp_state to) {
   static constexpr Rule toError{0, 0};
   static constexpr Rule resetToInit{IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, 0};
   static constexpr Rule initToInit{0, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS};
-  static constexpr Rule initToRtr{IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                                      IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
-                                  IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX};
-  static constexpr Rule rtrToRts{IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                                     IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC,
-                                 kRtsOptional};
+  static constexpr Rule initToRtr{
+      IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
+      IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX};
+  static constexpr Rule rtrToRts{
+      IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC, kRtsOptional};
   static constexpr Rule rtsToRts{0, kRtsOptional};
   if (to == IBV_QPS_RESET) return &toReset;
   if (to == IBV_QPS_ERR) return &toError;
@@ -41,8 +40,8 @@ const Rule* ruleFor(ibv_qp_state from, ibv_qp_state to) {
 }
 
 constexpr std::uint32_t kMax24 = (1u << 24) - 1;
-constexpr unsigned kKnownAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-                                  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+constexpr unsigned kKnownAccess =
+    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 
 // The address vector against the QP's port.
 bool addressVectorValid(const FakeVerbs::State& state, const FakeQpState& qp, const ibv_ah_attr& ah,
@@ -66,15 +65,14 @@ bool addressVectorValid(const FakeVerbs::State& state, const FakeQpState& qp, co
 
 }  // namespace
 
-int checkFakeModify(const FakeVerbs::State& state, const FakeQpState& qp, const ibv_qp_attr& attr,
-                    int mask) {
+int checkFakeModify(const FakeVerbs::State& state, const FakeQpState& qp, const ibv_qp_attr& attr, int mask) {
   const ibv_qp_state from = qp.attr.qp_state;
   const ibv_qp_state to = (mask & IBV_QP_STATE) ? attr.qp_state : from;
   if ((mask & IBV_QP_CUR_STATE) && attr.cur_qp_state != from) return EINVAL;
   const Rule* rule = ruleFor(from, to);
   if (rule == nullptr) return EINVAL;
   const int given = mask & ~IBV_QP_STATE;
-  if ((given & rule->required) != rule->required) return EINVAL;  // a required bit missing
+  if ((given & rule->required) != rule->required) return EINVAL;         // a required bit missing
   if ((given & ~(rule->required | rule->optional)) != 0) return EINVAL;  // a bit not accepted
 
   const auto* ctx = state.contexts.at(qp.qp.context).get();
@@ -82,20 +80,16 @@ int checkFakeModify(const FakeVerbs::State& state, const FakeQpState& qp, const 
   const std::uint8_t portNumber = (mask & IBV_QP_PORT) ? attr.port_num : qp.attr.port_num;
   const FakePort* port = state.port(*ctx, portNumber);
   if ((mask & IBV_QP_PORT) && port == nullptr) return EINVAL;
-  if ((mask & IBV_QP_PKEY_INDEX) && (port == nullptr || attr.pkey_index >= port->pkeyTableLength))
-    return EINVAL;
+  if ((mask & IBV_QP_PKEY_INDEX) && (port == nullptr || attr.pkey_index >= port->pkeyTableLength)) return EINVAL;
   if ((mask & IBV_QP_ACCESS_FLAGS) && (attr.qp_access_flags & ~kKnownAccess) != 0) return EINVAL;
   if ((mask & IBV_QP_AV) && !addressVectorValid(state, qp, attr.ah_attr, portNumber)) return EINVAL;
-  if ((mask & IBV_QP_PATH_MTU) &&
-      (port == nullptr || attr.path_mtu < IBV_MTU_256 || attr.path_mtu > port->activeMtu))
+  if ((mask & IBV_QP_PATH_MTU) && (port == nullptr || attr.path_mtu < IBV_MTU_256 || attr.path_mtu > port->activeMtu))
     return EINVAL;
   if ((mask & IBV_QP_DEST_QPN) && (attr.dest_qp_num == 0 || attr.dest_qp_num > kMax24)) return EINVAL;
   if ((mask & IBV_QP_RQ_PSN) && attr.rq_psn > kMax24) return EINVAL;
   if ((mask & IBV_QP_SQ_PSN) && attr.sq_psn > kMax24) return EINVAL;
-  if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && attr.max_dest_rd_atomic > device.maxQpRdAtomic)
-    return EINVAL;
-  if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && attr.max_rd_atomic > device.maxQpInitRdAtomic)
-    return EINVAL;
+  if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && attr.max_dest_rd_atomic > device.maxQpRdAtomic) return EINVAL;
+  if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && attr.max_rd_atomic > device.maxQpInitRdAtomic) return EINVAL;
   if ((mask & IBV_QP_MIN_RNR_TIMER) && attr.min_rnr_timer > 31) return EINVAL;
   if ((mask & IBV_QP_TIMEOUT) && attr.timeout > 31) return EINVAL;
   if ((mask & IBV_QP_RETRY_CNT) && attr.retry_cnt > 7) return EINVAL;

@@ -75,8 +75,7 @@ struct FakeVerbs::State {
 std::mutex& fakeMutex();
 
 // The RC state machine check of ibv_modify_qp: 0 or EINVAL (caller holds fakeMutex()).
-int checkFakeModify(const FakeVerbs::State& state, const FakeQpState& qp, const ibv_qp_attr& attr,
-                    int mask);
+int checkFakeModify(const FakeVerbs::State& state, const FakeQpState& qp, const ibv_qp_attr& attr, int mask);
 // Copies the masked attributes into qp.attr and moves the state.
 void applyFakeModify(FakeQpState& qp, const ibv_qp_attr& attr, int mask);
 

@@ -22,9 +22,7 @@ T* fail(int error) {
 
 }  // namespace
 
-FakeVerbs::FakeVerbs(FakeFabric fabric) : state_(std::make_unique<State>()) {
-  state_->fabric = std::move(fabric);
-}
+FakeVerbs::FakeVerbs(FakeFabric fabric) : state_(std::make_unique<State>()) { state_->fabric = std::move(fabric); }
 
 FakeVerbs::~FakeVerbs() {
   std::lock_guard<std::mutex> lock(fakeMutex());
@@ -288,8 +286,8 @@ ibv_mr* FakeVerbs::regMr(ibv_pd* pd, void* addr, std::size_t length, int access)
   std::lock_guard<std::mutex> lock(fakeMutex());
   auto* p = lookup(state_->pds, pd);
   if (p == nullptr || addr == nullptr || length == 0) return fail<ibv_mr>(EINVAL);
-  if ((access & ~static_cast<int>(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-                                  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)) != 0)
+  if ((access & ~static_cast<int>(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                                  IBV_ACCESS_REMOTE_ATOMIC)) != 0)
     return fail<ibv_mr>(EINVAL);
   // ibv_reg_mr(3): remote write or atomic access needs local write.
   if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) && !(access & IBV_ACCESS_LOCAL_WRITE))

@@ -54,13 +54,20 @@ struct Watchdog {
 
 std::string rejectText(const wire::Reject& r) {
   switch (r.code) {
-    case wire::RejectCode::BadProof: return "rejected our proof of the secret (wrong UniqueId?): " + r.reason;
-    case wire::RejectCode::WrongWorld: return "rejected us as a member of another world: " + r.reason;
-    case wire::RejectCode::DuplicateRank: return "rejected us as a duplicate rank: " + r.reason;
-    case wire::RejectCode::BadRank: return "rejected our rank: " + r.reason;
-    case wire::RejectCode::ShuttingDown: return "is shutting down: " + r.reason;
-    case wire::RejectCode::Simultaneous: return "kept its own connection: " + r.reason;
-    case wire::RejectCode::Stale: return "has closed the connection this dial was for: " + r.reason;
+    case wire::RejectCode::BadProof:
+      return "rejected our proof of the secret (wrong UniqueId?): " + r.reason;
+    case wire::RejectCode::WrongWorld:
+      return "rejected us as a member of another world: " + r.reason;
+    case wire::RejectCode::DuplicateRank:
+      return "rejected us as a duplicate rank: " + r.reason;
+    case wire::RejectCode::BadRank:
+      return "rejected our rank: " + r.reason;
+    case wire::RejectCode::ShuttingDown:
+      return "is shutting down: " + r.reason;
+    case wire::RejectCode::Simultaneous:
+      return "kept its own connection: " + r.reason;
+    case wire::RejectCode::Stale:
+      return "has closed the connection this dial was for: " + r.reason;
   }
   return "rejected the connection: " + r.reason;
 }
@@ -156,9 +163,9 @@ asio::awaitable<void> Connector::serveIncoming(tcp::socket socket, tcp::endpoint
     if (!crypto::equalConstantTime(expected.data(), hello.proof.data(), expected.size())) {
       reject = wire::Reject{wire::RejectCode::BadProof, "proof of the secret does not verify"};
     } else if (hello.world != cfg_.worldId || hello.nranks != static_cast<std::uint32_t>(cfg_.nranks)) {
-      reject = wire::Reject{wire::RejectCode::WrongWorld,
-                            fmt::format("peer claims rank {} of {} ranks; this world has {}", hello.rank,
-                                        hello.nranks, cfg_.nranks)};
+      reject = wire::Reject{
+          wire::RejectCode::WrongWorld,
+          fmt::format("peer claims rank {} of {} ranks; this world has {}", hello.rank, hello.nranks, cfg_.nranks)};
     }
     if (reject)
       admission_.refused(Refusal{static_cast<int>(hello.rank), reject->code, remote, reject->reason});

@@ -34,8 +34,8 @@ struct ConnectorConfig {
   std::uint64_t worldId = 0;
   std::chrono::milliseconds handshakeTimeout{10000};
   int keepaliveIdleS = 10, keepaliveIntervalS = 2, keepaliveCount = 3;
-  int maxDials = 32;      // dials in flight at once; more wait their turn
-  int maxHandshakes = 64; // incoming handshakes at once; the kernel's backlog holds the rest
+  int maxDials = 32;       // dials in flight at once; more wait their turn
+  int maxHandshakes = 64;  // incoming handshakes at once; the kernel's backlog holds the rest
 };
 
 // How a dial retries. A refused, reset, unreachable or silent attempt is
@@ -59,7 +59,7 @@ struct Verdict {
 
 // A dial (or an admitted incoming handshake) that ended without a link.
 struct ConnectFailure {
-  std::string reason;             // what the last attempt got, in words
+  std::string reason;  // what the last attempt got, in words
   int attempts = 1;
   bool dialed = true;             // false: an incoming handshake we had admitted
   bool retriesExhausted = false;  // a retried dial ran out of time
@@ -120,8 +120,7 @@ class Connector {
   asio::awaitable<void> dialPeer(Dial d);
   // One dial attempt; true when it is finished (linked, or the peer keeps its
   // own connection), false with `failure` filled when it failed.
-  asio::awaitable<bool> dialOnce(const Dial& d, Clock::time_point deadline, ConnectFailure& failure,
-                                 bool& retriable);
+  asio::awaitable<bool> dialOnce(const Dial& d, Clock::time_point deadline, ConnectFailure& failure, bool& retriable);
   void dialEnded();
 
   asio::io_context& io_;
@@ -129,8 +128,8 @@ class Connector {
   Admission& admission_;
   int dialsInFlight_ = 0;
   std::deque<Dial> dialQueue_;
-  int handshakes_ = 0;                 // incoming handshakes in progress
-  asio::steady_timer acceptPaused_;    // the accept loop waits here while handshakes_ is at the limit
+  int handshakes_ = 0;               // incoming handshakes in progress
+  asio::steady_timer acceptPaused_;  // the accept loop waits here while handshakes_ is at the limit
 };
 
 }  // namespace tether::link

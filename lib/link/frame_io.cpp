@@ -20,8 +20,7 @@ asio::awaitable<RawFrame> readFrame(asio::ip::tcp::socket& s, std::uint64_t maxP
   co_return f;
 }
 
-asio::awaitable<void> writeFrame(asio::ip::tcp::socket& s, wire::Kind kind,
-                                 const std::vector<unsigned char>& payload) {
+asio::awaitable<void> writeFrame(asio::ip::tcp::socket& s, wire::Kind kind, const std::vector<unsigned char>& payload) {
   wire::FrameHeader h;
   h.kind = kind;
   h.length = payload.size();

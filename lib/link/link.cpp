@@ -116,7 +116,8 @@ void Link::startWrite() {
     for (std::size_t i = 0; i < n; ++i) {
       const auto& f = queue_[i];
       bufs[nbufs++] = asio::const_buffer(f.header.data(), f.header.size());
-      if (f.len) bufs[nbufs++] = asio::const_buffer(f.ref ? f.ref : f.shared ? f.shared->data() : f.owned.data(), f.len);
+      if (f.len)
+        bufs[nbufs++] = asio::const_buffer(f.ref ? f.ref : f.shared ? f.shared->data() : f.owned.data(), f.len);
       total += f.header.size() + f.len;
     }
     inFlight_ = n;

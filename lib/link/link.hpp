@@ -37,9 +37,9 @@ struct OutFrame {
   wire::SharedBytes shared;          // a payload shared with other frames (a table sent to many), or
   const void* ref = nullptr;         // the caller's payload (owner waits until written)
   std::size_t len = 0;
-  Owner* owner = nullptr;            // set only for referenced payloads
-  bool abandoned = false;            // owner failed while this frame was being written
-  bool ack = false;                  // the GoodbyeAck: written means this side may close
+  Owner* owner = nullptr;  // set only for referenced payloads
+  bool abandoned = false;  // owner failed while this frame was being written
+  bool ack = false;        // the GoodbyeAck: written means this side may close
 };
 
 // A control frame of `kind` with a copied payload, or a shared one.

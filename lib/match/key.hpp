@@ -16,7 +16,7 @@ TETHER_LAYER(2, "match");
 namespace tether::match {
 
 struct Key {
-  std::uint32_t src = 0;   // world rank of the sender
+  std::uint32_t src = 0;  // world rank of the sender
   std::uint64_t comm = 0;
   wire::Kind kind = wire::Kind::P2P;
   std::uint64_t coll = 0;
@@ -33,7 +33,9 @@ inline Key keyOf(std::uint32_t src, const wire::FrameHeader& h) {
 struct KeyHash {
   std::size_t operator()(const Key& k) const noexcept {
     std::size_t h = std::hash<std::uint64_t>{}(k.comm);
-    auto mix = [&](std::uint64_t v) { h ^= std::hash<std::uint64_t>{}(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+    auto mix = [&](std::uint64_t v) {
+      h ^= std::hash<std::uint64_t>{}(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    };
     mix(k.src);
     mix(static_cast<std::uint64_t>(k.kind));
     mix(k.coll);

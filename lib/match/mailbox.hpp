@@ -29,7 +29,10 @@ struct Stashed {
 
 class Mailbox {
  public:
-  void post(const Key& k, Posted p) { posted_[k].push_back(p); ++postedCount_; }
+  void post(const Key& k, Posted p) {
+    posted_[k].push_back(p);
+    ++postedCount_;
+  }
   // The oldest receive posted under k.
   std::optional<Posted> claimPosted(const Key& k);
   // Withdraws `owner`'s receive under k; false if none.

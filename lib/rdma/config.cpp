@@ -15,8 +15,7 @@ namespace tether::rdma {
 namespace {
 
 [[noreturn]] void bad(const char* name, std::string_view value, const std::string& want) {
-  throw Error(ErrorCode::InvalidArgument,
-              fmt::format("rdma config: {}=\"{}\" is not valid ({})", name, value, want));
+  throw Error(ErrorCode::InvalidArgument, fmt::format("rdma config: {}=\"{}\" is not valid ({})", name, value, want));
 }
 
 int parseInt(const char* name, std::string_view text, int lo, int hi) {
@@ -76,8 +75,7 @@ namespace {
 Config fromEnvironmentUnranked() {
   Config c;
   fromEnv("TETHER_IB_HCA", [&](std::string_view v) { parseHca(std::string(v), c); });
-  fromEnv("TETHER_IB_GID_INDEX",
-          [&](std::string_view v) { c.gidIndex = parseInt("TETHER_IB_GID_INDEX", v, 0, 255); });
+  fromEnv("TETHER_IB_GID_INDEX", [&](std::string_view v) { c.gidIndex = parseInt("TETHER_IB_GID_INDEX", v, 0, 255); });
   fromEnv("TETHER_IB_ADDR_FAMILY", [&](std::string_view v) {
     if (v == "AF_INET" || v == "4") {
       c.addressFamily = AF_INET;
@@ -88,16 +86,13 @@ Config fromEnvironmentUnranked() {
     }
   });
   fromEnv("TETHER_IB_TIMEOUT", [&](std::string_view v) { c.timeout = u8("TETHER_IB_TIMEOUT", v, 1, 31); });
-  fromEnv("TETHER_IB_RETRY_CNT",
-          [&](std::string_view v) { c.retryCount = u8("TETHER_IB_RETRY_CNT", v, 0, 7); });
-  fromEnv("TETHER_IB_RNR_RETRY",
-          [&](std::string_view v) { c.rnrRetry = u8("TETHER_IB_RNR_RETRY", v, 0, 7); });
+  fromEnv("TETHER_IB_RETRY_CNT", [&](std::string_view v) { c.retryCount = u8("TETHER_IB_RETRY_CNT", v, 0, 7); });
+  fromEnv("TETHER_IB_RNR_RETRY", [&](std::string_view v) { c.rnrRetry = u8("TETHER_IB_RNR_RETRY", v, 0, 7); });
   fromEnv("TETHER_IB_MIN_RNR_TIMER",
           [&](std::string_view v) { c.minRnrTimer = u8("TETHER_IB_MIN_RNR_TIMER", v, 0, 31); });
   fromEnv("TETHER_IB_SL", [&](std::string_view v) { c.serviceLevel = u8("TETHER_IB_SL", v, 0, 15); });
   fromEnv("TETHER_IB_TC", [&](std::string_view v) { c.trafficClass = u8("TETHER_IB_TC", v, 0, 255); });
-  fromEnv("TETHER_IB_RD_ATOMIC",
-          [&](std::string_view v) { c.rdAtomic = u8("TETHER_IB_RD_ATOMIC", v, 1, 16); });
+  fromEnv("TETHER_IB_RD_ATOMIC", [&](std::string_view v) { c.rdAtomic = u8("TETHER_IB_RD_ATOMIC", v, 1, 16); });
   return c;
 }
 }  // namespace

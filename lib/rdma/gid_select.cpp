@@ -26,10 +26,14 @@ bool isLinkLocal(const ibv_gid& gid) { return gid.raw[0] == 0xfe && (gid.raw[1] 
 
 const char* typeName(std::uint32_t type) {
   switch (type) {
-    case IBV_GID_TYPE_IB: return "IB";
-    case IBV_GID_TYPE_ROCE_V1: return "RoCE v1";
-    case IBV_GID_TYPE_ROCE_V2: return "RoCE v2";
-    default: return "unknown type";
+    case IBV_GID_TYPE_IB:
+      return "IB";
+    case IBV_GID_TYPE_ROCE_V1:
+      return "RoCE v1";
+    case IBV_GID_TYPE_ROCE_V2:
+      return "RoCE v2";
+    default:
+      return "unknown type";
   }
 }
 
@@ -59,24 +63,23 @@ std::vector<ibv_gid_entry> readGidTable(Verbs& verbs, ibv_context* context, std:
     return entries;
   }
   if (-count != EOPNOTSUPP && -count != ENOSYS && -count != EINVAL)
-    throw Error(ErrorCode::System, fmt::format("rdma: ibv_query_gid_table on {} failed: {} (errno {})",
-                                               where, std::strerror(static_cast<int>(-count)), -count));
+    throw Error(ErrorCode::System, fmt::format("rdma: ibv_query_gid_table on {} failed: {} (errno {})", where,
+                                               std::strerror(static_cast<int>(-count)), -count));
   // Older kernels: read entry by entry; ENODATA marks an empty slot.
   for (int index = 0; index < portAttr.gid_tbl_len; ++index) {
     ibv_gid_entry entry{};
     const int rc = verbs.queryGidEx(context, port, static_cast<std::uint32_t>(index), &entry);
     if (rc == ENODATA) continue;
     if (rc != 0)
-      throw Error(ErrorCode::System,
-                  fmt::format("rdma: ibv_query_gid_ex({} index {}) failed: {} (errno {})", where,
-                              index, std::strerror(rc), rc));
+      throw Error(ErrorCode::System, fmt::format("rdma: ibv_query_gid_ex({} index {}) failed: {} (errno {})", where,
+                                                 index, std::strerror(rc), rc));
     entries.push_back(entry);
   }
   return entries;
 }
 
-GidChoice chooseGid(const std::vector<ibv_gid_entry>& entries, std::uint8_t linkLayer,
-                    int addressFamily, int overrideIndex, const std::string& where) {
+GidChoice chooseGid(const std::vector<ibv_gid_entry>& entries, std::uint8_t linkLayer, int addressFamily,
+                    int overrideIndex, const std::string& where) {
   auto make = [](const ibv_gid_entry& e, std::string reason) {
     GidChoice c;
     c.index = static_cast<int>(e.gid_index);
@@ -87,11 +90,11 @@ GidChoice chooseGid(const std::vector<ibv_gid_entry>& entries, std::uint8_t link
   };
   if (overrideIndex >= 0) {
     for (const auto& e : entries)
-      if (static_cast<int>(e.gid_index) == overrideIndex && !isZeroGid(e.gid))
-        return make(e, "TETHER_IB_GID_INDEX");
+      if (static_cast<int>(e.gid_index) == overrideIndex && !isZeroGid(e.gid)) return make(e, "TETHER_IB_GID_INDEX");
     throw Error(ErrorCode::InvalidArgument,
                 fmt::format("rdma config: TETHER_IB_GID_INDEX={} names no valid GID entry on {} "
-                            "({} valid entries)", overrideIndex, where, entries.size()));
+                            "({} valid entries)",
+                            overrideIndex, where, entries.size()));
   }
   if (linkLayer != IBV_LINK_LAYER_ETHERNET) {
     // InfiniBand: the port GID at index 0 (used only when a GRH is needed).
@@ -123,9 +126,9 @@ GidChoice chooseGid(const std::vector<ibv_gid_entry>& entries, std::uint8_t link
     }
   }
   if (best == nullptr)
-    throw Error(ErrorCode::System,
-                fmt::format("rdma: no usable RoCE GID on {} ({} entries; is an IP address "
-                            "configured on the port's netdev?)", where, entries.size()));
+    throw Error(ErrorCode::System, fmt::format("rdma: no usable RoCE GID on {} ({} entries; is an IP address "
+                                               "configured on the port's netdev?)",
+                                               where, entries.size()));
   const bool wantedFamily = (bestScore % 10) < 2;
   return make(*best, wantedFamily ? fmt::format("preferred {}", addressFamily == AF_INET6 ? "AF_INET6" : "AF_INET")
                                   : "no entry of the wanted address family");

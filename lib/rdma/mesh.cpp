@@ -6,13 +6,11 @@
 namespace tether::rdma {
 
 int Mesh::connected() const {
-  return static_cast<int>(std::count_if(qps.begin(), qps.end(), [](const auto& qp) {
-    return qp != nullptr && qp->state() == IBV_QPS_RTS;
-  }));
+  return static_cast<int>(std::count_if(qps.begin(), qps.end(),
+                                        [](const auto& qp) { return qp != nullptr && qp->state() == IBV_QPS_RTS; }));
 }
 
-Mesh connectMesh(Bootstrap& boot, Context& context,
-                 const std::function<void(const char* phase)>& phaseDone) {
+Mesh connectMesh(Bootstrap& boot, Context& context, const std::function<void(const char* phase)>& phaseDone) {
   auto done = [&](const char* phase) {
     if (phaseDone) phaseDone(phase);
   };
@@ -41,8 +39,7 @@ Mesh connectMesh(Bootstrap& boot, Context& context,
   for (int peer = 0; peer < n; ++peer) {
     if (peer == me) continue;
     remote[peer] = decodeQpRecord(in.data() + QpRecord::kBytes * peer);
-    validateRemote(remote[peer], mesh.qps[peer]->localRecord(), RecordOrigin{me, peer},
-                   context.needsGrh());
+    validateRemote(remote[peer], mesh.qps[peer]->localRecord(), RecordOrigin{me, peer}, context.needsGrh());
   }
   done("qp-exchange");
   for (int peer = 0; peer < n; ++peer)
@@ -65,12 +62,10 @@ void exchangePlaceholders(Bootstrap& boot) {
   }
   boot.alltoall(out.data(), in.data(), QpRecord::kBytes);
   for (int peer = 0; peer < n; ++peer)
-    if (peer != me)
-      validatePlaceholder(decodeQpRecord(in.data() + QpRecord::kBytes * peer), RecordOrigin{me, peer});
+    if (peer != me) validatePlaceholder(decodeQpRecord(in.data() + QpRecord::kBytes * peer), RecordOrigin{me, peer});
 }
 
-std::vector<MrRecord> exchangeMemoryRegions(Bootstrap& boot, const MemoryRegion& local,
-                                            std::size_t minLength) {
+std::vector<MrRecord> exchangeMemoryRegions(Bootstrap& boot, const MemoryRegion& local, std::size_t minLength) {
   const int n = boot.size();
   const int me = boot.rank();
   std::vector<unsigned char> all(MrRecord::kBytes * n);
@@ -80,8 +75,7 @@ std::vector<MrRecord> exchangeMemoryRegions(Bootstrap& boot, const MemoryRegion&
   std::vector<MrRecord> records(static_cast<std::size_t>(n));
   for (int peer = 0; peer < n; ++peer) {
     records[peer] = decodeMrRecord(all.data() + MrRecord::kBytes * peer);
-    if (peer != me)
-      validateRemote(records[peer], minLength, RecordOrigin{me, peer, "rdma mr-exchange"});
+    if (peer != me) validateRemote(records[peer], minLength, RecordOrigin{me, peer, "rdma mr-exchange"});
   }
   return records;
 }
@@ -94,8 +88,7 @@ void rdmaWriteAllgather(Bootstrap& boot, Context& context, Mesh& mesh, const Mem
   const auto* block = static_cast<const unsigned char*>(buffer.addr()) + offset;
   for (int peer = 0; peer < n; ++peer)
     if (peer != me)
-      mesh.qps[peer]->postWrite(block, blockBytes, buffer.lkey(), remote[peer].addr + offset,
-                                remote[peer].rkey);
+      mesh.qps[peer]->postWrite(block, blockBytes, buffer.lkey(), remote[peer].addr + offset, remote[peer].rkey);
   context.waitCompletions(n - 1, boot.timeout());
   // A write's completion means the peer acknowledged it; after the barrier all writes to us are in.
   boot.barrier();

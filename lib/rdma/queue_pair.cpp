@@ -23,28 +23,48 @@ std::uint32_t randomPsn() {
 
 const char* qpStateName(ibv_qp_state state) {
   switch (state) {
-    case IBV_QPS_RESET: return "RESET";
-    case IBV_QPS_INIT: return "INIT";
-    case IBV_QPS_RTR: return "RTR";
-    case IBV_QPS_RTS: return "RTS";
-    case IBV_QPS_SQD: return "SQD";
-    case IBV_QPS_SQE: return "SQE";
-    case IBV_QPS_ERR: return "ERR";
-    default: return "UNKNOWN";
+    case IBV_QPS_RESET:
+      return "RESET";
+    case IBV_QPS_INIT:
+      return "INIT";
+    case IBV_QPS_RTR:
+      return "RTR";
+    case IBV_QPS_RTS:
+      return "RTS";
+    case IBV_QPS_SQD:
+      return "SQD";
+    case IBV_QPS_SQE:
+      return "SQE";
+    case IBV_QPS_ERR:
+      return "ERR";
+    default:
+      return "UNKNOWN";
   }
 }
 
 std::string describeQpAttrMask(int mask) {
-  static constexpr std::pair<int, const char*> kBits[] = {
-      {IBV_QP_STATE, "STATE"}, {IBV_QP_CUR_STATE, "CUR_STATE"},
-      {IBV_QP_EN_SQD_ASYNC_NOTIFY, "EN_SQD_ASYNC_NOTIFY"}, {IBV_QP_ACCESS_FLAGS, "ACCESS_FLAGS"},
-      {IBV_QP_PKEY_INDEX, "PKEY_INDEX"}, {IBV_QP_PORT, "PORT"}, {IBV_QP_QKEY, "QKEY"},
-      {IBV_QP_AV, "AV"}, {IBV_QP_PATH_MTU, "PATH_MTU"}, {IBV_QP_TIMEOUT, "TIMEOUT"},
-      {IBV_QP_RETRY_CNT, "RETRY_CNT"}, {IBV_QP_RNR_RETRY, "RNR_RETRY"}, {IBV_QP_RQ_PSN, "RQ_PSN"},
-      {IBV_QP_MAX_QP_RD_ATOMIC, "MAX_QP_RD_ATOMIC"}, {IBV_QP_ALT_PATH, "ALT_PATH"},
-      {IBV_QP_MIN_RNR_TIMER, "MIN_RNR_TIMER"}, {IBV_QP_SQ_PSN, "SQ_PSN"},
-      {IBV_QP_MAX_DEST_RD_ATOMIC, "MAX_DEST_RD_ATOMIC"}, {IBV_QP_PATH_MIG_STATE, "PATH_MIG_STATE"},
-      {IBV_QP_CAP, "CAP"}, {IBV_QP_DEST_QPN, "DEST_QPN"}, {IBV_QP_RATE_LIMIT, "RATE_LIMIT"}};
+  static constexpr std::pair<int, const char*> kBits[] = {{IBV_QP_STATE, "STATE"},
+                                                          {IBV_QP_CUR_STATE, "CUR_STATE"},
+                                                          {IBV_QP_EN_SQD_ASYNC_NOTIFY, "EN_SQD_ASYNC_NOTIFY"},
+                                                          {IBV_QP_ACCESS_FLAGS, "ACCESS_FLAGS"},
+                                                          {IBV_QP_PKEY_INDEX, "PKEY_INDEX"},
+                                                          {IBV_QP_PORT, "PORT"},
+                                                          {IBV_QP_QKEY, "QKEY"},
+                                                          {IBV_QP_AV, "AV"},
+                                                          {IBV_QP_PATH_MTU, "PATH_MTU"},
+                                                          {IBV_QP_TIMEOUT, "TIMEOUT"},
+                                                          {IBV_QP_RETRY_CNT, "RETRY_CNT"},
+                                                          {IBV_QP_RNR_RETRY, "RNR_RETRY"},
+                                                          {IBV_QP_RQ_PSN, "RQ_PSN"},
+                                                          {IBV_QP_MAX_QP_RD_ATOMIC, "MAX_QP_RD_ATOMIC"},
+                                                          {IBV_QP_ALT_PATH, "ALT_PATH"},
+                                                          {IBV_QP_MIN_RNR_TIMER, "MIN_RNR_TIMER"},
+                                                          {IBV_QP_SQ_PSN, "SQ_PSN"},
+                                                          {IBV_QP_MAX_DEST_RD_ATOMIC, "MAX_DEST_RD_ATOMIC"},
+                                                          {IBV_QP_PATH_MIG_STATE, "PATH_MIG_STATE"},
+                                                          {IBV_QP_CAP, "CAP"},
+                                                          {IBV_QP_DEST_QPN, "DEST_QPN"},
+                                                          {IBV_QP_RATE_LIMIT, "RATE_LIMIT"}};
   std::string text;
   int rest = mask;
   for (const auto& [bit, name] : kBits) {
@@ -69,8 +89,9 @@ QueuePair::QueuePair(Context& context, int peer) : context_(context), peer_(peer
   init.cap.max_recv_sge = 1;
   qp_ = context.verbs().createQp(context.pd(), &init);
   if (qp_ == nullptr)
-    throw Error(ErrorCode::System, fmt::format("rank {}: rdma: ibv_create_qp(RC) for peer {} on {} failed: {}",
-                                               context.rank(), peer, context.where(), errnoText(errno)),
+    throw Error(ErrorCode::System,
+                fmt::format("rank {}: rdma: ibv_create_qp(RC) for peer {} on {} failed: {}", context.rank(), peer,
+                            context.where(), errnoText(errno)),
                 context.rank(), peer);
   psn_ = randomPsn();
 }
@@ -101,8 +122,9 @@ void QueuePair::modify(ibv_qp_attr& attr, int mask, const char* transition, ibv_
   if (rc != 0)
     throw Error(ErrorCode::System,
                 fmt::format("rank {}: rdma: ibv_modify_qp({}) of QP {:#x} for peer {} on {} failed: {}; "
-                            "attr_mask {:#x} = {}", context_.rank(), transition, qpn(), peer_,
-                            context_.where(), errnoText(rc), mask, describeQpAttrMask(mask)),
+                            "attr_mask {:#x} = {}",
+                            context_.rank(), transition, qpn(), peer_, context_.where(), errnoText(rc), mask,
+                            describeQpAttrMask(mask)),
                 context_.rank(), peer_);
   state_ = next;
 }
@@ -164,7 +186,8 @@ void QueuePair::postWrite(const void* local, std::size_t bytes, std::uint32_t lk
   if (bytes > (1u << 31))  // one SGE carries at most 2 GiB (ibv_sge.length is 32 bits)
     throw Error(ErrorCode::InvalidArgument,
                 fmt::format("rank {}: rdma: RDMA write of {} bytes to peer {} exceeds 2 GiB per work request",
-                            context_.rank(), bytes, peer_), context_.rank(), peer_);
+                            context_.rank(), bytes, peer_),
+                context_.rank(), peer_);
   ibv_sge sge{};
   sge.addr = reinterpret_cast<std::uint64_t>(local);
   sge.length = static_cast<std::uint32_t>(bytes);
@@ -181,17 +204,19 @@ void QueuePair::postWrite(const void* local, std::size_t bytes, std::uint32_t lk
   if (const int rc = context_.verbs().postSend(qp_, &wr, &bad); rc != 0)
     throw Error(ErrorCode::System,
                 fmt::format("rank {}: rdma: ibv_post_send(RDMA_WRITE {} bytes) to peer {} on QP {:#x} "
-                            "({}) failed: {}", context_.rank(), bytes, peer_, qpn(), qpStateName(state_),
-                            errnoText(rc)), context_.rank(), peer_);
+                            "({}) failed: {}",
+                            context_.rank(), bytes, peer_, qpn(), qpStateName(state_), errnoText(rc)),
+                context_.rank(), peer_);
 }
 
 MemoryRegion::MemoryRegion(Context& context, void* addr, std::size_t length, int access)
     : context_(context), addr_(addr), length_(length) {
   mr_ = context.verbs().regMr(context.pd(), addr, length, access);
   if (mr_ == nullptr)
-    throw Error(ErrorCode::System, fmt::format("rank {}: rdma: ibv_reg_mr({} bytes, access {:#x}) on {} failed: {}",
-                                               context.rank(), length, access, context.where(),
-                                               errnoText(errno)), context.rank());
+    throw Error(ErrorCode::System,
+                fmt::format("rank {}: rdma: ibv_reg_mr({} bytes, access {:#x}) on {} failed: {}", context.rank(),
+                            length, access, context.where(), errnoText(errno)),
+                context.rank());
 }
 
 MemoryRegion::~MemoryRegion() { context_.verbs().deregMr(mr_); }

@@ -41,9 +41,7 @@ class RealVerbs final : public Verbs {
   }
 
   int closeDevice(ibv_context* context) override { return ibv_close_device(context) == 0 ? 0 : errno; }
-  int queryDevice(ibv_context* context, ibv_device_attr* attr) override {
-    return ibv_query_device(context, attr);
-  }
+  int queryDevice(ibv_context* context, ibv_device_attr* attr) override { return ibv_query_device(context, attr); }
   int queryPort(ibv_context* context, std::uint8_t port, ibv_port_attr* attr) override {
     return ibv_query_port(context, port, attr);
   }
@@ -63,9 +61,7 @@ class RealVerbs final : public Verbs {
   int destroyCq(ibv_cq* cq) override { return ibv_destroy_cq(cq); }
   ibv_qp* createQp(ibv_pd* pd, ibv_qp_init_attr* attr) override { return ibv_create_qp(pd, attr); }
   int destroyQp(ibv_qp* qp) override { return ibv_destroy_qp(qp); }
-  int modifyQp(ibv_qp* qp, ibv_qp_attr* attr, int attrMask) override {
-    return ibv_modify_qp(qp, attr, attrMask);
-  }
+  int modifyQp(ibv_qp* qp, ibv_qp_attr* attr, int attrMask) override { return ibv_modify_qp(qp, attr, attrMask); }
   int queryQp(ibv_qp* qp, ibv_qp_attr* attr, int attrMask, ibv_qp_init_attr* init) override {
     return ibv_query_qp(qp, attr, attrMask, init);
   }
@@ -73,9 +69,7 @@ class RealVerbs final : public Verbs {
     return ibv_reg_mr(pd, addr, length, access);
   }
   int deregMr(ibv_mr* mr) override { return ibv_dereg_mr(mr); }
-  int postSend(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** badWr) override {
-    return ibv_post_send(qp, wr, badWr);
-  }
+  int postSend(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** badWr) override { return ibv_post_send(qp, wr, badWr); }
   int pollCq(ibv_cq* cq, int entries, ibv_wc* wc) override { return ibv_poll_cq(cq, entries, wc); }
 };
 

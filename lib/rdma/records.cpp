@@ -15,10 +15,9 @@ namespace tether::rdma {
 
 // QpRecord byte offsets.
 namespace qpo {
-constexpr std::size_t magic = 0, version = 4, size = 6, srcRank = 8, dstRank = 12, qpn = 16,
-                      psn = 20, lid = 24, port = 26, linkLayer = 27, activeMtu = 28,
-                      gidIndex = 29, maxRdAtomic = 30, maxDestRdAtomic = 31, gid = 32, flags = 48,
-                      reserved = 49;
+constexpr std::size_t magic = 0, version = 4, size = 6, srcRank = 8, dstRank = 12, qpn = 16, psn = 20, lid = 24,
+                      port = 26, linkLayer = 27, activeMtu = 28, gidIndex = 29, maxRdAtomic = 30, maxDestRdAtomic = 31,
+                      gid = 32, flags = 48, reserved = 49;
 }  // namespace qpo
 
 QpRecordBytes encode(const QpRecord& r) {
@@ -67,8 +66,7 @@ QpRecord decodeQpRecord(const unsigned char* p) {
 }
 
 namespace mro {
-constexpr std::size_t magic = 0, version = 4, size = 6, rank = 8, rkey = 12, addr = 16,
-                      length = 24;
+constexpr std::size_t magic = 0, version = 4, size = 6, rank = 8, rkey = 12, addr = 16, length = 24;
 }  // namespace mro
 
 MrRecordBytes encode(const MrRecord& r) {
@@ -105,18 +103,21 @@ std::string formatGid(const std::array<std::uint8_t, 16>& gid) {
 namespace {
 const char* linkLayerName(std::uint8_t layer) {
   switch (layer) {
-    case IBV_LINK_LAYER_INFINIBAND: return "IB";
-    case IBV_LINK_LAYER_ETHERNET: return "ETH";
-    default: return "unspecified";
+    case IBV_LINK_LAYER_INFINIBAND:
+      return "IB";
+    case IBV_LINK_LAYER_ETHERNET:
+      return "ETH";
+    default:
+      return "unspecified";
   }
 }
 }  // namespace
 
 std::string describe(const QpRecord& r) {
   const int mtuBytes = (r.activeMtu >= 1 && r.activeMtu <= 5) ? (128 << r.activeMtu) : 0;
-  return fmt::format("TQPR v{} {}->{} qpn {:#x} psn {:#x} lid {} port {} {} mtu {} gid[{}] {}",
-                     r.version, r.srcRank, r.dstRank, r.qpn, r.psn, r.lid, r.port,
-                     linkLayerName(r.linkLayer), mtuBytes, r.gidIndex, formatGid(r.gid));
+  return fmt::format("TQPR v{} {}->{} qpn {:#x} psn {:#x} lid {} port {} {} mtu {} gid[{}] {}", r.version, r.srcRank,
+                     r.dstRank, r.qpn, r.psn, r.lid, r.port, linkLayerName(r.linkLayer), mtuBytes, r.gidIndex,
+                     formatGid(r.gid));
 }
 
 std::uint8_t negotiatePathMtu(const QpRecord& local, const QpRecord& remote) {

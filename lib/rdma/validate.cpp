@@ -14,11 +14,11 @@ namespace {
 
 constexpr std::uint32_t kMax24 = (1u << 24) - 1;
 
-[[noreturn]] void reject(const RecordOrigin& origin, const char* record, const char* field,
-                         const std::string& value, const char* want) {
+[[noreturn]] void reject(const RecordOrigin& origin, const char* record, const char* field, const std::string& value,
+                         const char* want) {
   throw Error(ErrorCode::Protocol,
-              fmt::format("rank {}: {}: {} record from peer {} has {} = {} ({})", origin.rank,
-                          origin.operation, record, origin.peer, field, value, want),
+              fmt::format("rank {}: {}: {} record from peer {} has {} = {} ({})", origin.rank, origin.operation, record,
+                          origin.peer, field, value, want),
               origin.rank, origin.peer);
 }
 
@@ -31,14 +31,13 @@ bool allZero(const std::uint8_t* p, std::size_t n) {
 // Fields every QP record carries, placeholder or not.
 void checkFraming(const QpRecord& r, const RecordOrigin& o) {
   if (r.magic != QpRecord::kMagic)
-    reject(o, "QP", "magic", hex(r.magic), fmt::format("want {}; zeroed or not a QP record",
-                                                      hex(QpRecord::kMagic)).c_str());
+    reject(o, "QP", "magic", hex(r.magic),
+           fmt::format("want {}; zeroed or not a QP record", hex(QpRecord::kMagic)).c_str());
   if (r.version != QpRecord::kVersion)
     reject(o, "QP", "version", std::to_string(r.version),
            fmt::format("this build knows version {}", QpRecord::kVersion).c_str());
   if (r.size != QpRecord::kBytes)
-    reject(o, "QP", "size", std::to_string(r.size),
-           fmt::format("want {}", QpRecord::kBytes).c_str());
+    reject(o, "QP", "size", std::to_string(r.size), fmt::format("want {}", QpRecord::kBytes).c_str());
   if (!allZero(r.reserved.data(), r.reserved.size()))
     reject(o, "QP", "reserved", "non-zero bytes", "must be zero in version 1");
   if (static_cast<std::int64_t>(r.srcRank) != o.peer)
@@ -58,8 +57,7 @@ void validatePlaceholder(const QpRecord& r, const RecordOrigin& o) {
            "want the no-QP placeholder flag: this peer has a QP but this rank has no devices");
 }
 
-void validateRemote(const QpRecord& r, const QpRecord& local, const RecordOrigin& o,
-                    bool localNeedsGrh) {
+void validateRemote(const QpRecord& r, const QpRecord& local, const RecordOrigin& o, bool localNeedsGrh) {
   checkFraming(r, o);
   if (r.flags & QpRecord::kNoQp)
     reject(o, "QP", "flags", hex(r.flags), "the peer has no RDMA device, so no QP to connect");
@@ -71,8 +69,7 @@ void validateRemote(const QpRecord& r, const QpRecord& local, const RecordOrigin
     reject(o, "QP", "linkLayer", std::to_string(r.linkLayer), "want 1 (InfiniBand) or 2 (Ethernet)");
   if (r.linkLayer != local.linkLayer)
     reject(o, "QP", "linkLayer", std::to_string(r.linkLayer),
-           fmt::format("ours is {}: InfiniBand and RoCE ports cannot connect",
-                       local.linkLayer).c_str());
+           fmt::format("ours is {}: InfiniBand and RoCE ports cannot connect", local.linkLayer).c_str());
   if (r.activeMtu < IBV_MTU_256 || r.activeMtu > IBV_MTU_4096)
     reject(o, "QP", "activeMtu", std::to_string(r.activeMtu), "want 1 (256) .. 5 (4096)");
   const bool zeroGid = allZero(r.gid.data(), r.gid.size());
@@ -89,8 +86,8 @@ void validateRemote(const QpRecord& r, const QpRecord& local, const RecordOrigin
 
 void validateRemote(const MrRecord& r, std::size_t minLength, const RecordOrigin& o) {
   if (r.magic != MrRecord::kMagic)
-    reject(o, "MR", "magic", hex(r.magic), fmt::format("want {}; zeroed or not an MR record",
-                                                      hex(MrRecord::kMagic)).c_str());
+    reject(o, "MR", "magic", hex(r.magic),
+           fmt::format("want {}; zeroed or not an MR record", hex(MrRecord::kMagic)).c_str());
   if (r.version != MrRecord::kVersion)
     reject(o, "MR", "version", std::to_string(r.version),
            fmt::format("this build knows version {}", MrRecord::kVersion).c_str());
@@ -100,8 +97,7 @@ void validateRemote(const MrRecord& r, std::size_t minLength, const RecordOrigin
     reject(o, "MR", "rank", std::to_string(r.rank), fmt::format("want {}", o.peer).c_str());
   if (r.addr == 0) reject(o, "MR", "addr", "0", "a registered region has an address");
   if (r.length < minLength)
-    reject(o, "MR", "length", std::to_string(r.length),
-           fmt::format("want at least {}", minLength).c_str());
+    reject(o, "MR", "length", std::to_string(r.length), fmt::format("want at least {}", minLength).c_str());
 }
 
 }  // namespace tether::rdma

@@ -26,11 +26,16 @@ constexpr const char* kKey = "tether.addr";
 // An integer value of any of the types a PMIx server may use; -1 otherwise.
 std::int64_t valueNumber(const pmix_value_t& v) {
   switch (v.type) {
-    case PMIX_UINT32: return v.data.uint32;
-    case PMIX_INT: return v.data.integer;
-    case PMIX_UINT64: return static_cast<std::int64_t>(v.data.uint64);
-    case PMIX_SIZE: return static_cast<std::int64_t>(v.data.size);
-    default: return -1;
+    case PMIX_UINT32:
+      return v.data.uint32;
+    case PMIX_INT:
+      return v.data.integer;
+    case PMIX_UINT64:
+      return static_cast<std::int64_t>(v.data.uint64);
+    case PMIX_SIZE:
+      return static_cast<std::int64_t>(v.data.size);
+    default:
+      return -1;
   }
 }
 
@@ -140,8 +145,8 @@ class Pmix final : public Rendezvous {
       std::int64_t size = valueNumber(*v);
       PMIX_VALUE_RELEASE(v);
       if (static_cast<int>(size) != cfg_.nranks)
-        return misfit(fmt::format("PMIx namespace '{}' has {} ranks, but tether was given {}", me.nspace, size,
-                                  cfg_.nranks));
+        return misfit(
+            fmt::format("PMIx namespace '{}' has {} ranks, but tether was given {}", me.nspace, size, cfg_.nranks));
     }
 
     auto mine = wire::AddressTable(std::vector<PeerAddress>{self}).encoded();
@@ -184,9 +189,9 @@ class Pmix final : public Rendezvous {
         PMIX_VALUE_RELEASE(v);
         return misfit(fmt::format("rank {}'s '{}' is not a byte object", r, kKey));
       }
-      auto bytes = std::make_shared<const wire::Bytes>(reinterpret_cast<const unsigned char*>(v->data.bo.bytes),
-                                                       reinterpret_cast<const unsigned char*>(v->data.bo.bytes) +
-                                                           v->data.bo.size);
+      auto bytes = std::make_shared<const wire::Bytes>(
+          reinterpret_cast<const unsigned char*>(v->data.bo.bytes),
+          reinterpret_cast<const unsigned char*>(v->data.bo.bytes) + v->data.bo.size);
       PMIX_VALUE_RELEASE(v);
       try {
         out.table[r] = wire::AddressTable(bytes, 1).at(0);
@@ -251,8 +256,6 @@ PmixRankSize pmixRankAndSize() {
   return {static_cast<int>(me.rank), static_cast<int>(size)};
 }
 
-std::unique_ptr<Rendezvous> makePmix(Host& host, const Config& config) {
-  return std::make_unique<Pmix>(host, config);
-}
+std::unique_ptr<Rendezvous> makePmix(Host& host, const Config& config) { return std::make_unique<Pmix>(host, config); }
 
 }  // namespace tether::rdv

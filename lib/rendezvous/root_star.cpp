@@ -18,9 +18,12 @@ namespace {
 
 const char* refusalText(wire::RejectCode code) {
   switch (code) {
-    case wire::RejectCode::BadProof: return "wrong secret (it holds another job's UniqueId?)";
-    case wire::RejectCode::WrongWorld: return "wrong world size";
-    default: return "refused";
+    case wire::RejectCode::BadProof:
+      return "wrong secret (it holds another job's UniqueId?)";
+    case wire::RejectCode::WrongWorld:
+      return "wrong world size";
+    default:
+      return "refused";
   }
 }
 
@@ -71,8 +74,8 @@ class RootStar final : public Rendezvous {
     if (graceful) {
       // A rank that gave up (its own deadline, or told to stop) is not the
       // cause: the ranks that never arrived are.
-      failAll(ErrorCode::PeerLost, fmt::format("rendezvous failed: rank {} left before the table was sent; {}",
-                                               peer, missingText()), peer);
+      failAll(ErrorCode::PeerLost,
+              fmt::format("rendezvous failed: rank {} left before the table was sent; {}", peer, missingText()), peer);
       return;
     }
     failAll(ErrorCode::PeerLost, fmt::format("rendezvous failed: lost rank {}: {}", peer, reason), peer);
@@ -85,7 +88,8 @@ class RootStar final : public Rendezvous {
            fmt::format("rendezvous timed out after {} ms: could not reach the root at {} ({} attempts; last: {})",
                        cfg_.timeout.count(), toString(toEndpoint(cfg_.root)), f.attempts, f.reason),
            0);
-    else if (f.refused && !f.peerClosing)  // a configuration error here (another job's id, world size): retrying cannot help
+    else if (f.refused &&
+             !f.peerClosing)  // a configuration error here (another job's id, world size): retrying cannot help
       fail(ErrorCode::InvalidArgument, fmt::format("rendezvous: refused by the root: {}", f.reason), 0);
     else
       fail(ErrorCode::PeerLost, fmt::format("rendezvous: cannot reach the root: {}", f.reason), 0);
@@ -116,16 +120,15 @@ class RootStar final : public Rendezvous {
       return failAll(ErrorCode::Timeout,
                      fmt::format("rendezvous timed out after {} ms: {}", cfg_.timeout.count(), missingText()), -1);
     fail(ErrorCode::Timeout,
-         fmt::format("rendezvous timed out after {} ms: {} (root at {})", cfg_.timeout.count(),
-                     connectedToRoot_ ? "registered with the root, but not all ranks arrived"
-                                      : "could not reach the root",
-                     toString(toEndpoint(cfg_.root))),
+         fmt::format(
+             "rendezvous timed out after {} ms: {} (root at {})", cfg_.timeout.count(),
+             connectedToRoot_ ? "registered with the root, but not all ranks arrived" : "could not reach the root",
+             toString(toEndpoint(cfg_.root))),
          0);
   }
 
   bool done() const override { return done_; }
   PeerAddress address(int rank) const override { return table_.at(static_cast<std::uint32_t>(rank)); }
-
 
  private:
   void onRegister(int peer, const wire::Register& r) {

@@ -41,7 +41,8 @@ std::unique_ptr<Rendezvous> make(Host& host, const Config& config, std::string_v
   if (name == "auto")
     return config.nranks >= kTreeFromRanks ? makeTree(host, config, radix()) : makeRootStar(host, config);
   throw Error(ErrorCode::InvalidArgument,
-              fmt::format("rank {}: TETHER_RENDEZVOUS='{}' (use root, tree, pmix or auto)", config.rank, name), config.rank);
+              fmt::format("rank {}: TETHER_RENDEZVOUS='{}' (use root, tree, pmix or auto)", config.rank, name),
+              config.rank);
 }
 
 }  // namespace tether::rdv

@@ -48,9 +48,12 @@ namespace {
 
 const char* refusalText(wire::RejectCode code) {
   switch (code) {
-    case wire::RejectCode::BadProof: return "wrong secret (it holds another job's UniqueId?)";
-    case wire::RejectCode::WrongWorld: return "wrong world size";
-    default: return "refused";
+    case wire::RejectCode::BadProof:
+      return "wrong secret (it holds another job's UniqueId?)";
+    case wire::RejectCode::WrongWorld:
+      return "wrong world size";
+    default:
+      return "refused";
   }
 }
 
@@ -109,10 +112,9 @@ class Tree final : public Rendezvous {
         return;
       }
       if (graceful)
-        return failAll(ErrorCode::PeerLost,
-                       fmt::format("rendezvous failed: rank {} left before the table was sent; {}", peer,
-                                   missingText()),
-                       peer);
+        return failAll(
+            ErrorCode::PeerLost,
+            fmt::format("rendezvous failed: rank {} left before the table was sent; {}", peer, missingText()), peer);
       return failAll(ErrorCode::PeerLost, fmt::format("rendezvous failed: lost rank {}: {}", peer, reason), peer);
     }
     // The root idle-closes the registration link of a rank that is not its
@@ -226,8 +228,10 @@ class Tree final : public Rendezvous {
     released_[0] = 0;
     for (int c : children_) released_[c] = 0;
     for (int p = 1; p < cfg_.nranks; ++p)
-      if (released_[p] && !host_.release(p)) released_[p] = 0;  // not idle: left to the link budget
-      else releasing_ += released_[p];
+      if (released_[p] && !host_.release(p))
+        released_[p] = 0;  // not idle: left to the link budget
+      else
+        releasing_ += released_[p];
     registered_.clear();
     registered_.shrink_to_fit();
     if (releasing_ == 0) complete();

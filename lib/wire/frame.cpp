@@ -9,18 +9,30 @@
 namespace tether::wire {
 const char* kindName(Kind k) {
   switch (k) {
-    case Kind::Challenge: return "challenge";
-    case Kind::Hello: return "hello";
-    case Kind::Welcome: return "welcome";
-    case Kind::Reject: return "reject";
-    case Kind::Register: return "register";
-    case Kind::Table: return "table";
-    case Kind::P2P: return "send";
-    case Kind::Collective: return "collective";
-    case Kind::Abort: return "abort";
-    case Kind::Goodbye: return "goodbye";
-    case Kind::Heartbeat: return "heartbeat";
-    case Kind::GoodbyeAck: return "goodbye-ack";
+    case Kind::Challenge:
+      return "challenge";
+    case Kind::Hello:
+      return "hello";
+    case Kind::Welcome:
+      return "welcome";
+    case Kind::Reject:
+      return "reject";
+    case Kind::Register:
+      return "register";
+    case Kind::Table:
+      return "table";
+    case Kind::P2P:
+      return "send";
+    case Kind::Collective:
+      return "collective";
+    case Kind::Abort:
+      return "abort";
+    case Kind::Goodbye:
+      return "goodbye";
+    case Kind::Heartbeat:
+      return "heartbeat";
+    case Kind::GoodbyeAck:
+      return "goodbye-ack";
   }
   return "unknown";
 }
@@ -45,8 +57,7 @@ HeaderBytes encodeHeader(const FrameHeader& h) {
   return b;
 }
 
-std::optional<FrameHeader> decodeHeader(const unsigned char* in, std::uint64_t maxPayload,
-                                        std::string* why) {
+std::optional<FrameHeader> decodeHeader(const unsigned char* in, std::uint64_t maxPayload, std::string* why) {
   auto fail = [&](std::string reason) -> std::optional<FrameHeader> {
     if (why) *why = std::move(reason);
     return std::nullopt;
@@ -68,17 +79,14 @@ std::optional<FrameHeader> decodeHeader(const unsigned char* in, std::uint64_t m
   bool control = h.kind != Kind::P2P && h.kind != Kind::Collective && h.kind != Kind::Table;
   std::uint64_t limit = control ? std::min(maxPayload, kMaxControlPayload) : maxPayload;
   if (h.length > limit)
-    return fail(fmt::format("{} frame claims {} payload bytes (limit {})", kindName(h.kind),
-                            h.length, limit));
+    return fail(fmt::format("{} frame claims {} payload bytes (limit {})", kindName(h.kind), h.length, limit));
   return h;
 }
 
 std::string describe(const FrameHeader& h) {
   if (h.kind == Kind::Collective)
-    return fmt::format("{}#{} step {} ({} bytes)", opName(static_cast<OpCode>(h.tag)), h.coll,
-                       h.step, h.length);
-  if (h.kind == Kind::P2P)
-    return fmt::format("send tag {} ({} bytes)", h.tag, h.length);
+    return fmt::format("{}#{} step {} ({} bytes)", opName(static_cast<OpCode>(h.tag)), h.coll, h.step, h.length);
+  if (h.kind == Kind::P2P) return fmt::format("send tag {} ({} bytes)", h.tag, h.length);
   return fmt::format("{} frame ({} bytes)", kindName(h.kind), h.length);
 }
 

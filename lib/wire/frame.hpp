@@ -25,18 +25,18 @@ inline constexpr std::size_t kHeaderBytes = 40;
 inline constexpr std::uint64_t kMaxControlPayload = 64 * 1024;
 
 enum class Kind : std::uint8_t {
-  Challenge = 1,  // acceptor -> dialer: nonce
-  Hello = 2,      // dialer -> acceptor: who I am + proof of the secret
-  Welcome = 3,    // acceptor -> dialer: proof of the secret, link is up
-  Reject = 4,     // acceptor -> dialer: why the link is refused
-  Register = 5,   // rank -> root: my listen address
-  Table = 6,      // root -> rank: every rank's listen address
-  P2P = 7,        // user send/recv
-  Collective = 8, // one step of a collective
-  Abort = 9,      // the sender aborted; payload is the reason
-  Goodbye = 10,   // orderly close follows
-  Heartbeat = 11, // liveness; no payload
-  GoodbyeAck = 12, // every frame before the goodbye has been read; the sender may close
+  Challenge = 1,    // acceptor -> dialer: nonce
+  Hello = 2,        // dialer -> acceptor: who I am + proof of the secret
+  Welcome = 3,      // acceptor -> dialer: proof of the secret, link is up
+  Reject = 4,       // acceptor -> dialer: why the link is refused
+  Register = 5,     // rank -> root: my listen address
+  Table = 6,        // root -> rank: every rank's listen address
+  P2P = 7,          // user send/recv
+  Collective = 8,   // one step of a collective
+  Abort = 9,        // the sender aborted; payload is the reason
+  Goodbye = 10,     // orderly close follows
+  Heartbeat = 11,   // liveness; no payload
+  GoodbyeAck = 12,  // every frame before the goodbye has been read; the sender may close
 };
 
 // Collective operation codes, carried in the tag field of Collective frames so a
@@ -50,11 +50,11 @@ bool isKnownKind(std::uint8_t k);
 struct FrameHeader {
   Kind kind{};
   std::uint8_t flags = 0;
-  std::uint64_t comm = 0;   // communicator id
-  std::uint64_t coll = 0;   // collective id (P2P: sender's sequence number)
-  std::uint32_t step = 0;   // step within the collective's algorithm
-  std::uint32_t tag = 0;    // P2P: user tag; Collective: OpCode
-  std::uint64_t length = 0; // payload bytes that follow the header
+  std::uint64_t comm = 0;    // communicator id
+  std::uint64_t coll = 0;    // collective id (P2P: sender's sequence number)
+  std::uint32_t step = 0;    // step within the collective's algorithm
+  std::uint32_t tag = 0;     // P2P: user tag; Collective: OpCode
+  std::uint64_t length = 0;  // payload bytes that follow the header
 };
 
 using HeaderBytes = std::array<unsigned char, kHeaderBytes>;
@@ -64,8 +64,7 @@ HeaderBytes encodeHeader(const FrameHeader& h);
 
 // Decoding checks magic, version, kind and the length limit; on failure it
 // returns nullopt and says why in `why`.
-std::optional<FrameHeader> decodeHeader(const unsigned char* in, std::uint64_t maxPayload,
-                                        std::string* why);
+std::optional<FrameHeader> decodeHeader(const unsigned char* in, std::uint64_t maxPayload, std::string* why);
 
 // "allgather#12 step 2 (64 bytes)" / "send tag 7 #3 (8 bytes)" — how errors name an operation.
 std::string describe(const FrameHeader& h);

@@ -31,8 +31,8 @@ PeerAddress getAddress(ByteReader& r) {
   return a;
 }
 
-crypto::Digest proof(const Secret& secret, const char* label, const Nonce& first,
-                     const Nonce& second, const Challenge& c, const Hello& h) {
+crypto::Digest proof(const Secret& secret, const char* label, const Nonce& first, const Nonce& second,
+                     const Challenge& c, const Hello& h) {
   std::vector<unsigned char> msg;
   ByteWriter w(msg);
   w.str(label);
@@ -172,9 +172,7 @@ std::vector<PeerAddress> decodeTable(const std::vector<unsigned char>& b, std::u
   return table;
 }
 
-std::vector<unsigned char> encodeGoodbye(GoodbyeMode mode) {
-  return {static_cast<unsigned char>(mode)};
-}
+std::vector<unsigned char> encodeGoodbye(GoodbyeMode mode) { return {static_cast<unsigned char>(mode)}; }
 
 GoodbyeMode decodeGoodbye(const std::vector<unsigned char>& b) {
   if (b.size() != 1 || b[0] > static_cast<unsigned char>(GoodbyeMode::Idle))

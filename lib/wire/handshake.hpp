@@ -26,15 +26,15 @@ using Nonce = std::array<unsigned char, 16>;
 using Secret = std::array<unsigned char, 16>;
 
 struct Challenge {
-  std::uint32_t rank = 0;    // acceptor's world rank
+  std::uint32_t rank = 0;  // acceptor's world rank
   Nonce nonce{};
 };
 
 struct Hello {
-  std::uint32_t rank = 0;    // dialer's world rank
+  std::uint32_t rank = 0;  // dialer's world rank
   std::uint32_t nranks = 0;
-  std::uint64_t world = 0;   // world communicator id
-  std::uint32_t epoch = 0;   // connections to the acceptor the dialer has set aside (docs/ordering.md, R5)
+  std::uint64_t world = 0;  // world communicator id
+  std::uint32_t epoch = 0;  // connections to the acceptor the dialer has set aside (docs/ordering.md, R5)
   Nonce nonce{};
   crypto::Digest proof{};
 };
@@ -44,13 +44,13 @@ struct Welcome {
 };
 
 enum class RejectCode : std::uint16_t {
-  BadProof = 1,      // wrong secret
-  WrongWorld = 2,    // different world id or world size
-  DuplicateRank = 3, // that rank is already connected
-  Simultaneous = 4,  // both sides dialled; the lower rank's dial wins
-  BadRank = 5,       // rank out of range
+  BadProof = 1,       // wrong secret
+  WrongWorld = 2,     // different world id or world size
+  DuplicateRank = 3,  // that rank is already connected
+  Simultaneous = 4,   // both sides dialled; the lower rank's dial wins
+  BadRank = 5,        // rank out of range
   ShuttingDown = 6,
-  Stale = 7,         // the hello was dialled before a close this side has completed (R5)
+  Stale = 7,  // the hello was dialled before a close this side has completed (R5)
 };
 
 // A Goodbye says whether the sender leaves (its bootstrap closes) or only

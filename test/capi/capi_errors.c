@@ -113,8 +113,7 @@ int capi_abort(int rank, int nranks, const tether_unique_id_t* id, char* err, si
   } else {
     /* the others wait in a barrier rank 1 never joins: the notice ends it */
     FAILS(tether_barrier(comm), TETHER_ERR_ABORTED, "aborted by rank 1");
-    EXPECT(strstr(tether_last_error(), "the C test gives up") != NULL, "abort reason missing: %s",
-           tether_last_error());
+    EXPECT(strstr(tether_last_error(), "the C test gives up") != NULL, "abort reason missing: %s", tether_last_error());
   }
   OK(tether_finalize(comm));
   return 0;

@@ -52,7 +52,8 @@ int capi_nonblocking(int rank, int nranks, const tether_unique_id_t* id, char* e
   }
   EXPECT(st == 0, "oob req_test returned %d: %s", st, tether_last_error());
   EXPECT(coll.req_free(oob) == 0, "oob req_free");
-  for (int i = 0; i < nranks; ++i) EXPECT(all[i] == 0xabc000u + (uint64_t)i, "oob block %d is %llx", i, (unsigned long long)all[i]);
+  for (int i = 0; i < nranks; ++i)
+    EXPECT(all[i] == 0xabc000u + (uint64_t)i, "oob block %d is %llx", i, (unsigned long long)all[i]);
   /* A bad coll_info is a negative status, never a crash. */
   void* none = NULL;
   EXPECT(tether_oob_allgather(&mine, all, sizeof mine, NULL, &none) == -TETHER_ERR_INVALID_ARGUMENT && none == NULL,

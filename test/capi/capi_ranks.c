@@ -50,8 +50,8 @@ int capi_collectives(int rank, int nranks, const tether_unique_id_t* id, char* e
   OK(tether_comm_local_rank(comm, &local));
   OK(tether_comm_node_id(comm, &node));
   OK(tether_comm_nnodes(comm, &nnodes));
-  EXPECT(world_rank == rank && local == rank && node == 0 && nnodes == 1,
-         "topology world %d local %d node %d of %d", world_rank, local, node, nnodes);
+  EXPECT(world_rank == rank && local == rank && node == 0 && nnodes == 1, "topology world %d local %d node %d of %d",
+         world_rank, local, node, nnodes);
   char mine[64], peer[64], tiny[2];
   OK(tether_comm_peer_address(comm, rank, mine, sizeof mine));
   OK(tether_comm_peer_address(comm, (rank + 1) % nranks, peer, sizeof peer));
@@ -90,7 +90,8 @@ int capi_collectives(int rank, int nranks, const tether_unique_id_t* id, char* e
   OK(tether_alltoallv(comm, sbuf, scount, sdispl, rbuf, rcount, rdispl));
   for (int j = 0; j < nranks; ++j)
     for (size_t b = 0; b < rcount[j]; ++b)
-      EXPECT(rbuf[rdispl[j] + b] == (unsigned char)j, "alltoallv byte %zu from rank %d is %d", b, j, rbuf[rdispl[j] + b]);
+      EXPECT(rbuf[rdispl[j] + b] == (unsigned char)j, "alltoallv byte %zu from rank %d is %d", b, j,
+             rbuf[rdispl[j] + b]);
 
   /* broadcast from the last rank */
   char text[32] = "";

@@ -45,7 +45,8 @@ TEST_CASE("C calls without peers report bad ids, NULL handles and bad ranks with
   CHECK(capi_local(err, sizeof err) == 0);
 }
 
-TEST_CASE("NULL buffers, bad peers and bad tags from C are TETHER_ERR_INVALID_ARGUMENT naming rank and operation", "[capi]") {
+TEST_CASE("NULL buffers, bad peers and bad tags from C are TETHER_ERR_INVALID_ARGUMENT naming rank and operation",
+          "[capi]") {
   runC(3, capi_bad_arguments);
 }
 

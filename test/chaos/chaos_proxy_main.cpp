@@ -28,19 +28,19 @@ Range parseRange(const std::string& text) {
 
 int main(int argc, char** argv) {
   cxxopts::Options cli("chaos-proxy", "Seeded TCP proxy that reorders accepts and cuts, delays and stalls streams");
-  cli.add_options()
-      ("target", "host:port to forward to", cxxopts::value<std::string>())
-      ("listen", "host:port to listen on (port 0: any)", cxxopts::value<std::string>()->default_value("127.0.0.1:0"))
-      ("seed", "random seed", cxxopts::value<std::uint64_t>()->default_value("1"))
-      ("shuffle", "hand connections to the target in shuffled order")
-      ("shuffle-window-ms", "pool time before a shuffled batch leaves", cxxopts::value<std::uint32_t>()->default_value("10"))
-      ("shuffle-batch", "connections per shuffled batch", cxxopts::value<std::uint32_t>()->default_value("16"))
-      ("hold-ms", "hold new connections MIN:MAX ms", cxxopts::value<std::string>())
-      ("fragment", "forward in pieces of MIN:MAX bytes", cxxopts::value<std::string>())
-      ("delay-us", "delay each piece MIN:MAX microseconds", cxxopts::value<std::string>())
-      ("stall-prob", "probability of a stall before a piece", cxxopts::value<double>()->default_value("0"))
-      ("stall-ms", "stall length MIN:MAX ms", cxxopts::value<std::string>()->default_value("0"))
-      ("h,help", "show this help");
+  cli.add_options()("target", "host:port to forward to", cxxopts::value<std::string>())(
+      "listen", "host:port to listen on (port 0: any)", cxxopts::value<std::string>()->default_value("127.0.0.1:0"))(
+      "seed", "random seed", cxxopts::value<std::uint64_t>()->default_value("1"))(
+      "shuffle", "hand connections to the target in shuffled order")(
+      "shuffle-window-ms", "pool time before a shuffled batch leaves",
+      cxxopts::value<std::uint32_t>()->default_value("10"))("shuffle-batch", "connections per shuffled batch",
+                                                            cxxopts::value<std::uint32_t>()->default_value("16"))(
+      "hold-ms", "hold new connections MIN:MAX ms", cxxopts::value<std::string>())(
+      "fragment", "forward in pieces of MIN:MAX bytes", cxxopts::value<std::string>())(
+      "delay-us", "delay each piece MIN:MAX microseconds", cxxopts::value<std::string>())(
+      "stall-prob", "probability of a stall before a piece", cxxopts::value<double>()->default_value("0"))(
+      "stall-ms", "stall length MIN:MAX ms", cxxopts::value<std::string>()->default_value("0"))("h,help",
+                                                                                                "show this help");
   try {
     auto args = cli.parse(argc, argv);
     if (args.count("help") || !args.count("target")) {
@@ -72,10 +72,9 @@ int main(int argc, char** argv) {
     sigwait(&stopSignals, &signal);
     proxy.stop();
     auto s = proxy.stats();
-    std::cout << "accepted " << s.accepted << ", upstream " << s.connectedUpstream << ", failed "
-              << s.failedUpstream << ", batches " << s.batches << " (" << s.reorderedBatches
-              << " reordered), pieces " << s.pieces << ", bytes " << s.bytes << ", stalls " << s.stalls
-              << '\n';
+    std::cout << "accepted " << s.accepted << ", upstream " << s.connectedUpstream << ", failed " << s.failedUpstream
+              << ", batches " << s.batches << " (" << s.reorderedBatches << " reordered), pieces " << s.pieces
+              << ", bytes " << s.bytes << ", stalls " << s.stalls << '\n';
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "chaos-proxy: " << e.what() << '\n';

@@ -105,8 +105,7 @@ TEST_CASE("splitHostPort parses v4, v6 and rejects junk", "[chaos]") {
   CHECK_THROWS_AS(splitHostPort("h:12x"), std::invalid_argument);
 }
 
-TEST_CASE("shuffled accepts: the target accepts in a seeded order that differs from connect order",
-          "[chaos]") {
+TEST_CASE("shuffled accepts: the target accepts in a seeded order that differs from connect order", "[chaos]") {
   ChaosOptions options;
   options.seed = 7;
   options.shuffleAccepts = true;
@@ -211,8 +210,7 @@ TEST_CASE("lazy target: connections wait until setTarget", "[chaos]") {
   CHECK(got == value);
 }
 
-TEST_CASE("all behaviours at once: every stream's bytes arrive intact and in order, both ways",
-          "[chaos]") {
+TEST_CASE("all behaviours at once: every stream's bytes arrive intact and in order, both ways", "[chaos]") {
   ChaosOptions options;
   options.seed = 42;
   options.shuffleAccepts = true;
@@ -261,8 +259,7 @@ TEST_CASE("all behaviours at once: every stream's bytes arrive intact and in ord
   CHECK(stats.pieces > stats.bytes / 700);
 }
 
-TEST_CASE("stop drains: bytes the proxy holds still reach the receiver after the sender is gone",
-          "[chaos]") {
+TEST_CASE("stop drains: bytes the proxy holds still reach the receiver after the sender is gone", "[chaos]") {
   ChaosOptions options;
   options.fragmentBytes = {1, 4};
   options.delayPiecesUs = {500, 500};  // ~100 pieces: ~50 ms to trickle through

@@ -36,23 +36,23 @@ void Session::begin() {
 }
 
 void Session::connectUpstream(const tcp::endpoint& target, std::function<void()> done) {
-  upstream_.async_connect(target, [self = shared_from_this(), done = std::move(done)](
-                                      const boost::system::error_code& ec) {
-    if (ec) {
-      if (!self->closed_) {
-        self->state_.counters.failedUpstream++;
-        self->close();  // the client sees its connection end, as if refused
-      }
-    } else {
-      self->state_.counters.connectedUpstream++;
-      boost::system::error_code ignored;
-      // Pieces must leave as separate segments, not be coalesced by Nagle.
-      self->upstream_.set_option(tcp::no_delay(true), ignored);
-      self->client_.set_option(tcp::no_delay(true), ignored);
-      if (!self->closed_) self->startPumps();
-    }
-    done();
-  });
+  upstream_.async_connect(target,
+                          [self = shared_from_this(), done = std::move(done)](const boost::system::error_code& ec) {
+                            if (ec) {
+                              if (!self->closed_) {
+                                self->state_.counters.failedUpstream++;
+                                self->close();  // the client sees its connection end, as if refused
+                              }
+                            } else {
+                              self->state_.counters.connectedUpstream++;
+                              boost::system::error_code ignored;
+                              // Pieces must leave as separate segments, not be coalesced by Nagle.
+                              self->upstream_.set_option(tcp::no_delay(true), ignored);
+                              self->client_.set_option(tcp::no_delay(true), ignored);
+                              if (!self->closed_) self->startPumps();
+                            }
+                            done();
+                          });
 }
 
 void Session::startPumps() {
@@ -64,21 +64,20 @@ void Session::startPumps() {
 }
 
 void Session::readMore(Pump& pump) {
-  pump.from->async_read_some(
-      asio::buffer(pump.buffer),
-      [self = shared_from_this(), &pump](const boost::system::error_code& ec, std::size_t n) {
-        if (self->closed_) return;
-        if (ec) {
-          // End of stream or reset: everything read so far has been forwarded
-          // (reads wait for the previous chunk), so pass the end on gracefully.
-          self->pumpFinished(pump, true);
-          return;
-        }
-        pump.filled = n;
-        pump.sent = 0;
-        self->state_.busyPumps++;
-        self->forwardPiece(pump);
-      });
+  pump.from->async_read_some(asio::buffer(pump.buffer),
+                             [self = shared_from_this(), &pump](const boost::system::error_code& ec, std::size_t n) {
+                               if (self->closed_) return;
+                               if (ec) {
+                                 // End of stream or reset: everything read so far has been forwarded
+                                 // (reads wait for the previous chunk), so pass the end on gracefully.
+                                 self->pumpFinished(pump, true);
+                                 return;
+                               }
+                               pump.filled = n;
+                               pump.sent = 0;
+                               self->state_.busyPumps++;
+                               self->forwardPiece(pump);
+                             });
 }
 
 void Session::forwardPiece(Pump& pump) {
@@ -118,21 +117,20 @@ void Session::writePiece(Pump& pump, std::size_t bytes) {
   // Counted when issued, so a peer that holds the bytes always sees them counted.
   state_.counters.pieces++;
   state_.counters.bytes += bytes;
-  asio::async_write(
-      *pump.to, asio::buffer(pump.buffer.data() + pump.sent, bytes),
-      [self = shared_from_this(), &pump](const boost::system::error_code& ec, std::size_t n) {
-        if (self->closed_) return;
-        if (ec) {
-          // The receiving side is gone: stop this direction only, so the other
-          // one still delivers what it already holds.
-          self->state_.busyPumps--;
-          pump.filled = pump.sent = 0;
-          self->pumpFinished(pump, false);
-          return;
-        }
-        pump.sent += n;
-        self->forwardPiece(pump);
-      });
+  asio::async_write(*pump.to, asio::buffer(pump.buffer.data() + pump.sent, bytes),
+                    [self = shared_from_this(), &pump](const boost::system::error_code& ec, std::size_t n) {
+                      if (self->closed_) return;
+                      if (ec) {
+                        // The receiving side is gone: stop this direction only, so the other
+                        // one still delivers what it already holds.
+                        self->state_.busyPumps--;
+                        pump.filled = pump.sent = 0;
+                        self->pumpFinished(pump, false);
+                        return;
+                      }
+                      pump.sent += n;
+                      self->forwardPiece(pump);
+                    });
 }
 
 void Session::pumpFinished(Pump& pump, bool passEndOn) {

@@ -29,8 +29,8 @@ std::uint32_t pick(std::mt19937_64& rng, Range range);
 class Session;
 
 struct Counters {
-  std::atomic<std::uint64_t> accepted{0}, connectedUpstream{0}, failedUpstream{0}, held{0},
-      batches{0}, reorderedBatches{0}, pieces{0}, bytes{0}, delayedPieces{0}, stalls{0};
+  std::atomic<std::uint64_t> accepted{0}, connectedUpstream{0}, failedUpstream{0}, held{0}, batches{0},
+      reorderedBatches{0}, pieces{0}, bytes{0}, delayedPieces{0}, stalls{0};
 };
 
 struct ChaosProxy::State : std::enable_shared_from_this<ChaosProxy::State> {

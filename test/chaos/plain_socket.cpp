@@ -13,9 +13,7 @@
 namespace tether::chaos::testnet {
 
 namespace {
-[[noreturn]] void fail(const std::string& what) {
-  throw std::runtime_error(what + ": " + std::strerror(errno));
-}
+[[noreturn]] void fail(const std::string& what) { throw std::runtime_error(what + ": " + std::strerror(errno)); }
 
 sockaddr_in toAddress(const std::string& host, std::uint16_t port) {
   sockaddr_in addr{};

@@ -15,10 +15,7 @@ using namespace tether;
 using namespace tether::control;
 using namespace std::chrono_literals;
 
-namespace {
-
-
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE("naive transport through the chaos proxy: swapped payloads are detected", "[control]") {
   const auto [nranks, rounds, seed] = controlSettings();

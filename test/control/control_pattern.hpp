@@ -69,8 +69,13 @@ inline stress::OpKey alltoallKey(int round, int source, int destination) {
   return {0, static_cast<std::uint32_t>(2 * round), stress::OpKind::Alltoall, 0, source, destination, 0};
 }
 inline stress::OpKey barrierKey(int round, int k, int source, int destination) {
-  return {0, static_cast<std::uint32_t>(2 * round + 1), stress::OpKind::Barrier, static_cast<std::uint32_t>(k),
-          source, destination, 0};
+  return {0,
+          static_cast<std::uint32_t>(2 * round + 1),
+          stress::OpKind::Barrier,
+          static_cast<std::uint32_t>(k),
+          source,
+          destination,
+          0};
 }
 
 // One round on one rank. `Transport` provides alltoall(send, recv, bytes) and
@@ -85,7 +90,9 @@ void runRound(Transport& t, int round, Detections& found) {
   for (int j = 0; j < n; ++j) found.check(in.data() + j * kBlockBytes, alltoallKey(round, j, r));
   t.barrier(
       kBlockBytes,
-      [&](int k, int to, unsigned char* token) { stress::fillPayload(token, kBlockBytes, barrierKey(round, k, r, to)); },
+      [&](int k, int to, unsigned char* token) {
+        stress::fillPayload(token, kBlockBytes, barrierKey(round, k, r, to));
+      },
       [&](int k, int from, const unsigned char* token) { found.check(token, barrierKey(round, k, from, r)); });
 }
 

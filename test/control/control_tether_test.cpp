@@ -18,7 +18,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-
 // Gives tether the naive transport's shape: alltoall, then a barrier whose
 // tokens travel as tagged messages with tags restarting at 0 every call.
 struct TetherTransport {

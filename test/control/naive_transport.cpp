@@ -24,9 +24,7 @@ struct WireHeader {
   std::uint64_t bytes;
 };
 
-[[noreturn]] void fail(const std::string& what) {
-  throw std::runtime_error(what + ": " + std::strerror(errno));
-}
+[[noreturn]] void fail(const std::string& what) { throw std::runtime_error(what + ": " + std::strerror(errno)); }
 
 bool waitReadable(int fd, NaiveRank::Clock::time_point deadline) {
   for (;;) {

@@ -64,9 +64,10 @@ struct Member {  // what a legitimate rank knows: the secret and the world id
 
 Member memberOf(const UniqueId& id, int nranks) {
   auto f = uid::parse(id);
-  return {f.secret, crypto::hash64("tether-world", std::string_view(reinterpret_cast<const char*>(f.secret.data()),
-                                                                     f.secret.size())),
-          nranks};
+  return {
+      f.secret,
+      crypto::hash64("tether-world", std::string_view(reinterpret_cast<const char*>(f.secret.data()), f.secret.size())),
+      nranks};
 }
 
 // A hello frame answering `challengeFrame`, claiming `rank`, proved with `secret`.
@@ -92,10 +93,10 @@ std::vector<unsigned char> validHeader(wire::Kind kind, std::uint64_t length) {
 
 struct ProbeResult {
   std::string name;
-  std::string address;               // the client's address, as the listener logs it
+  std::string address;                // the client's address, as the listener logs it
   std::optional<long> closedAfterMs;  // nullopt: still open at the deadline
   std::optional<wire::RejectCode> reject;
-  long minMs = 0, maxMs = 0;         // when the close is expected
+  long minMs = 0, maxMs = 0;  // when the close is expected
 };
 
 using Probe = std::function<void(RawClient&, ProbeResult&)>;
@@ -229,8 +230,8 @@ std::vector<ProbeResult> probeAll(const std::vector<Case>& cases, std::uint16_t 
         cases[i].probe(c, r);
         auto left = c.msUntilClosed(std::chrono::milliseconds(kHandshakeMs) + kSlack);
         if (left)
-          r.closedAfterMs = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
-                                                                                  start).count();
+          r.closedAfterMs =
+              std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
       } catch (const std::exception& e) {
         r.name += std::string(" (probe failed: ") + e.what() + ")";
       }
@@ -341,7 +342,8 @@ void allgatherWorks(ThreadWorld& w, int n) {
 
 }  // namespace
 
-TEST_CASE("hostile connections at the root during rendezvous are dropped; the bootstrap completes", "[fault][hostile]") {
+TEST_CASE("hostile connections at the root during rendezvous are dropped; the bootstrap completes",
+          "[fault][hostile]") {
   ::setenv("TETHER_HANDSHAKE_TIMEOUT_MS", std::to_string(kHandshakeMs).c_str(), 1);
   fault::LogCapture logs;
   const int n = 3;
@@ -385,7 +387,8 @@ TEST_CASE("hostile connections at the root during rendezvous are dropped; the bo
   allgatherWorks(w, n);
 }
 
-TEST_CASE("hostile connections at a non-root rank's listener and a duplicate rank after rendezvous", "[fault][hostile]") {
+TEST_CASE("hostile connections at a non-root rank's listener and a duplicate rank after rendezvous",
+          "[fault][hostile]") {
   ::setenv("TETHER_HANDSHAKE_TIMEOUT_MS", std::to_string(kHandshakeMs).c_str(), 1);
   fault::LogCapture logs;
   const int n = 3;

@@ -37,8 +37,7 @@ void runOne(TcpBootstrap& b, Coll c, std::size_t bytes, int iteration) {
     case Coll::Allgather: {
       std::vector<unsigned char> v(bytes * n, static_cast<unsigned char>(b.rank()));
       b.allgather(v.data(), bytes);
-      for (int r = 0; r < n; ++r)
-        test::expect(v[r * bytes] == static_cast<unsigned char>(r), "allgather content");
+      for (int r = 0; r < n; ++r) test::expect(v[r * bytes] == static_cast<unsigned char>(r), "allgather content");
       break;
     }
     case Coll::Alltoall: {
@@ -80,9 +79,11 @@ bool namesVictim(const Error& e, int victim) {
 
 }  // namespace
 
-TEST_CASE("a rank killed at a random point of a random collective: every survivor names it, none hangs", "[fault][peer-loss]") {
+TEST_CASE("a rank killed at a random point of a random collective: every survivor names it, none hangs",
+          "[fault][peer-loss]") {
   const int trials = fault::envInt("TETHER_FAULT_TRIALS", 12);
-  const unsigned seed = static_cast<unsigned>(fault::envInt("TETHER_FAULT_SEED", static_cast<int>(std::random_device{}())));
+  const unsigned seed =
+      static_cast<unsigned>(fault::envInt("TETHER_FAULT_SEED", static_cast<int>(std::random_device{}())));
   std::mt19937 rng(seed);
   std::int64_t worstUs = 0, sumUs = 0;
   int reports = 0, hangs = 0;
@@ -117,9 +118,8 @@ TEST_CASE("a rank killed at a random point of a random collective: every survivo
               slots[rank].code = static_cast<int>(e.code());
               slots[rank].peer = e.peer();
               if (rank == victim) throw;  // the victim is killed, it never fails
-              test::expect(namesVictim(e, victim),
-                           "survivor should name rank " + std::to_string(victim) + ", got [" + toString(e.code()) +
-                               "] " + e.what());
+              test::expect(namesVictim(e, victim), "survivor should name rank " + std::to_string(victim) + ", got [" +
+                                                       toString(e.code()) + "] " + e.what());
               // Stay until every survivor has reported: a survivor that closes
               // its bootstrap at once could otherwise be the first thing a slower
               // one notices ("lost rank S: it closed its bootstrap").
@@ -144,8 +144,8 @@ TEST_CASE("a rank killed at a random point of a random collective: every survivo
       if (res[r].exitCode == 0 && slots[victim].eventUs.load() != 0) {
         auto us = slots[r].eventUs.load() - slots[victim].eventUs.load();
         if (us > 100000)
-          std::printf("slow report: trial %d (%d ranks, %s of %zu bytes, victim %d): rank %d took %.1f ms, code %s\n", t,
-                      n, collName(coll), bytes, victim, r, us / 1000.0,
+          std::printf("slow report: trial %d (%d ranks, %s of %zu bytes, victim %d): rank %d took %.1f ms, code %s\n",
+                      t, n, collName(coll), bytes, victim, r, us / 1000.0,
                       toString(static_cast<ErrorCode>(slots[r].code.load())));
         worstUs = std::max(worstUs, us);
         sumUs += us;
@@ -153,13 +153,15 @@ TEST_CASE("a rank killed at a random point of a random collective: every survivo
       }
     }
   }
-  std::printf("peer-loss trials: %d (seed %u), hangs: %d, survivor reports: %d, longest report after the kill: %.1f ms, "
-              "mean %.1f ms\n",
-              trials, seed, hangs, reports, worstUs / 1000.0, reports ? sumUs / 1000.0 / reports : 0.0);
+  std::printf(
+      "peer-loss trials: %d (seed %u), hangs: %d, survivor reports: %d, longest report after the kill: %.1f ms, "
+      "mean %.1f ms\n",
+      trials, seed, hangs, reports, worstUs / 1000.0, reports ? sumUs / 1000.0 / reports : 0.0);
   CHECK(hangs == 0);
 }
 
-TEST_CASE("ranks that do not depend on a dead rank keep working; calls that need it fail with PeerLost", "[fault][peer-loss]") {
+TEST_CASE("ranks that do not depend on a dead rank keep working; calls that need it fail with PeerLost",
+          "[fault][peer-loss]") {
   const int n = 4, victim = 3;
   fault::SharedSlots slots(n);
   auto res = test::runRanks(
@@ -225,7 +227,8 @@ TEST_CASE("ranks that do not depend on a dead rank keep working; calls that need
   for (int r = 0; r < victim; ++r) CHECK(res[r].exitCode == 0);
 }
 
-TEST_CASE("abort() on any rank ends every rank's pending and future calls with Aborted naming it", "[fault][peer-loss]") {
+TEST_CASE("abort() on any rank ends every rank's pending and future calls with Aborted naming it",
+          "[fault][peer-loss]") {
   const int n = 4;
   for (int origin = 0; origin < n; ++origin) {
     INFO("abort from rank " << origin);
@@ -297,8 +300,9 @@ TEST_CASE("root death during rendezvous: every rank gets a clear error within it
             test::expect(e.code() == ErrorCode::Timeout && what.find("could not reach the root") != std::string::npos,
                          "late rank: " + what);
           else
-            test::expect(e.code() == ErrorCode::PeerLost && e.peer() == 0 && what.find("rendezvous") != std::string::npos,
-                         "waiting rank: " + what);
+            test::expect(
+                e.code() == ErrorCode::PeerLost && e.peer() == 0 && what.find("rendezvous") != std::string::npos,
+                "waiting rank: " + what);
         }
       },
       20s);

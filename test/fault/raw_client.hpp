@@ -78,7 +78,8 @@ class RawClient {
   }
 
   // The next whole frame (header checked with the control limit), or nullopt.
-  std::optional<std::pair<wire::FrameHeader, std::vector<unsigned char>>> readFrame(std::chrono::milliseconds deadline) {
+  std::optional<std::pair<wire::FrameHeader, std::vector<unsigned char>>> readFrame(
+      std::chrono::milliseconds deadline) {
     auto hb = read(wire::kHeaderBytes, deadline);
     if (!hb) return std::nullopt;
     auto h = wire::decodeHeader(hb->data(), wire::kMaxControlPayload, nullptr);

@@ -124,7 +124,8 @@ TEST_CASE("root port already in use: System error naming the address, at once", 
   CHECK(std::chrono::steady_clock::now() - t0 < 2s);
 }
 
-TEST_CASE("refused root: Timeout within the deadline naming the root address, after bounded retries", "[fault][resources]") {
+TEST_CASE("refused root: Timeout within the deadline naming the root address, after bounded retries",
+          "[fault][resources]") {
   quiet();
   Listener gone(false);  // bound, never listening: connections are refused
   std::string root = "127.0.0.1:" + std::to_string(gone.port);
@@ -193,8 +194,9 @@ TEST_CASE("descriptor limit reached: a clear error at every point, no hang, no l
       [] {
         quiet();
 #ifdef TETHER_TEST_UBSAN
-        return std::string("SKIP: UBSan's vptr check needs descriptors of its own (it probes memory through a pipe) "
-                           "and misreports at the limit; this test runs in the plain and TSan builds");
+        return std::string(
+            "SKIP: UBSan's vptr check needs descriptors of its own (it probes memory through a pipe) "
+            "and misreports at the limit; this test runs in the plain and TSan builds");
 #endif
         std::string report;
         bool sawLimit = false, sawSuccess = false;
@@ -216,7 +218,8 @@ TEST_CASE("descriptor limit reached: a clear error at every point, no hang, no l
           for (auto& e : errs) {
             if (e.empty()) continue;
             ok = false;
-            if (e.find("[not a tether::Error]") != std::string::npos) return "limit " + std::to_string(extra) + ": " + e;
+            if (e.find("[not a tether::Error]") != std::string::npos)
+              return "limit " + std::to_string(extra) + ": " + e;
             if (e.find("open files") != std::string::npos) sawLimit = true;
           }
           sawSuccess = sawSuccess || ok;
@@ -283,8 +286,8 @@ TEST_CASE("no descriptor outlives its worlds: normal, aborted, timed-out and hos
           // The first rank whose deadline passes times out and tells the
           // others (Aborted) or just closes (PeerLost), maybe a moment before
           // their own deadline.
-          bool expected = e.code() == ErrorCode::Timeout || e.code() == ErrorCode::PeerLost ||
-                          e.code() == ErrorCode::Aborted;
+          bool expected =
+              e.code() == ErrorCode::Timeout || e.code() == ErrorCode::PeerLost || e.code() == ErrorCode::Aborted;
           e2[r] = expected ? "Timeout" : std::string(toString(e.code())) + ": " + e.what();
         }
       });

@@ -45,9 +45,8 @@ int harness() {
   if (::read(ready[0], &c, 1) != 1) return 1;
   std::string far = "nsenter --net=/proc/" + std::to_string(holder) + "/ns/net ";
   bool ok = sh("ip link set lo up") && sh("ip link add tva type veth peer name tvb netns " + std::to_string(holder)) &&
-            sh("ip addr add 10.200.0.1/24 dev tva") && sh("ip link set tva up") &&
-            sh(far + "ip link set lo up") && sh(far + "ip addr add 10.200.0.2/24 dev tvb") &&
-            sh(far + "ip link set tvb up");
+            sh("ip addr add 10.200.0.1/24 dev tva") && sh("ip link set tva up") && sh(far + "ip link set lo up") &&
+            sh(far + "ip addr add 10.200.0.2/24 dev tvb") && sh(far + "ip link set tvb up");
   if (!ok) {
     ::kill(holder, SIGKILL);
     ::waitpid(holder, nullptr, 0);

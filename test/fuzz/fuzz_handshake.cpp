@@ -38,13 +38,26 @@ void splitFrames(const std::uint8_t* p, std::size_t n) {
     std::vector<unsigned char> payload(p, p + h->length);
     try {
       switch (h->kind) {
-        case Kind::Challenge: (void)decodeChallenge(payload); break;
-        case Kind::Hello: (void)decodeHello(payload); break;
-        case Kind::Welcome: (void)decodeWelcome(payload); break;
-        case Kind::Reject: (void)decodeReject(payload); break;
-        case Kind::Register: (void)decodeRegister(payload); break;
-        case Kind::Table: (void)decodeTable(payload, 4); break;
-        default: break;
+        case Kind::Challenge:
+          (void)decodeChallenge(payload);
+          break;
+        case Kind::Hello:
+          (void)decodeHello(payload);
+          break;
+        case Kind::Welcome:
+          (void)decodeWelcome(payload);
+          break;
+        case Kind::Reject:
+          (void)decodeReject(payload);
+          break;
+        case Kind::Register:
+          (void)decodeRegister(payload);
+          break;
+        case Kind::Table:
+          (void)decodeTable(payload, 4);
+          break;
+        default:
+          break;
       }
     } catch (const std::exception&) {
     }
@@ -59,18 +72,31 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size < 1) return 0;
   std::vector<unsigned char> b(data + 1, data + size);
   switch (data[0] % 8) {
-    case 0: roundTrip(b, decodeChallenge, [](const Challenge& m) { return encode(m); }); break;
-    case 1: roundTrip(b, decodeHello, [](const Hello& m) { return encode(m); }); break;
-    case 2: roundTrip(b, decodeWelcome, [](const Welcome& m) { return encode(m); }); break;
-    case 3: roundTrip(b, decodeReject, [](const Reject& m) { return encode(m); }); break;
-    case 4: roundTrip(b, decodeRegister, [](const Register& m) { return encode(m); }); break;
+    case 0:
+      roundTrip(b, decodeChallenge, [](const Challenge& m) { return encode(m); });
+      break;
+    case 1:
+      roundTrip(b, decodeHello, [](const Hello& m) { return encode(m); });
+      break;
+    case 2:
+      roundTrip(b, decodeWelcome, [](const Welcome& m) { return encode(m); });
+      break;
+    case 3:
+      roundTrip(b, decodeReject, [](const Reject& m) { return encode(m); });
+      break;
+    case 4:
+      roundTrip(b, decodeRegister, [](const Register& m) { return encode(m); });
+      break;
     case 5: {
       std::uint32_t nranks = b.size() >= 4 ? (b[0] | b[1] << 8) % 64 : 1;
-      roundTrip(b, [nranks](const std::vector<unsigned char>& x) { return decodeTable(x, nranks); },
-                [](const std::vector<PeerAddress>& t) { return encodeTable(t); });
+      roundTrip(
+          b, [nranks](const std::vector<unsigned char>& x) { return decodeTable(x, nranks); },
+          [](const std::vector<PeerAddress>& t) { return encodeTable(t); });
       break;
     }
-    default: splitFrames(data + 1, size - 1); break;
+    default:
+      splitFrames(data + 1, size - 1);
+      break;
   }
   return 0;
 }

@@ -14,11 +14,29 @@
 namespace tether::test {
 
 inline const std::vector<std::string>& launchVariables() {
-  static const std::vector<std::string> names = {
-      "TETHER_RANK", "TETHER_NRANKS", "RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-      "PMI_RANK", "PMI_SIZE", "SLURM_PROCID", "SLURM_NTASKS", "TETHER_UID", "TETHER_UID_FILE", "TETHER_ROOT",
-      "MASTER_ADDR", "MASTER_PORT", "TETHER_SECRET", "TETHER_JOB_ID", "TORCHELASTIC_RUN_ID",
-      "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", "SLURM_JOB_ID", "SLURM_STEP_ID", "TETHER_TIMEOUT_MS"};
+  static const std::vector<std::string> names = {"TETHER_RANK",
+                                                 "TETHER_NRANKS",
+                                                 "RANK",
+                                                 "WORLD_SIZE",
+                                                 "OMPI_COMM_WORLD_RANK",
+                                                 "OMPI_COMM_WORLD_SIZE",
+                                                 "PMI_RANK",
+                                                 "PMI_SIZE",
+                                                 "SLURM_PROCID",
+                                                 "SLURM_NTASKS",
+                                                 "TETHER_UID",
+                                                 "TETHER_UID_FILE",
+                                                 "TETHER_ROOT",
+                                                 "MASTER_ADDR",
+                                                 "MASTER_PORT",
+                                                 "TETHER_SECRET",
+                                                 "TETHER_JOB_ID",
+                                                 "TORCHELASTIC_RUN_ID",
+                                                 "OMPI_MCA_ess_base_jobid",
+                                                 "PMIX_NAMESPACE",
+                                                 "SLURM_JOB_ID",
+                                                 "SLURM_STEP_ID",
+                                                 "TETHER_TIMEOUT_MS"};
   return names;
 }
 
@@ -35,8 +53,10 @@ class EnvGuard {
   }
   ~EnvGuard() {
     for (const auto& [name, value] : saved_) {
-      if (value) ::setenv(name.c_str(), value->c_str(), 1);
-      else ::unsetenv(name.c_str());
+      if (value)
+        ::setenv(name.c_str(), value->c_str(), 1);
+      else
+        ::unsetenv(name.c_str());
     }
   }
   EnvGuard(const EnvGuard&) = delete;

@@ -30,12 +30,20 @@ bool sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").
 // "the first interface that is up" would pick one of them.
 const std::vector<std::string> kDecoys = {
     "ip link set lo up",
-    "ip link add docker0 type bridge", "ip addr add 172.17.0.1/16 dev docker0", "ip link set docker0 up",
-    "ip link add virbr0 type bridge", "ip addr add 192.168.122.1/24 dev virbr0", "ip link set virbr0 up",
-    "ip link add veth1a2b type veth peer name veth1a2c", "ip addr add 10.88.0.1/24 dev veth1a2b",
-    "ip link set veth1a2b up", "ip link set veth1a2c up",
-    "ip link add lla0 type veth peer name lla0p", "ip addr add 169.254.10.10/16 dev lla0",
-    "ip link set lla0 up", "ip link set lla0p up",
+    "ip link add docker0 type bridge",
+    "ip addr add 172.17.0.1/16 dev docker0",
+    "ip link set docker0 up",
+    "ip link add virbr0 type bridge",
+    "ip addr add 192.168.122.1/24 dev virbr0",
+    "ip link set virbr0 up",
+    "ip link add veth1a2b type veth peer name veth1a2c",
+    "ip addr add 10.88.0.1/24 dev veth1a2b",
+    "ip link set veth1a2b up",
+    "ip link set veth1a2c up",
+    "ip link add lla0 type veth peer name lla0p",
+    "ip addr add 169.254.10.10/16 dev lla0",
+    "ip link set lla0 up",
+    "ip link set lla0p up",
 };
 
 // A veth pair `name`/`name`p with `cidr` on `name`; both ends up (the peer

@@ -43,15 +43,15 @@ const std::pair<std::string, std::string> kDeadRoot{"TETHER_ROOT", "127.0.0.1:1"
 }  // namespace
 
 TEST_CASE("a leftover RANK that disagrees with Open MPI's rank fails naming both variables", "[launch]") {
-  expectLaunchError({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"},
-                     kDeadRoot},
-                    {"RANK=0", "OMPI_COMM_WORLD_RANK=1"});
+  expectLaunchError(
+      {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}, kDeadRoot},
+      {"RANK=0", "OMPI_COMM_WORLD_RANK=1"});
 }
 
 TEST_CASE("Open MPI and PMI variables that disagree on the size fail naming both", "[launch]") {
-  expectLaunchError({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "4"}, {"PMI_RANK", "1"},
-                     {"PMI_SIZE", "2"}, kDeadRoot},
-                    {"OMPI_COMM_WORLD_SIZE=4", "PMI_SIZE=2"});
+  expectLaunchError(
+      {{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "4"}, {"PMI_RANK", "1"}, {"PMI_SIZE", "2"}, kDeadRoot},
+      {"OMPI_COMM_WORLD_SIZE=4", "PMI_SIZE=2"});
 }
 
 TEST_CASE("half of a launcher's pair names the missing variable", "[launch]") {
@@ -82,8 +82,12 @@ TEST_CASE("launch environments without a conflict start the world", "[launch]") 
       // Slurm's task numbers are the outer launch: torchrun's ranks inside srun win.
       {"torchrun inside srun", {{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "4"}, {"RANK", "0"}, {"WORLD_SIZE", "1"}}},
       {"TETHER_RANK and TETHER_NRANKS override every launcher",
-       {{"TETHER_RANK", "0"}, {"TETHER_NRANKS", "1"}, {"RANK", "5"}, {"WORLD_SIZE", "8"},
-        {"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "4"}}},
+       {{"TETHER_RANK", "0"},
+        {"TETHER_NRANKS", "1"},
+        {"RANK", "5"},
+        {"WORLD_SIZE", "8"},
+        {"OMPI_COMM_WORLD_RANK", "2"},
+        {"OMPI_COMM_WORLD_SIZE", "4"}}},
   };
   for (const auto& [why, vars] : cases) {
     INFO(why);

@@ -22,8 +22,8 @@ std::string runSelf(const std::string& envAssignments, const std::string& testNa
   char self[4096] = {};
   ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
   REQUIRE(n > 0);
-  std::string cmd = "env " + envAssignments + " '" + std::string(self, static_cast<std::size_t>(n)) + "' '" +
-                    testName + "' 2>&1";
+  std::string cmd =
+      "env " + envAssignments + " '" + std::string(self, static_cast<std::size_t>(n)) + "' '" + testName + "' 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");
   REQUIRE(p);
   std::string out;

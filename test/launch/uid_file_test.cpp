@@ -105,8 +105,11 @@ TEST_CASE("a rank waiting for another job's TETHER_UID_FILE says so at its deadl
   TempDir dir;
   auto file = dir.path / "uid";
   writeFile(file, deadRootId() + "\njob TETHER_JOB_ID=old\n");
-  test::EnvGuard env({{"TETHER_RANK", "1"}, {"TETHER_NRANKS", "2"}, {"TETHER_UID_FILE", file.string()},
-                      {"TETHER_JOB_ID", "new"}, {"TETHER_TIMEOUT_MS", "600"}});
+  test::EnvGuard env({{"TETHER_RANK", "1"},
+                      {"TETHER_NRANKS", "2"},
+                      {"TETHER_UID_FILE", file.string()},
+                      {"TETHER_JOB_ID", "new"},
+                      {"TETHER_TIMEOUT_MS", "600"}});
   try {
     TcpBootstrap::fromEnvironment();
     FAIL("a rank without its root started");

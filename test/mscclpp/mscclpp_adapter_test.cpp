@@ -50,7 +50,8 @@ void exercise(mscclpp::Bootstrap& b, int expectPerNode) {
 
 }  // namespace
 
-TEST_CASE("BootstrapFor<mscclpp::Bootstrap> forwards every call to an InProcessWorld rank", "[mscclpp][mscclpp-adapter]") {
+TEST_CASE("BootstrapFor<mscclpp::Bootstrap> forwards every call to an InProcessWorld rank",
+          "[mscclpp][mscclpp-adapter]") {
   tether::testing::InProcessWorld world(4, 2);
   world.run([](tether::Bootstrap& rank) {
     // The world owns its ranks; share them without taking ownership.
@@ -61,7 +62,8 @@ TEST_CASE("BootstrapFor<mscclpp::Bootstrap> forwards every call to an InProcessW
   });
 }
 
-TEST_CASE("BootstrapFor<mscclpp::Bootstrap> forwards every call to a TcpBootstrap on forked ranks", "[mscclpp][mscclpp-adapter]") {
+TEST_CASE("BootstrapFor<mscclpp::Bootstrap> forwards every call to a TcpBootstrap on forked ranks",
+          "[mscclpp][mscclpp-adapter]") {
   auto results = tether::test::runRanks(4, [](int rank, const tether::UniqueId& id) {
     auto adapter = std::make_shared<Adapter>(std::make_shared<tether::TcpBootstrap>(rank, 4, id));
     tether::test::expect(adapter->getRank() == rank, "getRank");
@@ -82,8 +84,10 @@ std::string errorOf(Call call) {
   return "no error";
 }
 
-TEST_CASE("BootstrapFor rejects a null bootstrap and negative sizes with InvalidArgument naming rank and call", "[mscclpp][mscclpp-adapter]") {
-  CHECK_THAT(errorOf([] { Adapter adapter(nullptr); }), Catch::Contains("InvalidArgument: BootstrapFor: the tether bootstrap is null"));
+TEST_CASE("BootstrapFor rejects a null bootstrap and negative sizes with InvalidArgument naming rank and call",
+          "[mscclpp][mscclpp-adapter]") {
+  CHECK_THAT(errorOf([] { Adapter adapter(nullptr); }),
+             Catch::Contains("InvalidArgument: BootstrapFor: the tether bootstrap is null"));
   tether::testing::InProcessWorld world(2);
   std::vector<std::string> sendErrors(2), gatherErrors(2);
   world.run([&](tether::Bootstrap& rank) {
@@ -100,7 +104,8 @@ TEST_CASE("BootstrapFor rejects a null bootstrap and negative sizes with Invalid
   }
 }
 
-TEST_CASE("the docs/integration.md MSCCL++ snippet builds a Communicator from the launch environment", "[mscclpp][mscclpp-adapter]") {
+TEST_CASE("the docs/integration.md MSCCL++ snippet builds a Communicator from the launch environment",
+          "[mscclpp][mscclpp-adapter]") {
   auto results = tether::test::runRanks(3, [](int rank, const tether::UniqueId& id) {
     ::setenv("TETHER_UID", id.toString().c_str(), 1);
     ::setenv("TETHER_RANK", std::to_string(rank).c_str(), 1);

@@ -54,8 +54,8 @@ void checkAllgather(TcpBootstrap& b) {
     for (int s = 0; s < n; ++s)
       for (std::size_t i = 0; i < bytes; ++i)
         if (buf[s * bytes + i] != pattern(s, -1, i))
-          expect(false, "allgather " + std::to_string(bytes) + " B: block of rank " + std::to_string(s) +
-                            " byte " + std::to_string(i));
+          expect(false, "allgather " + std::to_string(bytes) + " B: block of rank " + std::to_string(s) + " byte " +
+                            std::to_string(i));
   }
 }
 
@@ -127,8 +127,8 @@ TEST_CASE("allgather on forked ranks", "[multiproc][allgather]") {
 }
 
 TEST_CASE("allgather with each algorithm forced", "[multiproc][allgather]") {
-  const char* env = GENERATE("TETHER_ALGO_ALLGATHER=ring", "TETHER_ALGO_ALLGATHER=bruck",
-                             "TETHER_ALGO_ALLGATHER=tree", "TETHER_ALGO_ALLGATHER=linear");
+  const char* env = GENERATE("TETHER_ALGO_ALLGATHER=ring", "TETHER_ALGO_ALLGATHER=bruck", "TETHER_ALGO_ALLGATHER=tree",
+                             "TETHER_ALGO_ALLGATHER=linear");
   int n = GENERATE(2, 3, 8, 13);
   INFO(env);
   runChecked(n, checkAllgather, env);
@@ -139,10 +139,13 @@ TEST_CASE("tree allgather and barrier with each radix", "[multiproc][allgather][
   const char* radix = GENERATE("TETHER_TREE_RADIX=2", "TETHER_TREE_RADIX=3", "TETHER_TREE_RADIX=64");
   int n = GENERATE(2, 5, 11);
   INFO(radix);
-  runChecked(n, [](TcpBootstrap& b) {
-    checkAllgather(b);
-    b.barrier();
-  }, "TETHER_ALGO_ALLGATHER=tree", radix);
+  runChecked(
+      n,
+      [](TcpBootstrap& b) {
+        checkAllgather(b);
+        b.barrier();
+      },
+      "TETHER_ALGO_ALLGATHER=tree", radix);
 }
 
 TEST_CASE("alltoall on forked ranks", "[multiproc][alltoall]") {
@@ -166,7 +169,12 @@ TEST_CASE("alltoall with each forwarding algorithm forced", "[multiproc][alltoal
                        std::make_pair("TETHER_ALGO_ALLTOALL=tree", "TETHER_TREE_RADIX=2"));
   int n = GENERATE(2, 3, 8, 13);
   INFO(pair.first << " " << pair.second);
-  runChecked(n, [](TcpBootstrap& b) { checkAlltoallSizes(b, {0, 1, 7, 64, 4096, 70000}); }, pair.first, pair.second);
+  runChecked(
+      n,
+      [](TcpBootstrap& b) {
+        checkAlltoallSizes(b, {0, 1, 7, 64, 4096, 70000});
+      },
+      pair.first, pair.second);
 }
 
 TEST_CASE("alltoallv with a forwarding algorithm forced runs linear", "[multiproc][alltoallv]") {
@@ -198,19 +206,22 @@ TEST_CASE("barrier: no rank leaves before every rank has entered", "[multiproc][
   constexpr int kRounds = 5;
   // Shared with the forked ranks: entry and exit times (monotonic clock, the
   // same across processes) of every rank in every round.
-  auto* times = static_cast<std::int64_t*>(
-      ::mmap(nullptr, sizeof(std::int64_t) * 2 * kRounds * 16, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  auto* times = static_cast<std::int64_t*>(::mmap(nullptr, sizeof(std::int64_t) * 2 * kRounds * 16,
+                                                  PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
   REQUIRE(times != MAP_FAILED);
   auto now = [] { return std::chrono::steady_clock::now().time_since_epoch().count(); };
-  runChecked(n, [&](TcpBootstrap& b) {
-    for (int round = 0; round < kRounds; ++round) {
-      // A different straggler each round.
-      if (b.rank() == round % b.size()) std::this_thread::sleep_for(std::chrono::milliseconds(30));
-      times[(round * 16 + b.rank()) * 2] = now();
-      b.barrier();
-      times[(round * 16 + b.rank()) * 2 + 1] = now();
-    }
-  }, env);
+  runChecked(
+      n,
+      [&](TcpBootstrap& b) {
+        for (int round = 0; round < kRounds; ++round) {
+          // A different straggler each round.
+          if (b.rank() == round % b.size()) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+          times[(round * 16 + b.rank()) * 2] = now();
+          b.barrier();
+          times[(round * 16 + b.rank()) * 2 + 1] = now();
+        }
+      },
+      env);
   for (int round = 0; round < kRounds; ++round) {
     std::int64_t lastEntry = 0, firstExit = INT64_MAX;
     for (int r = 0; r < n; ++r) {

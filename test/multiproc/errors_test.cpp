@@ -54,44 +54,49 @@ TEST_CASE("a rank that never shows up: Timeout on the others, naming it", "[mult
     if (rank == 0)
       expectError(ErrorCode::Timeout, "missing ranks: 2", [&] { TcpBootstrap b(rank, 3, id, opts(1000)); });
     else
-      expectError(ErrorCode::Aborted, "aborted by rank 0: rendezvous timed out after 1000 ms: 2 of 3 ranks "
-                                      "registered; missing ranks: 2",
+      expectError(ErrorCode::Aborted,
+                  "aborted by rank 0: rendezvous timed out after 1000 ms: 2 of 3 ranks "
+                  "registered; missing ranks: 2",
                   [&] { TcpBootstrap b(rank, 3, id, opts(20000)); });
   }));
 }
 
 TEST_CASE("a rank with another world size: the root fails at once naming the claimant, not a bystander",
           "[multiproc][errors]") {
-  require(test::runRanks(4, [](int rank, const UniqueId& id) {
-    // The deadline is long: only a fail-fast root ends this test in time.
-    if (rank == 3) {
-      // Its hello is refused; it cannot join, whatever it says.
-      expectError(ErrorCode::InvalidArgument,
-                  "rendezvous: refused by the root: cannot connect to rank 0 at 127.0.0.1:" +
-                      std::to_string(id.rootPort()) +
-                      ": rejected us as a member of another world: peer claims rank 3 of 5 ranks; this world has 4",
-                  [&] { TcpBootstrap b(rank, 5, id, opts(30000)); });
-      return;
-    }
-    if (rank == 0)
-      expectError(ErrorCode::InvalidArgument, "rendezvous failed: rank 3 refused: wrong world size, from 127.0.0.1",
-                  [&] { TcpBootstrap b(rank, 4, id, opts(30000)); });
-    else {
-      // A bystander that registered before the refusal is told why; one that
-      // comes after the root has left can only time out.
-      try {
-        TcpBootstrap b(rank, 4, id, opts(3000));
-        expect(false, "joined a world whose root failed");
-      } catch (const Error& e) {
-        std::string msg = e.what();
-        bool told = e.code() == ErrorCode::Aborted && msg.find("rank 3 refused: wrong world size") != std::string::npos;
-        bool late = e.code() == ErrorCode::Timeout || e.code() == ErrorCode::PeerLost;
-        expect(told || late, "bystander: " + msg);
-        expect(msg.find("lost rank " + std::to_string(rank == 1 ? 2 : 1)) == std::string::npos,
-               "no blame on the other bystander: " + msg);
-      }
-    }
-  }, std::chrono::seconds(20)));
+  require(test::runRanks(
+      4,
+      [](int rank, const UniqueId& id) {
+        // The deadline is long: only a fail-fast root ends this test in time.
+        if (rank == 3) {
+          // Its hello is refused; it cannot join, whatever it says.
+          expectError(ErrorCode::InvalidArgument,
+                      "rendezvous: refused by the root: cannot connect to rank 0 at 127.0.0.1:" +
+                          std::to_string(id.rootPort()) +
+                          ": rejected us as a member of another world: peer claims rank 3 of 5 ranks; this world has 4",
+                      [&] { TcpBootstrap b(rank, 5, id, opts(30000)); });
+          return;
+        }
+        if (rank == 0)
+          expectError(ErrorCode::InvalidArgument, "rendezvous failed: rank 3 refused: wrong world size, from 127.0.0.1",
+                      [&] { TcpBootstrap b(rank, 4, id, opts(30000)); });
+        else {
+          // A bystander that registered before the refusal is told why; one that
+          // comes after the root has left can only time out.
+          try {
+            TcpBootstrap b(rank, 4, id, opts(3000));
+            expect(false, "joined a world whose root failed");
+          } catch (const Error& e) {
+            std::string msg = e.what();
+            bool told =
+                e.code() == ErrorCode::Aborted && msg.find("rank 3 refused: wrong world size") != std::string::npos;
+            bool late = e.code() == ErrorCode::Timeout || e.code() == ErrorCode::PeerLost;
+            expect(told || late, "bystander: " + msg);
+            expect(msg.find("lost rank " + std::to_string(rank == 1 ? 2 : 1)) == std::string::npos,
+                   "no blame on the other bystander: " + msg);
+          }
+        }
+      },
+      std::chrono::seconds(20)));
 }
 
 TEST_CASE("a rank holding another job's id: the root's timeout names the refused claimant", "[multiproc][errors]") {
@@ -147,7 +152,8 @@ TEST_CASE("abort from another thread ends blocked calls here and on the peers", 
         b.abort("operator pressed stop");
       });
       int v;
-      expectError(ErrorCode::Aborted, "aborted on this rank: operator pressed stop", [&] { b.recv(&v, sizeof v, 1, 1); });
+      expectError(ErrorCode::Aborted, "aborted on this rank: operator pressed stop",
+                  [&] { b.recv(&v, sizeof v, 1, 1); });
       killer.join();
       expectError(ErrorCode::Aborted, "operator pressed stop", [&] { b.barrier(); });  // future calls too
     } else {
@@ -161,16 +167,19 @@ TEST_CASE("abort from another thread ends blocked calls here and on the peers", 
 TEST_CASE("close() after an abort does not wait for goodbyes from ranks that aborted", "[multiproc][errors]") {
   // The test's deadline (15 s) is far below close()'s (60 s): a close that
   // waited for the aborted ranks' goodbyes would turn into a test failure.
-  require(test::runRanks(4, [](int rank, const UniqueId& id) {
-    TcpBootstrap b(rank, 4, id, opts(60000));
-    b.barrier();
-    if (rank == 1) {
-      b.abort("rank 1 gives up");
-    } else {
-      expectError(ErrorCode::Aborted, "aborted by rank 1: rank 1 gives up", [&] { b.barrier(); });
-    }
-    b.close(std::chrono::milliseconds(60000));
-  }, std::chrono::seconds(15)));
+  require(test::runRanks(
+      4,
+      [](int rank, const UniqueId& id) {
+        TcpBootstrap b(rank, 4, id, opts(60000));
+        b.barrier();
+        if (rank == 1) {
+          b.abort("rank 1 gives up");
+        } else {
+          expectError(ErrorCode::Aborted, "aborted by rank 1: rank 1 gives up", [&] { b.barrier(); });
+        }
+        b.close(std::chrono::milliseconds(60000));
+      },
+      std::chrono::seconds(15)));
 }
 
 TEST_CASE("close() leaves in order: peers confirm, later calls say the bootstrap was closed", "[multiproc][errors]") {
@@ -193,12 +202,14 @@ TEST_CASE("ranks calling different collectives get a Protocol error naming both"
     // Whichever rank notices first fails with Protocol and sends an abort
     // notice carrying its message; the other fails with Aborted and that text.
     if (rank == 0)
-      expectError(ErrorCode::Protocol, "broadcast#1", [&] { b.allgather(v.data(), sizeof(int)); }, ErrorCode::Aborted);
+      expectError(
+          ErrorCode::Protocol, "broadcast#1", [&] { b.allgather(v.data(), sizeof(int)); }, ErrorCode::Aborted);
     else
-      expectError(ErrorCode::Protocol, "allgather#1", [&] { b.broadcast(v.data(), sizeof(int), 0); },
-                  ErrorCode::Aborted);
+      expectError(
+          ErrorCode::Protocol, "allgather#1", [&] { b.broadcast(v.data(), sizeof(int), 0); }, ErrorCode::Aborted);
     // Nothing more runs on a broken communicator.
-    expectError(ErrorCode::Protocol, "allgather#1", [&] { b.barrier(); }, ErrorCode::Aborted);
+    expectError(
+        ErrorCode::Protocol, "allgather#1", [&] { b.barrier(); }, ErrorCode::Aborted);
   }));
 }
 
@@ -209,15 +220,18 @@ TEST_CASE("a rank that only sends in a mismatched collective learns of it at its
     if (rank == 0) {
       // Rank 0 sees rank 1's broadcast frame (Protocol), unless rank 1 saw
       // rank 0's frame first and its abort notice, which names both, came in.
-      expectError(ErrorCode::Protocol, "broadcast#1", [&] { b.allgather(v.data(), sizeof(int)); },
-                  ErrorCode::Aborted);
+      expectError(
+          ErrorCode::Protocol, "broadcast#1", [&] { b.allgather(v.data(), sizeof(int)); }, ErrorCode::Aborted);
     } else {
       // The root only sends: it notices during the call only if rank 0's frame
       // happens to arrive before the call ends; otherwise at its next call.
-      expectError(ErrorCode::Protocol, "allgather#1", [&] {
-        b.broadcast(v.data(), sizeof(int), 1);
-        b.barrier();
-      }, ErrorCode::Aborted);
+      expectError(
+          ErrorCode::Protocol, "allgather#1",
+          [&] {
+            b.broadcast(v.data(), sizeof(int), 1);
+            b.barrier();
+          },
+          ErrorCode::Aborted);
     }
   }));
 }
@@ -227,8 +241,8 @@ TEST_CASE("different sizes in one collective: Protocol error, not truncation", "
     TcpBootstrap b(rank, 2, id, opts(5000));
     std::vector<char> v(64, 1);
     std::size_t bytes = rank == 0 ? 8 : 16;
-    expectError(ErrorCode::Protocol, "bytes), this rank expects", [&] { b.allgather(v.data(), bytes); },
-                ErrorCode::Aborted);
+    expectError(
+        ErrorCode::Protocol, "bytes), this rank expects", [&] { b.allgather(v.data(), bytes); }, ErrorCode::Aborted);
   }));
 }
 
@@ -236,8 +250,10 @@ TEST_CASE("p2p size mismatch: Protocol error naming both sizes", "[multiproc][er
   require(test::runRanks(2, [](int rank, const UniqueId& id) {
     TcpBootstrap b(rank, 2, id, opts(5000));
     std::vector<char> v(64, 1);
-    if (rank == 0) b.send(v.data(), 32, 1, 4);
-    else expectError(ErrorCode::Protocol, "expects 16 bytes", [&] { b.recv(v.data(), 16, 0, 4); });
+    if (rank == 0)
+      b.send(v.data(), 32, 1, 4);
+    else
+      expectError(ErrorCode::Protocol, "expects 16 bytes", [&] { b.recv(v.data(), 16, 0, 4); });
   }));
 }
 

@@ -65,7 +65,8 @@ TEST_CASE("p2p: messages with the same tag are not overtaken", "[multiproc][p2p]
           int v[2] = {-1, -1};
           b.recv(v, sizeof v, src, 5);
           expect(v[0] == src && v[1] == i, "message " + std::to_string(i) + " from rank " + std::to_string(src) +
-                                               " arrived as (" + std::to_string(v[0]) + "," + std::to_string(v[1]) + ")");
+                                               " arrived as (" + std::to_string(v[0]) + "," + std::to_string(v[1]) +
+                                               ")");
         }
     }
   });
@@ -85,7 +86,8 @@ TEST_CASE("p2p: several threads send and receive concurrently", "[multiproc][p2p
             int out[3] = {r, t, i}, in[3] = {-1, -1, -1};
             b.send(out, sizeof out, to, 100 + t);
             b.recv(in, sizeof in, from, 100 + t);
-            if (in[0] != from || in[1] != t || in[2] != i) throw std::runtime_error("thread " + std::to_string(t) + " message " + std::to_string(i));
+            if (in[0] != from || in[1] != t || in[2] != i)
+              throw std::runtime_error("thread " + std::to_string(t) + " message " + std::to_string(i));
           }
         } catch (const std::exception& e) {
           errors[t] = e.what();
@@ -142,38 +144,42 @@ int socketCount() {
 TEST_CASE("p2p: with a budget of one link, messages stay in order across idle closes and reopens",
           "[multiproc][p2p][budget]") {
   const int n = 10, rounds = 8;
-  auto res = test::runRanks(n, [&](int rank, const UniqueId& id) {
-    ::setenv("TETHER_MAX_LINKS", "1", 1);
-    TcpBootstrap b(rank, n, id, opts());
-    if (rank == 1) {
-      for (int round = 0; round < rounds; ++round)
-        for (int dst = 2; dst < n; ++dst) {
-          int out[2] = {round, dst};
-          b.send(out, sizeof out, dst, 7);
-          int back[2] = {-1, -1};
-          b.recv(back, sizeof back, dst, 8);
-          expect(back[0] == round && back[1] == dst, "reply " + std::to_string(round) + " from " + std::to_string(dst));
+  auto res = test::runRanks(
+      n,
+      [&](int rank, const UniqueId& id) {
+        ::setenv("TETHER_MAX_LINKS", "1", 1);
+        TcpBootstrap b(rank, n, id, opts());
+        if (rank == 1) {
+          for (int round = 0; round < rounds; ++round)
+            for (int dst = 2; dst < n; ++dst) {
+              int out[2] = {round, dst};
+              b.send(out, sizeof out, dst, 7);
+              int back[2] = {-1, -1};
+              b.recv(back, sizeof back, dst, 8);
+              expect(back[0] == round && back[1] == dst,
+                     "reply " + std::to_string(round) + " from " + std::to_string(dst));
+            }
+          // Peers may dial us at any time (the budget is soft for incoming
+          // links), but once the closes have lingered out, this rank holds its
+          // listener, its one current link and at most one more: without the
+          // budget it would keep a link to each of ranks 0 and 2..9 (10 sockets).
+          // The deadline only turns a close that never finishes into a failure.
+          int sockets = socketCount();
+          for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+               sockets > 3 && std::chrono::steady_clock::now() < until; sockets = socketCount())
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          expect(sockets <= 3, "at most 3 sockets under a budget of one link, holding " + std::to_string(sockets));
+        } else if (rank >= 2) {
+          for (int round = 0; round < rounds; ++round) {
+            int in[2] = {-1, -1};
+            b.recv(in, sizeof in, 1, 7);
+            expect(in[0] == round && in[1] == rank, "message " + std::to_string(round) + " in order");
+            b.send(in, sizeof in, 1, 8);
+          }
         }
-      // Peers may dial us at any time (the budget is soft for incoming
-      // links), but once the closes have lingered out, this rank holds its
-      // listener, its one current link and at most one more: without the
-      // budget it would keep a link to each of ranks 0 and 2..9 (10 sockets).
-      // The deadline only turns a close that never finishes into a failure.
-      int sockets = socketCount();
-      for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-           sockets > 3 && std::chrono::steady_clock::now() < until; sockets = socketCount())
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      expect(sockets <= 3, "at most 3 sockets under a budget of one link, holding " + std::to_string(sockets));
-    } else if (rank >= 2) {
-      for (int round = 0; round < rounds; ++round) {
-        int in[2] = {-1, -1};
-        b.recv(in, sizeof in, 1, 7);
-        expect(in[0] == round && in[1] == rank, "message " + std::to_string(round) + " in order");
-        b.send(in, sizeof in, 1, 8);
-      }
-    }
-    b.barrier();
-  }, std::chrono::seconds(120));
+        b.barrier();
+      },
+      std::chrono::seconds(120));
   INFO(test::summary(res));
   REQUIRE(test::allOk(res));
 }

@@ -14,7 +14,7 @@
 int main(int argc, char** argv) {
   if (argc >= 3 && std::strcmp(argv[1], "--expect-error") == 0) {
     const auto want = argc > 3 && std::strcmp(argv[3], "timeout") == 0 ? tether::ErrorCode::Timeout
-                                                                         : tether::ErrorCode::InvalidArgument;
+                                                                       : tether::ErrorCode::InvalidArgument;
     try {
       auto b = tether::TcpBootstrap::fromEnvironment();
       std::fprintf(stderr, "FAIL: fromEnvironment succeeded without a PMIx launcher\n");

@@ -113,8 +113,7 @@ void split(TcpBootstrap& b) {
 
 }  // namespace
 
-TEST_CASE("256 forked ranks: tree rendezvous, every collective, sockets within the link budget",
-          "[multiproc][scale]") {
+TEST_CASE("256 forked ranks: tree rendezvous, every collective, sockets within the link budget", "[multiproc][scale]") {
   ::setenv("TETHER_RENDEZVOUS", "tree", 1);
   ::setenv("TETHER_MAX_LINKS", std::to_string(kBudget).c_str(), 1);
   // alltoallv pairwise (its 8-byte blocks count as large): linear posts every
@@ -142,9 +141,10 @@ TEST_CASE("256 forked ranks: tree rendezvous, every collective, sockets within t
         allgather(b), peak.sample("allgather");
         b.barrier();
         // The links, the listening socket and the soft budget's slack.
-        expect(peak.sockets <= kBudget + 1 + kSlack, "rank " + std::to_string(rank) + ": " + std::to_string(peak.sockets) +
-                                                " sockets open after " + peak.after + ", budget " +
-                                                std::to_string(kBudget) + " links + 1 listener + " + std::to_string(kSlack));
+        expect(peak.sockets <= kBudget + 1 + kSlack, "rank " + std::to_string(rank) + ": " +
+                                                         std::to_string(peak.sockets) + " sockets open after " +
+                                                         peak.after + ", budget " + std::to_string(kBudget) +
+                                                         " links + 1 listener + " + std::to_string(kSlack));
       },
       std::chrono::seconds(170));
   INFO(test::summary(res));

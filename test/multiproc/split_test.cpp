@@ -62,16 +62,31 @@ TEST_CASE("subset barrier runs while other ranks do something else", "[multiproc
     TcpBootstrap b(rank, 5, id, o);
     std::vector<int> subset = {3, 0, 2};  // any order
     for (int round = 0; round < 4; ++round) {
-      if (rank == 0 || rank == 2 || rank == 3) b.barrier(subset);
-      else if (rank == 1) { int v = round; b.send(&v, sizeof v, 4, 1); }
-      else { int v = -1; b.recv(&v, sizeof v, 1, 1); expect(v == round, "p2p beside subset barrier"); }
+      if (rank == 0 || rank == 2 || rank == 3)
+        b.barrier(subset);
+      else if (rank == 1) {
+        int v = round;
+        b.send(&v, sizeof v, 4, 1);
+      } else {
+        int v = -1;
+        b.recv(&v, sizeof v, 1, 1);
+        expect(v == round, "p2p beside subset barrier");
+      }
     }
     b.barrier();  // the subset barriers consumed no collective ids of the whole world
     bool threw = false;
-    try { b.barrier({0, 1, 1}); } catch (const Error& e) { threw = e.code() == ErrorCode::InvalidArgument; }
+    try {
+      b.barrier({0, 1, 1});
+    } catch (const Error& e) {
+      threw = e.code() == ErrorCode::InvalidArgument;
+    }
     expect(threw, "duplicate rank in subset rejected");
     threw = false;
-    try { b.barrier({(rank + 1) % 5}); } catch (const Error& e) { threw = e.code() == ErrorCode::InvalidArgument; }
+    try {
+      b.barrier({(rank + 1) % 5});
+    } catch (const Error& e) {
+      threw = e.code() == ErrorCode::InvalidArgument;
+    }
     expect(threw, "subset without the caller rejected");
   });
   INFO(test::summary(res));

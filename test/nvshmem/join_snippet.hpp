@@ -11,8 +11,10 @@ template <class ShareUid>
 int joinWithPlugin(const char* path, bootstrap_handle_t* handle, int rank, int nranks, ShareUid shareUid) {
   void* plugin = dlopen(path, RTLD_NOW | RTLD_LOCAL);  // stays loaded, as NVSHMEM keeps it
   if (!plugin) return -1;
-  auto preInit = reinterpret_cast<int (*)(bootstrap_handle_t*, int)>(dlsym(plugin, "nvshmemi_bootstrap_plugin_pre_init"));
-  auto init = reinterpret_cast<int (*)(void*, bootstrap_handle_t*, int)>(dlsym(plugin, "nvshmemi_bootstrap_plugin_init"));
+  auto preInit =
+      reinterpret_cast<int (*)(bootstrap_handle_t*, int)>(dlsym(plugin, "nvshmemi_bootstrap_plugin_pre_init"));
+  auto init =
+      reinterpret_cast<int (*)(void*, bootstrap_handle_t*, int)>(dlsym(plugin, "nvshmemi_bootstrap_plugin_init"));
   if (!preInit || !init) return -1;
   const int abi = 30000;  // 3.0.0
   int rc = preInit(handle, abi);

@@ -26,7 +26,8 @@ std::uint64_t iterations() {
 
 }  // namespace
 
-TEST_CASE("alltoall of 64-byte records + barrier through the plug-in and chaos proxies swaps no record on 8 ranks", "[nvshmem][nvshmem-plugin]") {
+TEST_CASE("alltoall of 64-byte records + barrier through the plug-in and chaos proxies swaps no record on 8 ranks",
+          "[nvshmem][nvshmem-plugin]") {
   StressConfig config;
   config.nranks = 8;
   config.iterations = iterations();
@@ -54,12 +55,13 @@ TEST_CASE("alltoall of 64-byte records + barrier through the plug-in and chaos p
     total.proxyReordered += tallies[r].proxyReordered;
     CHECK(tallies[r].iterations == config.iterations);
   }
-  std::printf("nvshmem plug-in: %d ranks, %llu iterations of alltoall(64 B records) + barrier in %.1f s; "
-              "%llu records checked, %llu swapped; proxies: %llu connections, %llu pieces, %llu reordered batches\n",
-              config.nranks, static_cast<unsigned long long>(config.iterations), seconds,
-              static_cast<unsigned long long>(total.records), static_cast<unsigned long long>(total.swapped),
-              static_cast<unsigned long long>(total.proxyAccepted), static_cast<unsigned long long>(total.proxyPieces),
-              static_cast<unsigned long long>(total.proxyReordered));
+  std::printf(
+      "nvshmem plug-in: %d ranks, %llu iterations of alltoall(64 B records) + barrier in %.1f s; "
+      "%llu records checked, %llu swapped; proxies: %llu connections, %llu pieces, %llu reordered batches\n",
+      config.nranks, static_cast<unsigned long long>(config.iterations), seconds,
+      static_cast<unsigned long long>(total.records), static_cast<unsigned long long>(total.swapped),
+      static_cast<unsigned long long>(total.proxyAccepted), static_cast<unsigned long long>(total.proxyPieces),
+      static_cast<unsigned long long>(total.proxyReordered));
   freeTallies(tallies, config.nranks);
   INFO(summary(results));
   CHECK(allOk(results));
@@ -68,7 +70,8 @@ TEST_CASE("alltoall of 64-byte records + barrier through the plug-in and chaos p
   CHECK(total.proxyAccepted > 0);  // links really went through the proxies
 }
 
-TEST_CASE("global_exit from one rank aborts the others' barrier naming it, and exits with the status", "[nvshmem][nvshmem-plugin]") {
+TEST_CASE("global_exit from one rank aborts the others' barrier naming it, and exits with the status",
+          "[nvshmem][nvshmem-plugin]") {
   const int nranks = 4, victim = 2, status = 7;
   UidPipes pipes(nranks);
   std::fflush(nullptr);
@@ -79,7 +82,8 @@ TEST_CASE("global_exit from one rank aborts the others' barrier naming it, and e
   for (const auto& r : results) CHECK(r.exitCode == (r.rank == victim ? status : 0));
 }
 
-TEST_CASE("the plug-in refuses a loader of another ABI major version and accepts another minor", "[nvshmem][nvshmem-plugin]") {
+TEST_CASE("the plug-in refuses a loader of another ABI major version and accepts another minor",
+          "[nvshmem][nvshmem-plugin]") {
   NvshmemPlugin plugin;
   bootstrap_handle_t handle{};
   CHECK(plugin.preInit(&handle, 20000) != 0);
@@ -102,7 +106,8 @@ TEST_CASE("the plug-in refuses a loader of another ABI major version and accepts
   CHECK(mine.get_unique_id != nullptr);
 }
 
-TEST_CASE("bad arguments to the plug-in return non-zero with a message instead of exiting", "[nvshmem][nvshmem-plugin]") {
+TEST_CASE("bad arguments to the plug-in return non-zero with a message instead of exiting",
+          "[nvshmem][nvshmem-plugin]") {
   NvshmemPlugin plugin;
   bootstrap_handle_t handle{};
   CHECK(plugin.preInit(nullptr, TETHER_NVSHMEM_ABI_VERSION) != 0);

@@ -99,8 +99,10 @@ void call(int rc, const NvshmemPlugin& plugin, const std::string& what) {
 // NVSHMEM's unique-id sequence (join_snippet.hpp, shown in docs/integration.md).
 void join(NvshmemPlugin& plugin, bootstrap_handle_t& handle, int rank, int nranks, const UidPipes& pipes) {
   int rc = joinWithPlugin(NvshmemPlugin::path().c_str(), &handle, rank, nranks, [&](unsigned char* uid) {
-    if (rank == 0) pipes.send(uid);
-    else pipes.receive(rank, uid, std::chrono::seconds(30));
+    if (rank == 0)
+      pipes.send(uid);
+    else
+      pipes.receive(rank, uid, std::chrono::seconds(30));
   });
   call(rc, plugin, "joining through the plug-in");
   expect(handle.pre_init_ops && handle.pre_init_ops->get_unique_id, "pre_init set no get_unique_id");
@@ -141,7 +143,8 @@ void stressRank(int rank, const StressConfig& config, const UidPipes& pipes, Ran
   std::uint64_t mine = 0xA11000 + static_cast<std::uint64_t>(rank);
   std::vector<std::uint64_t> all(static_cast<std::size_t>(n), 0);
   call(h.allgather(&mine, all.data(), sizeof mine, &h), plugin, "allgather");
-  for (int r = 0; r < n; ++r) expect(all[static_cast<std::size_t>(r)] == 0xA11000u + r, "allgather block " + std::to_string(r));
+  for (int r = 0; r < n; ++r)
+    expect(all[static_cast<std::size_t>(r)] == 0xA11000u + r, "allgather block " + std::to_string(r));
 
   // 64-byte records like the queue-pair information runtimes exchange, each
   // naming source, destination and iteration and carrying a checksum

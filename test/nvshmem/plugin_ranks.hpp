@@ -12,7 +12,7 @@ namespace tether::test {
 struct UidPipes {
   explicit UidPipes(int nranks);
   ~UidPipes();
-  void send(const unsigned char* uid) const;                                     // rank 0
+  void send(const unsigned char* uid) const;                                         // rank 0
   void receive(int rank, unsigned char* uid, std::chrono::milliseconds wait) const;  // others
   std::vector<int> readEnds, writeEnds;
 };

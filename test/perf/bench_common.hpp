@@ -36,11 +36,16 @@ inline Op parseOp(const std::string& name) {
 
 inline const char* opName(Op op) {
   switch (op) {
-    case Op::Allgather: return "allgather";
-    case Op::Alltoall: return "alltoall";
-    case Op::Barrier: return "barrier";
-    case Op::Broadcast: return "broadcast";
-    case Op::Sendrecv: return "sendrecv";
+    case Op::Allgather:
+      return "allgather";
+    case Op::Alltoall:
+      return "alltoall";
+    case Op::Barrier:
+      return "barrier";
+    case Op::Broadcast:
+      return "broadcast";
+    case Op::Sendrecv:
+      return "sendrecv";
   }
   return "?";
 }
@@ -59,15 +64,16 @@ struct Options {
 // Throws std::invalid_argument with a message for the user; prints help and exits on --help.
 inline Options parseOptions(const char* program, int argc, char** argv) {
   cxxopts::Options spec(program, "Bootstrap latency benchmark: init time and per-op latency");
-  spec.add_options()
-      ("nranks", "number of ranks", cxxopts::value<int>())
-      ("op", "allgather|alltoall|barrier|broadcast|sendrecv (comma list)", cxxopts::value<std::vector<std::string>>()->default_value("allgather"))
-      ("bytes", "bytes per rank (allgather/alltoall) or message size (comma list)", cxxopts::value<std::vector<std::size_t>>()->default_value("64"))
-      ("iters", "timed iterations", cxxopts::value<int>()->default_value("1000"))
-      ("warmup", "untimed iterations first (the first one opens connections)", cxxopts::value<int>()->default_value("50"))
-      ("timeout-ms", "deadline of each call (tether-bench: the whole run gets twice that + 10 s)", cxxopts::value<long long>()->default_value("60000"))
-      ("json", "one JSON object per line")
-      ("h,help", "this help");
+  spec.add_options()("nranks", "number of ranks", cxxopts::value<int>())(
+      "op", "allgather|alltoall|barrier|broadcast|sendrecv (comma list)",
+      cxxopts::value<std::vector<std::string>>()->default_value("allgather"))(
+      "bytes", "bytes per rank (allgather/alltoall) or message size (comma list)",
+      cxxopts::value<std::vector<std::size_t>>()->default_value("64"))("iters", "timed iterations",
+                                                                       cxxopts::value<int>()->default_value("1000"))(
+      "warmup", "untimed iterations first (the first one opens connections)",
+      cxxopts::value<int>()->default_value("50"))(
+      "timeout-ms", "deadline of each call (tether-bench: the whole run gets twice that + 10 s)",
+      cxxopts::value<long long>()->default_value("60000"))("json", "one JSON object per line")("h,help", "this help");
   cxxopts::ParseResult args;
   try {
     args = spec.parse(argc, argv);
@@ -140,20 +146,26 @@ inline void summarize(const std::vector<std::vector<double>>& perRank, Result& r
 inline void print(const Result& r, bool json) {
   auto round3 = [](double v) { return std::round(v * 1000.0) / 1000.0; };
   if (json) {
-    nlohmann::json line = {{"impl", r.impl}, {"op", opName(r.op)}, {"nranks", r.nranks},
-                           {"bytes", r.bytes}, {"iters", r.iters}, {"init_ms", round3(r.initMs)},
-                           {"first_us", round3(r.firstUs)}, {"median_us", round3(r.medianUs)},
-                           {"p99_us", round3(r.p99Us)}, {"max_us", round3(r.maxUs)}};
+    nlohmann::json line = {{"impl", r.impl},
+                           {"op", opName(r.op)},
+                           {"nranks", r.nranks},
+                           {"bytes", r.bytes},
+                           {"iters", r.iters},
+                           {"init_ms", round3(r.initMs)},
+                           {"first_us", round3(r.firstUs)},
+                           {"median_us", round3(r.medianUs)},
+                           {"p99_us", round3(r.p99Us)},
+                           {"max_us", round3(r.maxUs)}};
     if (r.initMinMs >= 0) line["init_min_ms"] = round3(r.initMinMs);
     if (r.maxFds >= 0) line["max_fds"] = r.maxFds;
     if (r.maxRssKb >= 0) line["max_rss_kb"] = r.maxRssKb;
     std::cout << line.dump() << std::endl;
     return;
   }
-  std::printf("%-7s %-10s nranks=%-4d bytes=%-8zu iters=%-6d init=%9.3f ms  first=%10.1f us  "
-              "median=%9.2f us  p99=%9.2f us  max=%9.2f us\n",
-              r.impl.c_str(), opName(r.op), r.nranks, r.bytes, r.iters, r.initMs, r.firstUs,
-              r.medianUs, r.p99Us, r.maxUs);
+  std::printf(
+      "%-7s %-10s nranks=%-4d bytes=%-8zu iters=%-6d init=%9.3f ms  first=%10.1f us  "
+      "median=%9.2f us  p99=%9.2f us  max=%9.2f us\n",
+      r.impl.c_str(), opName(r.op), r.nranks, r.bytes, r.iters, r.initMs, r.firstUs, r.medianUs, r.p99Us, r.maxUs);
   if (r.maxFds >= 0) std::printf("        max_fds=%ld max_rss_kb=%ld\n", r.maxFds, r.maxRssKb);
   std::fflush(stdout);
 }

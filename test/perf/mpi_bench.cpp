@@ -42,8 +42,12 @@ std::vector<double> timeOp(Op op, std::size_t bytes, int count, int rank, int si
       case Op::Alltoall:
         MPI_Alltoall(data.data(), b, MPI_BYTE, received.data(), b, MPI_BYTE, MPI_COMM_WORLD);
         break;
-      case Op::Barrier: MPI_Barrier(MPI_COMM_WORLD); break;
-      case Op::Broadcast: MPI_Bcast(data.data(), b, MPI_BYTE, 0, MPI_COMM_WORLD); break;
+      case Op::Barrier:
+        MPI_Barrier(MPI_COMM_WORLD);
+        break;
+      case Op::Broadcast:
+        MPI_Bcast(data.data(), b, MPI_BYTE, 0, MPI_COMM_WORLD);
+        break;
       case Op::Sendrecv:
         if (rank == 0) {
           MPI_Send(data.data(), b, MPI_BYTE, 1, pingTag, MPI_COMM_WORLD);
@@ -82,7 +86,8 @@ int main(int argc, char** argv) {
       if (op == Op::Sendrecv && size < 2) throw std::invalid_argument("sendrecv needs at least 2 ranks");
     }
     for (std::size_t bytes : options.bytes) {
-      if (bytes > static_cast<std::size_t>(1) << 30) throw std::invalid_argument("--bytes too large for MPI int counts");
+      if (bytes > static_cast<std::size_t>(1) << 30)
+        throw std::invalid_argument("--bytes too large for MPI int counts");
     }
   } catch (const std::exception& e) {
     if (rank == 0) std::fprintf(stderr, "mpi-bench: %s\n", e.what());

@@ -123,7 +123,8 @@ int main(int argc, char** argv) {
     for (std::size_t bytes : o.bytes) {
       std::vector<testnet::Fd> listeners;
       std::vector<std::uint16_t> ports(static_cast<std::size_t>(o.nranks));
-      for (int r = 0; r < o.nranks; ++r) listeners.push_back(testnet::listenOn("127.0.0.1", ports[static_cast<std::size_t>(r)]));
+      for (int r = 0; r < o.nranks; ++r)
+        listeners.push_back(testnet::listenOn("127.0.0.1", ports[static_cast<std::size_t>(r)]));
       std::vector<pid_t> children;
       for (int r = 0; r < o.nranks; ++r) {
         pid_t pid = ::fork();

@@ -66,10 +66,18 @@ std::vector<double> timeOp(tether::Bootstrap& b, Op op, std::size_t bytes, int c
   for (int i = 0; i < count; ++i) {
     const auto start = Clock::now();
     switch (op) {
-      case Op::Allgather: b.allgather(data.data(), bytes); break;
-      case Op::Alltoall: b.alltoall(data.data(), received.data(), bytes); break;
-      case Op::Barrier: b.barrier(); break;
-      case Op::Broadcast: b.broadcast(data.data(), bytes, 0); break;
+      case Op::Allgather:
+        b.allgather(data.data(), bytes);
+        break;
+      case Op::Alltoall:
+        b.alltoall(data.data(), received.data(), bytes);
+        break;
+      case Op::Barrier:
+        b.barrier();
+        break;
+      case Op::Broadcast:
+        b.broadcast(data.data(), bytes, 0);
+        break;
       case Op::Sendrecv:
         if (b.rank() == 0) {
           b.send(data.data(), bytes, 1, pingTag);
@@ -161,8 +169,7 @@ int waitForRanks(std::map<pid_t, int>& children, const sigset_t& chld, Clock::ti
       if (it == children.end()) continue;
       if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         std::fprintf(stderr, "tether-bench: rank %d failed (%s %d)\n", it->second,
-                     WIFEXITED(status) ? "exit" : "signal",
-                     WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+                     WIFEXITED(status) ? "exit" : "signal", WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
         ++failed;
       }
       children.erase(it);

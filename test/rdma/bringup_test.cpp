@@ -138,8 +138,7 @@ TEST_CASE("two ranks connect RESET->INIT->RTR->RTS and RDMA-write each other", "
     std::vector<unsigned char> src(256), dst(256, 0);
     std::iota(src.begin(), src.end(), 0);
     MemoryRegion srcMr(a.context, src.data(), src.size(), IBV_ACCESS_LOCAL_WRITE);
-    MemoryRegion dstMr(b.context, dst.data(), dst.size(),
-                       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    MemoryRegion dstMr(b.context, dst.data(), dst.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
     const MrRecord remote = decodeMrRecord(encode(dstMr.record()).data());
     a.qp.postWrite(src.data() + 16, 100, srcMr.lkey(), remote.addr + 50, remote.rkey);
     a.context.waitCompletions(1, 2s);

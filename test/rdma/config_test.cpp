@@ -12,9 +12,9 @@ using namespace tether::rdma;
 
 namespace {
 
-const char* const kVars[] = {"TETHER_IB_HCA", "TETHER_IB_GID_INDEX", "TETHER_IB_ADDR_FAMILY",
-                             "TETHER_IB_TIMEOUT", "TETHER_IB_RETRY_CNT", "TETHER_IB_RNR_RETRY",
-                             "TETHER_IB_MIN_RNR_TIMER", "TETHER_IB_SL", "TETHER_IB_TC",
+const char* const kVars[] = {"TETHER_IB_HCA",           "TETHER_IB_GID_INDEX", "TETHER_IB_ADDR_FAMILY",
+                             "TETHER_IB_TIMEOUT",       "TETHER_IB_RETRY_CNT", "TETHER_IB_RNR_RETRY",
+                             "TETHER_IB_MIN_RNR_TIMER", "TETHER_IB_SL",        "TETHER_IB_TC",
                              "TETHER_IB_RD_ATOMIC"};
 
 // Clears the variables on entry and exit.

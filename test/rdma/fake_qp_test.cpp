@@ -131,8 +131,9 @@ TEST_CASE("every required bit missing from a transition is EINVAL and changes no
       if (step.mask != kInitMask) REQUIRE(q.modify(q.initAttr(), kInitMask) == 0);
       if (step.mask == kRtsMask) REQUIRE(q.modify(q.rtrAttr(0x99), kRtrMask) == 0);
       const ibv_qp_state before = q.state();
-      const ibv_qp_attr attr = step.mask == kInitMask ? q.initAttr()
-                               : step.mask == kRtrMask ? q.rtrAttr(0x99) : q.rtsAttr();
+      const ibv_qp_attr attr = step.mask == kInitMask  ? q.initAttr()
+                               : step.mask == kRtrMask ? q.rtrAttr(0x99)
+                                                       : q.rtsAttr();
       INFO(step.name << " without " << describeQpAttrMask(bit));
       CHECK(q.modify(attr, step.mask & ~bit) == EINVAL);
       CHECK(q.state() == before);
@@ -143,15 +144,15 @@ TEST_CASE("every required bit missing from a transition is EINVAL and changes no
 
 TEST_CASE("a bit the transition does not accept is EINVAL", "[rdma][fake]") {
   RawQp q;
-  CHECK(q.modify(q.initAttr(), kInitMask | IBV_QP_QKEY) == EINVAL);           // QKEY is for UD
-  CHECK(q.modify(q.initAttr(), kInitMask | IBV_QP_PATH_MTU) == EINVAL);       // too early
+  CHECK(q.modify(q.initAttr(), kInitMask | IBV_QP_QKEY) == EINVAL);      // QKEY is for UD
+  CHECK(q.modify(q.initAttr(), kInitMask | IBV_QP_PATH_MTU) == EINVAL);  // too early
   REQUIRE(q.modify(q.initAttr(), kInitMask) == 0);
-  CHECK(q.modify(q.rtrAttr(0x99), kRtrMask | IBV_QP_SQ_PSN) == EINVAL);       // belongs to RTS
-  CHECK(q.modify(q.rtrAttr(0x99), kRtrMask | IBV_QP_PORT) == EINVAL);         // not after INIT
+  CHECK(q.modify(q.rtrAttr(0x99), kRtrMask | IBV_QP_SQ_PSN) == EINVAL);  // belongs to RTS
+  CHECK(q.modify(q.rtrAttr(0x99), kRtrMask | IBV_QP_PORT) == EINVAL);    // not after INIT
   REQUIRE(q.modify(q.rtrAttr(0x99), kRtrMask) == 0);
-  CHECK(q.modify(q.rtsAttr(), kRtsMask | IBV_QP_DEST_QPN) == EINVAL);         // belongs to RTR
+  CHECK(q.modify(q.rtsAttr(), kRtsMask | IBV_QP_DEST_QPN) == EINVAL);  // belongs to RTR
   CHECK(q.modify(q.rtsAttr(), kRtsMask | IBV_QP_AV) == EINVAL);
-  CHECK(q.modify(q.rtsAttr(), kRtsMask | IBV_QP_MIN_RNR_TIMER) == 0);         // optional at RTS
+  CHECK(q.modify(q.rtsAttr(), kRtsMask | IBV_QP_MIN_RNR_TIMER) == 0);  // optional at RTS
   CHECK(q.verbs.modifyQpRejected() == 6);
 }
 
@@ -160,20 +161,20 @@ TEST_CASE("skipping a state or going backwards is EINVAL", "[rdma][fake]") {
   CHECK(q.modify(q.rtrAttr(0x99), kRtrMask) == EINVAL);  // RESET->RTR
   CHECK(q.modify(q.rtsAttr(), kRtsMask) == EINVAL);      // RESET->RTS
   REQUIRE(q.modify(q.initAttr(), kInitMask) == 0);
-  CHECK(q.modify(q.rtsAttr(), kRtsMask) == EINVAL);      // INIT->RTS
+  CHECK(q.modify(q.rtsAttr(), kRtsMask) == EINVAL);  // INIT->RTS
   REQUIRE(q.modify(q.rtrAttr(0x99), kRtrMask) == 0);
   ibv_qp_attr back = q.initAttr();
-  CHECK(q.modify(back, IBV_QP_STATE) == EINVAL);         // RTR->INIT
+  CHECK(q.modify(back, IBV_QP_STATE) == EINVAL);  // RTR->INIT
   ibv_qp_attr wrongCurrent = q.rtsAttr();
   wrongCurrent.cur_qp_state = IBV_QPS_INIT;
   CHECK(q.modify(wrongCurrent, kRtsMask | IBV_QP_CUR_STATE) == EINVAL);
   ibv_qp_attr err{};
   err.qp_state = IBV_QPS_ERR;
-  CHECK(q.modify(err, IBV_QP_STATE) == 0);               // any -> ERR
+  CHECK(q.modify(err, IBV_QP_STATE) == 0);  // any -> ERR
   ibv_qp_attr reset{};
   reset.qp_state = IBV_QPS_RESET;
   CHECK(q.modify(reset, IBV_QP_STATE | IBV_QP_PORT) == EINVAL);
-  CHECK(q.modify(reset, IBV_QP_STATE) == 0);             // any -> RESET
+  CHECK(q.modify(reset, IBV_QP_STATE) == 0);  // any -> RESET
   CHECK(q.state() == IBV_QPS_RESET);
 }
 

@@ -40,8 +40,8 @@ TEST_CASE("fake mode: N x (N-1) QPs at RTS and a checked RDMA-write all-gather",
       CHECK(ms >= 0.0);
       phases.push_back(name);
     }
-    CHECK(phases == std::vector<std::string>{"device-check", "open-device", "qp-create", "qp-exchange", "qp-connect", "mr-exchange",
-                                             "barrier", "rdma-write", "check"});
+    CHECK(phases == std::vector<std::string>{"device-check", "open-device", "qp-create", "qp-exchange", "qp-connect",
+                                             "mr-exchange", "barrier", "rdma-write", "check"});
   });
   CHECK(qps.load() == n * (n - 1));
   CHECK(checked.load() == n);

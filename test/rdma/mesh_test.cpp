@@ -58,7 +58,8 @@ TEST_CASE("every rank brings N-1 RC QPs to RTS and RDMA-writes an all-gather", "
         rdmaWriteAllgather(boot, context, mesh, mr, kBlock, records);
         for (int r = 0; r < n; ++r)
           for (std::size_t i = 0; i < kBlock; ++i)
-            if (buffer[r * kBlock + i] != pattern(r, i)) FAIL("rank " << boot.rank() << " block " << r << " byte " << i);
+            if (buffer[r * kBlock + i] != pattern(r, i))
+              FAIL("rank " << boot.rank() << " block " << r << " byte " << i);
         boot.barrier();  // no rank tears its MR down while others may still write
       });
       CHECK(atRts.load() == n * (n - 1));

@@ -24,8 +24,8 @@ int main() {
   }
   try {
     Context context(*verbs, Config::fromEnvironment(), 0, 2);
-    std::printf("device %s, link layer %d, GID index %d: %s\n", context.where().c_str(),
-                context.portAttr().link_layer, context.gid().index, context.gid().reason.c_str());
+    std::printf("device %s, link layer %d, GID index %d: %s\n", context.where().c_str(), context.portAttr().link_layer,
+                context.gid().index, context.gid().reason.c_str());
     // Rank 0 talking to "peer 0": both QPs live here, so records name this rank on both ends.
     QueuePair a(context, 0), b(context, 0);
     a.connect(b.localRecord());

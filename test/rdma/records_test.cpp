@@ -28,13 +28,13 @@ TEST_CASE("QpRecord encodes every field little-endian at its documented offset",
   const auto b = encode(sampleRecord());
   REQUIRE(b.size() == 64);
   CHECK(std::string(b.begin(), b.begin() + 4) == "TQPR");
-  CHECK((b[4] == 1 && b[5] == 0));          // version
-  CHECK((b[6] == 64 && b[7] == 0));         // size
-  CHECK((b[8] == 0x04 && b[11] == 0x01));   // srcRank
-  CHECK(b[12] == 7);                        // dstRank
+  CHECK((b[4] == 1 && b[5] == 0));                                         // version
+  CHECK((b[6] == 64 && b[7] == 0));                                        // size
+  CHECK((b[8] == 0x04 && b[11] == 0x01));                                  // srcRank
+  CHECK(b[12] == 7);                                                       // dstRank
   CHECK((b[16] == 0x56 && b[17] == 0x34 && b[18] == 0x12 && b[19] == 0));  // qpn
   CHECK((b[20] == 0xef && b[21] == 0xcd && b[22] == 0xab));                // psn
-  CHECK((b[24] == 0xef && b[25] == 0xbe));  // lid
+  CHECK((b[24] == 0xef && b[25] == 0xbe));                                 // lid
   CHECK(b[26] == 2);
   CHECK(b[27] == 2);
   CHECK(b[28] == 3);

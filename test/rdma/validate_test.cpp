@@ -84,7 +84,11 @@ TEST_CASE("each invalid field is named with its value", "[rdma][validate]") {
       {"wrong size", [](QpRecord& r) { r.size = 48; }, "size = 48"},
       {"another rank's record", [](QpRecord& r) { r.srcRank = 4; }, "srcRank = 4"},
       {"a record meant for another rank", [](QpRecord& r) { r.dstRank = 3; }, "dstRank = 3"},
-      {"link layer InfiniBand vs Ethernet", [](QpRecord& r) { r.linkLayer = IBV_LINK_LAYER_INFINIBAND; r.lid = 9; },
+      {"link layer InfiniBand vs Ethernet",
+       [](QpRecord& r) {
+         r.linkLayer = IBV_LINK_LAYER_INFINIBAND;
+         r.lid = 9;
+       },
        "linkLayer = 1"},
       {"unknown link layer", [](QpRecord& r) { r.linkLayer = 0; }, "linkLayer = 0"},
       {"MTU 0", [](QpRecord& r) { r.activeMtu = 0; }, "activeMtu = 0"},

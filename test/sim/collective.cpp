@@ -32,7 +32,10 @@ Key keyOf(int rank, int src, std::uint32_t call, std::uint32_t step) {
 class Run final : public Protocol {
  public:
   Run(Engine& engine, const CollectiveSpec& spec, const Planner& planner)
-      : engine_(engine), spec_(spec), planner_(planner), ranks_(static_cast<std::size_t>(engine.simulated())),
+      : engine_(engine),
+        spec_(spec),
+        planner_(planner),
+        ranks_(static_cast<std::size_t>(engine.simulated())),
         callMax_(static_cast<std::size_t>(std::max(1, spec.calls)), 0) {}
 
   void start() {
@@ -49,8 +52,8 @@ class Run final : public Protocol {
       return;
     }
     if (it->second != 0)
-      throw std::runtime_error(fmt::format("rank {}: two frames from rank {} for call {} step {}", rank, m.src, m.call,
-                                           m.step));
+      throw std::runtime_error(
+          fmt::format("rank {}: two frames from rank {} for call {} step {}", rank, m.src, m.call, m.step));
     waiting_.erase(it);
     --s.pendingRecvs;
     s.newDepth = std::max(s.newDepth, m.depth);
@@ -78,15 +81,15 @@ class Run final : public Protocol {
     for (std::size_t r = 0; r < ranks_.size(); ++r) {
       const RankRun& s = ranks_[r];
       if (!s.done)
-        throw std::runtime_error(fmt::format(
-            "rank {} never finished: call {} at step {} of {}, waiting for {} receive(s) and {} send(s)", r, s.call,
-            s.pc, s.steps.size(), s.pendingRecvs, s.pendingSends));
+        throw std::runtime_error(
+            fmt::format("rank {} never finished: call {} at step {} of {}, waiting for {} receive(s) and {} send(s)", r,
+                        s.call, s.pc, s.steps.size(), s.pendingRecvs, s.pendingSends));
     }
     if (!waiting_.empty()) {
       const Key& k = waiting_.begin()->first;
-      throw std::runtime_error(fmt::format("{} frame(s) nobody received, e.g. at rank {} from rank {} (call {} step {})",
-                                           waiting_.size(), k.ranks >> 32, k.ranks & 0xffffffffu, k.position >> 32,
-                                           k.position & 0xffffffffu));
+      throw std::runtime_error(
+          fmt::format("{} frame(s) nobody received, e.g. at rank {} from rank {} (call {} step {})", waiting_.size(),
+                      k.ranks >> 32, k.ranks & 0xffffffffu, k.position >> 32, k.position & 0xffffffffu));
     }
   }
 
@@ -103,8 +106,8 @@ class Run final : public Protocol {
     std::vector<CStep> steps;
     std::uint32_t pc = 0, call = 0;
     std::uint32_t pendingRecvs = 0, pendingSends = 0;
-    std::uint32_t depth = 0;     // longest chain of messages behind this rank, as of its last settle
-    std::uint32_t newDepth = 0;  // ... including what arrived since
+    std::uint32_t depth = 0;        // longest chain of messages behind this rank, as of its last settle
+    std::uint32_t newDepth = 0;     // ... including what arrived since
     std::uint64_t copyBytes = 0;    // copies not yet paid for
     std::uint64_t copiedTotal = 0;  // over all calls
     Time started = 0;
@@ -131,13 +134,15 @@ class Run final : public Protocol {
       if (s.copyBytes) return copy(rank, s);  // copies run in order, before what follows them
       switch (st.kind) {
         case CStep::Send:
-          if (st.peer == rank)
-            throw std::logic_error(fmt::format("rank {} sends to itself", rank));
+          if (st.peer == rank) throw std::logic_error(fmt::format("rank {} sends to itself", rank));
           ++s.pc;
           ++s.pendingSends;
           engine_.send(rank, st.peer, st.bytes, Frame{st.step, s.call, s.depth + 1, 0, {}});
           break;
-        case CStep::Recv: ++s.pc; post(rank, s, st); break;
+        case CStep::Recv:
+          ++s.pc;
+          post(rank, s, st);
+          break;
         case CStep::Settle:
           if (s.pendingSends || s.pendingRecvs) {
             s.waiting = true;
@@ -146,7 +151,8 @@ class Run final : public Protocol {
           ++s.pc;
           s.depth = std::max(s.depth, s.newDepth);
           break;
-        case CStep::Local: break;
+        case CStep::Local:
+          break;
       }
     }
     if (s.copyBytes) return copy(rank, s);
@@ -167,8 +173,8 @@ class Run final : public Protocol {
       return;
     }
     if (it->second == 0)
-      throw std::runtime_error(fmt::format("rank {}: two receives from rank {} for call {} step {}", rank, st.peer,
-                                           s.call, st.step));
+      throw std::runtime_error(
+          fmt::format("rank {}: two receives from rank {} for call {} step {}", rank, st.peer, s.call, st.step));
     s.newDepth = std::max(s.newDepth, it->second - 1);  // it was here already
     waiting_.erase(it);
   }
@@ -208,16 +214,18 @@ bool choosePeriodic(const Engine& engine, const CollectiveSpec& spec, const Plan
   if (engine.params().hosts < 2 || spec.mode == Mode::Full) return false;
   if (spec.mode == Mode::Periodic) {
     if (!planner.shiftSymmetric(perHost))
-      throw std::invalid_argument(fmt::format("{} ({}): the plans are not the same on every host up to a shift of "
-                                              "the ranks, so periodic mode cannot stand for them",
-                                              dc::opName(spec.op), planner.algorithm()));
+      throw std::invalid_argument(
+          fmt::format("{} ({}): the plans are not the same on every host up to a shift of "
+                      "the ranks, so periodic mode cannot stand for them",
+                      dc::opName(spec.op), planner.algorithm()));
     return true;
   }
   const double work = planner.estimatedWork(perHost);
   if (work <= spec.budget) return false;
   if (planner.shiftSymmetric(perHost)) return true;
-  std::cerr << fmt::format("tether-sim: {} ({}) is not shift-symmetric: running all ranks, ~{:.2g} steps and messages\n",
-                           dc::opName(spec.op), planner.algorithm(), work);
+  std::cerr << fmt::format(
+      "tether-sim: {} ({}) is not shift-symmetric: running all ranks, ~{:.2g} steps and messages\n",
+      dc::opName(spec.op), planner.algorithm(), work);
   return false;
 }
 

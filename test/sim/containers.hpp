@@ -47,7 +47,7 @@ class Fifo {
 struct LinkEntry {
   std::int32_t peer = -1;
   std::uint8_t up = 0;
-  std::uint8_t release = 0;  // released: the goodbye is under way
+  std::uint8_t release = 0;                  // released: the goodbye is under way
   std::uint32_t head = kNone, tail = kNone;  // queued messages, oldest first
 };
 
@@ -97,9 +97,7 @@ class PeerMap {
   }
 
  private:
-  std::size_t hash(int peer) const {
-    return (static_cast<std::uint32_t>(peer) * 2654435761u) & (slots_.size() - 1);
-  }
+  std::size_t hash(int peer) const { return (static_cast<std::uint32_t>(peer) * 2654435761u) & (slots_.size() - 1); }
   LinkEntry& place(int peer) {
     std::size_t i = hash(peer);
     while (slots_[i].peer >= 0) i = (i + 1) & (slots_.size() - 1);

@@ -30,8 +30,7 @@ std::uint32_t Engine::links(int rank) const {
   const PeerMap& shifted = symLinks_[static_cast<std::size_t>(rank % p_.ranksPerHost)];
   const int base = rank - rank % p_.ranksPerHost;
   std::size_t both = 0;
-  if (shifted.size())
-    own.forEach([&](int peer) { both += shifted.find((peer - base + n_) % n_) != nullptr; });
+  if (shifted.size()) own.forEach([&](int peer) { both += shifted.find((peer - base + n_) % n_) != nullptr; });
   return static_cast<std::uint32_t>(own.size() + shifted.size() - both);
 }
 
@@ -43,9 +42,7 @@ std::uint32_t Engine::peakLinks() const {
 
 // ---- events and cores ----
 
-void Engine::schedule(Time t, Ev kind, int rank, std::uint64_t arg) {
-  queue_.push(Event{t, seq_++, arg, rank, kind});
-}
+void Engine::schedule(Time t, Ev kind, int rank, std::uint64_t arg) { queue_.push(Event{t, seq_++, arg, rank, kind}); }
 
 void Engine::run() {
   while (!queue_.empty()) {
@@ -121,7 +118,9 @@ void Engine::jobDone(int rank) {
 
 void Engine::finishJob(int rank, const Job& job) {
   switch (job.kind) {
-    case JobKind::Work: protocol_->resumed(rank, job.arg); return;
+    case JobKind::Work:
+      protocol_->resumed(rank, job.arg);
+      return;
     case JobKind::Send: {
       // Callbacks may send (and grow the pool): they get copies.
       const auto id = static_cast<std::uint32_t>(job.arg);
@@ -134,8 +133,10 @@ void Engine::finishJob(int rank, const Job& job) {
       if (e->up) {
         transmit(id);
       } else {
-        if (e->tail == kNone) e->head = id;
-        else messages_[e->tail].next = id;
+        if (e->tail == kNone)
+          e->head = id;
+        else
+          messages_[e->tail].next = id;
         e->tail = id;
       }
       if (eager) protocol_->sendLeft(rank, Message(messages_[id]));
@@ -166,7 +167,8 @@ void Engine::finishJob(int rank, const Job& job) {
       schedule(now_ + latency(sameHost(rank, peer)), Ev::ByeAck, peer, static_cast<std::uint64_t>(rank));
       return;
     }
-    case JobKind::ByeAckRead: return closeLink(rank, static_cast<int>(job.arg));
+    case JobKind::ByeAckRead:
+      return closeLink(rank, static_cast<int>(job.arg));
     case JobKind::Accept: {
       const Handshake hs = handshakes_[job.arg];
       linkUp(hs.acceptor, hs.acceptorPeer);
@@ -178,8 +180,10 @@ void Engine::finishJob(int rank, const Job& job) {
 
 void Engine::dispatch(const Event& e) {
   switch (e.kind) {
-    case Ev::JobDone: return jobDone(e.rank);
-    case Ev::At: return protocol_->resumed(e.rank, e.arg);
+    case Ev::JobDone:
+      return jobDone(e.rank);
+    case Ev::At:
+      return protocol_->resumed(e.rank, e.arg);
     case Ev::SendLeft: {
       const Message m = messages_[static_cast<std::uint32_t>(e.arg)];
       return protocol_->sendLeft(m.from, m);

@@ -31,9 +31,9 @@ struct Message {
   std::int32_t dst = 0;   // the receiver, as the sender names it
   std::uint32_t step = 0, call = 0, depth = 0;
   std::uint16_t kind = 0;
-  std::uint64_t bytes = 0;       // payload (the header is added on the wire)
-  wire::SharedBytes payload;     // rendezvous frames only; shared, never copied
-  std::uint32_t next = kNone;    // queued behind a link that is coming up
+  std::uint64_t bytes = 0;     // payload (the header is added on the wire)
+  wire::SharedBytes payload;   // rendezvous frames only; shared, never copied
+  std::uint32_t next = kNone;  // queued behind a link that is coming up
 };
 
 // What a message carries besides its size.
@@ -60,8 +60,8 @@ class Protocol {
 };
 
 struct Counters {
-  std::uint64_t messages = 0;     // sent by the simulated ranks
-  std::uint64_t halfConnections = 0;  // dials started by the simulated ranks, in halves (engine.cpp)
+  std::uint64_t messages = 0;                     // sent by the simulated ranks
+  std::uint64_t halfConnections = 0;              // dials started by the simulated ranks, in halves (engine.cpp)
   std::uint64_t rootMessages = 0, rootBytes = 0;  // sent or received by rank 0
   std::vector<std::uint64_t> sentBytes;           // payload, per simulated rank
 };

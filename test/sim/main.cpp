@@ -24,25 +24,27 @@ using namespace tether::sim;
 
 void addModelOptions(cxxopts::Options& spec, const Params& d) {
   auto dbl = [](double v) { return cxxopts::value<double>()->default_value(fmt::format("{}", v)); };
-  spec.add_options("model")
-      ("hosts", "hosts H", cxxopts::value<int>()->default_value(std::to_string(d.hosts)))
-      ("ranks-per-host", "ranks per host R (N = H*R)", cxxopts::value<int>()->default_value(std::to_string(d.ranksPerHost)))
-      ("cores", "cores per host C", cxxopts::value<int>()->default_value(std::to_string(d.cores)))
-      ("latency-us", "one-way latency per message between hosts", dbl(d.latencyUs))
-      ("local-latency-us", "one-way latency per message within a host (loopback)", dbl(d.localLatencyUs))
-      ("nic-gbps", "NIC bandwidth per host and direction, GB/s", dbl(d.nicGBps))
-      ("send-us", "CPU per message at the sender", dbl(d.sendUs))
-      ("recv-us", "CPU per message at the receiver", dbl(d.recvUs))
-      ("cpu-gbps", "CPU copy rate per byte sent, received or copied, GB/s", dbl(d.cpuGBps))
-      ("wake-us", "CPU each time a rank gets a core (a wake-up)", dbl(d.wakeUs))
-      ("switch-us", "more CPU when it takes the core from another rank (process switch)", dbl(d.switchUs))
-      ("call-us", "CPU per collective call per rank", dbl(d.callUs))
-      ("quantum-us", "time slice of a rank when others wait for a core", dbl(d.quantumUs))
-      ("connect-rtts", "round trips before a new link is up at the dialler", dbl(d.connectRtts))
-      ("connect-us", "CPU per new link at each end (accept/dial, handshake)", dbl(d.connectUs))
-      ("eager-bytes", "sends up to this size are not waited for", cxxopts::value<std::size_t>()->default_value(std::to_string(d.eagerBytes)))
-      ("start-spread-us", "ranks start the rendezvous at random times in [0, this]", dbl(d.startSpreadUs))
-      ("seed", "random seed (start spread, all-to-all-v sizes)", cxxopts::value<std::uint64_t>()->default_value(std::to_string(d.seed)));
+  spec.add_options("model")("hosts", "hosts H", cxxopts::value<int>()->default_value(std::to_string(d.hosts)))(
+      "ranks-per-host", "ranks per host R (N = H*R)",
+      cxxopts::value<int>()->default_value(std::to_string(d.ranksPerHost)))(
+      "cores", "cores per host C", cxxopts::value<int>()->default_value(std::to_string(d.cores)))(
+      "latency-us", "one-way latency per message between hosts", dbl(d.latencyUs))(
+      "local-latency-us", "one-way latency per message within a host (loopback)", dbl(d.localLatencyUs))(
+      "nic-gbps", "NIC bandwidth per host and direction, GB/s", dbl(d.nicGBps))(
+      "send-us", "CPU per message at the sender", dbl(d.sendUs))("recv-us", "CPU per message at the receiver",
+                                                                 dbl(d.recvUs))(
+      "cpu-gbps", "CPU copy rate per byte sent, received or copied, GB/s", dbl(d.cpuGBps))(
+      "wake-us", "CPU each time a rank gets a core (a wake-up)", dbl(d.wakeUs))(
+      "switch-us", "more CPU when it takes the core from another rank (process switch)", dbl(d.switchUs))(
+      "call-us", "CPU per collective call per rank", dbl(d.callUs))(
+      "quantum-us", "time slice of a rank when others wait for a core", dbl(d.quantumUs))(
+      "connect-rtts", "round trips before a new link is up at the dialler", dbl(d.connectRtts))(
+      "connect-us", "CPU per new link at each end (accept/dial, handshake)", dbl(d.connectUs))(
+      "eager-bytes", "sends up to this size are not waited for",
+      cxxopts::value<std::size_t>()->default_value(std::to_string(d.eagerBytes)))(
+      "start-spread-us", "ranks start the rendezvous at random times in [0, this]", dbl(d.startSpreadUs))(
+      "seed", "random seed (start spread, all-to-all-v sizes)",
+      cxxopts::value<std::uint64_t>()->default_value(std::to_string(d.seed)));
 }
 
 Params readModel(const cxxopts::ParseResult& a) {
@@ -65,8 +67,10 @@ Params readModel(const cxxopts::ParseResult& a) {
   p.eagerBytes = a["eager-bytes"].as<std::size_t>();
   p.startSpreadUs = a["start-spread-us"].as<double>();
   p.seed = a["seed"].as<std::uint64_t>();
-  if (p.hosts < 1 || p.ranksPerHost < 1 || p.cores < 1) throw std::invalid_argument("--hosts, --ranks-per-host and --cores must be at least 1");
-  if (static_cast<long long>(p.hosts) * p.ranksPerHost > (1 << 20)) throw std::invalid_argument("at most 1,048,576 ranks");
+  if (p.hosts < 1 || p.ranksPerHost < 1 || p.cores < 1)
+    throw std::invalid_argument("--hosts, --ranks-per-host and --cores must be at least 1");
+  if (static_cast<long long>(p.hosts) * p.ranksPerHost > (1 << 20))
+    throw std::invalid_argument("at most 1,048,576 ranks");
   return p;
 }
 
@@ -95,13 +99,15 @@ int calibrate(const cxxopts::ParseResult& a, Params p) {
   } else {
     for (int n : a["calibrate"].as<std::vector<int>>()) {
       std::cerr << "tether-sim: running tether-bench with " << n << " ranks\n";
-      for (auto& m : runBench(a["bench"].as<std::string>(), n, a["bytes"].as<std::size_t>(), a["bench-iters"].as<int>()))
+      for (auto& m :
+           runBench(a["bench"].as<std::string>(), n, a["bytes"].as<std::size_t>(), a["bench-iters"].as<int>()))
         measured.push_back(m);
     }
   }
   if (a.count("calibrate")) {  // only the listed rank counts
     const auto keep = a["calibrate"].as<std::vector<int>>();
-    std::erase_if(measured, [&](const Measurement& m) { return std::find(keep.begin(), keep.end(), m.nranks) == keep.end(); });
+    std::erase_if(measured,
+                  [&](const Measurement& m) { return std::find(keep.begin(), keep.end(), m.nranks) == keep.end(); });
   }
   if (measured.empty()) throw std::invalid_argument("no measurements to calibrate against");
   const int calls = a["sim-calls"].as<int>();
@@ -116,26 +122,30 @@ int calibrate(const cxxopts::ParseResult& a, Params p) {
 int main(int argc, char** argv) {
   cxxopts::Options spec("tether-sim", "tether's rendezvous and collectives over a simulated network (docs/scale.md)");
   addModelOptions(spec, Params{});
-  spec.add_options("run")
-      ("ops", "init|allgather|alltoall|alltoallv|broadcast|barrier (comma list, in order)",
-       cxxopts::value<std::vector<std::string>>()->default_value("init,allgather,alltoall,alltoallv,broadcast,barrier"))
-      ("bytes", "bytes per rank (allgather, alltoall; alltoallv: mean block; broadcast: all)", cxxopts::value<std::size_t>()->default_value("64"))
-      ("calls", "back-to-back calls per operation (the first opens links; median of the rest is shown)", cxxopts::value<int>()->default_value("1"))
-      ("root", "broadcast root", cxxopts::value<int>()->default_value("0"))
-      ("rendezvous", "tether's rendezvous: root|tree|auto|star (default: TETHER_RENDEZVOUS, else auto, as World)", cxxopts::value<std::string>()->default_value(defaultRendezvous()))
-      ("algo", "force a table row, OP=ROW (e.g. allgather=ring); repeatable", cxxopts::value<std::vector<std::string>>())
-      ("no-anchors", "leave out the anchors (star rendezvous, ring all-gather)")
-      ("mode", "auto|full|periodic (periodic: one host stands for all, for shift-symmetric plans)", cxxopts::value<std::string>()->default_value("auto"))
-      ("budget", "auto: above this many plan steps + blocks copied + messages, run periodic when possible", cxxopts::value<double>()->default_value("4e8"))
-      ("json", "one JSON object per operation")
-      ("h,help", "this help");
-  spec.add_options("calibration")
-      ("calibrate", "calibrate the one-host model at these rank counts (comma list)", cxxopts::value<std::vector<int>>())
-      ("measured", "tether-bench --json output to calibrate against (else tether-sim runs --bench)", cxxopts::value<std::vector<std::string>>())
-      ("bench", "tether-bench to run", cxxopts::value<std::string>()->default_value("build/test/perf/tether-bench"))
-      ("bench-iters", "tether-bench --iters", cxxopts::value<int>()->default_value("200"))
-      ("sim-calls", "modeled back-to-back calls per operation", cxxopts::value<int>()->default_value("12"))
-      ("fit", "fit send-us, recv-us, wake-us and call-us to the measurements first");
+  spec.add_options("run")(
+      "ops", "init|allgather|alltoall|alltoallv|broadcast|barrier (comma list, in order)",
+      cxxopts::value<std::vector<std::string>>()->default_value("init,allgather,alltoall,alltoallv,broadcast,barrier"))(
+      "bytes", "bytes per rank (allgather, alltoall; alltoallv: mean block; broadcast: all)",
+      cxxopts::value<std::size_t>()->default_value("64"))(
+      "calls", "back-to-back calls per operation (the first opens links; median of the rest is shown)",
+      cxxopts::value<int>()->default_value("1"))("root", "broadcast root", cxxopts::value<int>()->default_value("0"))(
+      "rendezvous", "tether's rendezvous: root|tree|auto|star (default: TETHER_RENDEZVOUS, else auto, as World)",
+      cxxopts::value<std::string>()->default_value(defaultRendezvous()))(
+      "algo", "force a table row, OP=ROW (e.g. allgather=ring); repeatable",
+      cxxopts::value<std::vector<std::string>>())("no-anchors",
+                                                  "leave out the anchors (star rendezvous, ring all-gather)")(
+      "mode", "auto|full|periodic (periodic: one host stands for all, for shift-symmetric plans)",
+      cxxopts::value<std::string>()->default_value("auto"))(
+      "budget", "auto: above this many plan steps + blocks copied + messages, run periodic when possible",
+      cxxopts::value<double>()->default_value("4e8"))("json", "one JSON object per operation")("h,help", "this help");
+  spec.add_options("calibration")("calibrate", "calibrate the one-host model at these rank counts (comma list)",
+                                  cxxopts::value<std::vector<int>>())(
+      "measured", "tether-bench --json output to calibrate against (else tether-sim runs --bench)",
+      cxxopts::value<std::vector<std::string>>())(
+      "bench", "tether-bench to run", cxxopts::value<std::string>()->default_value("build/test/perf/tether-bench"))(
+      "bench-iters", "tether-bench --iters", cxxopts::value<int>()->default_value("200"))(
+      "sim-calls", "modeled back-to-back calls per operation", cxxopts::value<int>()->default_value("12"))(
+      "fit", "fit send-us, recv-us, wake-us and call-us to the measurements first");
   try {
     const auto a = spec.parse(argc, argv);
     if (a.count("help")) {
@@ -181,8 +191,9 @@ int main(int argc, char** argv) {
     });
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
     if (json) {
-      std::cout << fmt::format("{{\"who\":\"total\",\"tether_us\":{},\"anchor_us\":{},\"sim_wall_s\":{:.3f},\"peak_rss_mib\":{:.1f}}}\n",
-                               r.tetherTotalUs, r.anchorTotalUs, wall, peakRssMiB());
+      std::cout << fmt::format(
+          "{{\"who\":\"total\",\"tether_us\":{},\"anchor_us\":{},\"sim_wall_s\":{:.3f},\"peak_rss_mib\":{:.1f}}}\n",
+          r.tetherTotalUs, r.anchorTotalUs, wall, peakRssMiB());
       return 0;
     }
     std::cout << fmt::format("total, first calls: tether init + allgather + alltoall {}", formatTime(r.tetherTotalUs));

@@ -122,9 +122,15 @@ CompactPlan Planner::plan(int rank) const {
     c.step = s.step;
     c.bytes = s.bytes;
     switch (s.kind) {
-      case Kind::Send: c.kind = CStep::Send, ++out.sends; break;
-      case Kind::Recv: c.kind = CStep::Recv; break;
-      case Kind::Settle: c.kind = CStep::Settle; break;
+      case Kind::Send:
+        c.kind = CStep::Send, ++out.sends;
+        break;
+      case Kind::Recv:
+        c.kind = CStep::Recv;
+        break;
+      case Kind::Settle:
+        c.kind = CStep::Settle;
+        break;
       case Kind::Copy:
       case Kind::CopyBlocks:  // local copies: only their bytes matter; consecutive ones merge
         out.copiedBlocks += s.kind == Kind::CopyBlocks ? s.count : 1;
@@ -157,8 +163,7 @@ bool Planner::shiftSymmetric(int ranksPerHost) const {
       for (std::size_t s = 0; s < base.steps.size(); ++s) {
         const CStep &a = base.steps[s], &b = other.steps[s];
         const bool message = a.kind == CStep::Send || a.kind == CStep::Recv;
-        if (a.kind != b.kind || a.bytes != b.bytes || a.step != b.step ||
-            (message && (a.peer + shift) % n_ != b.peer))
+        if (a.kind != b.kind || a.bytes != b.bytes || a.step != b.step || (message && (a.peer + shift) % n_ != b.peer))
           return false;
       }
     }

@@ -130,9 +130,9 @@ class Run final : public Protocol {
     if (!engine_.linked(rank, peer))  // the real world drops it: there is no link to queue it on
       return fail(fmt::format("rank {} sends a {} frame to rank {} without a link", rank, wire::kindName(kind), peer));
     const std::uint64_t bytes = payload ? payload->size() : 0;
-    engine_.send(rank, peer, bytes,
-                 Frame{0, 0, depth_[static_cast<std::size_t>(rank)] + 1, static_cast<std::uint16_t>(kind),
-                       std::move(payload)});
+    engine_.send(
+        rank, peer, bytes,
+        Frame{0, 0, depth_[static_cast<std::size_t>(rank)] + 1, static_cast<std::uint16_t>(kind), std::move(payload)});
   }
   void finished(int rank, std::exception_ptr error) {
     if (finishedAt_[static_cast<std::size_t>(rank)] >= 0) return fail(fmt::format("rank {} finished twice", rank));

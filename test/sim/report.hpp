@@ -9,17 +9,17 @@
 namespace tether::sim {
 
 struct OpResult {
-  std::string op;         // init, allgather, alltoall, ...
-  std::string algorithm;  // the table row (collectives) or rendezvous name
+  std::string op;              // init, allgather, alltoall, ...
+  std::string algorithm;       // the table row (collectives) or rendezvous name
   std::string who = "tether";  // or "anchor"
   std::string mode = "full";   // full or periodic (engine.hpp)
   std::uint64_t bytes = 0;     // per rank (collectives)
   std::uint32_t rounds = 0;    // longest causal chain of messages
   std::uint64_t messages = 0;
-  std::uint64_t busiestBytes = 0;  // payload sent by the busiest rank
-  std::uint64_t copiedBytes = 0;   // local copies (Copy, CopyBlocks) of the rank that copies most
-  std::uint64_t connections = 0;   // links opened by this operation
-  std::uint32_t peakLinks = 0;     // most links a rank other than 0 holds after it (links persist)
+  std::uint64_t busiestBytes = 0;                 // payload sent by the busiest rank
+  std::uint64_t copiedBytes = 0;                  // local copies (Copy, CopyBlocks) of the rank that copies most
+  std::uint64_t connections = 0;                  // links opened by this operation
+  std::uint32_t peakLinks = 0;                    // most links a rank other than 0 holds after it (links persist)
   std::uint64_t rootMessages = 0, rootBytes = 0;  // sent or received by rank 0
   std::uint32_t rootLinks = 0;
   std::vector<double> callUs;  // per call (back to back): the slowest rank's time for it

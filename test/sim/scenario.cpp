@@ -7,7 +7,8 @@ namespace tether::sim {
 dc::Op parseOp(const std::string& name) {
   for (dc::Op op : {dc::Op::Allgather, dc::Op::Alltoall, dc::Op::Alltoallv, dc::Op::Broadcast, dc::Op::Barrier})
     if (name == dc::opName(op)) return op;
-  throw std::invalid_argument("unknown operation '" + name + "' (use init|allgather|alltoall|alltoallv|broadcast|barrier)");
+  throw std::invalid_argument("unknown operation '" + name +
+                              "' (use init|allgather|alltoall|alltoallv|broadcast|barrier)");
 }
 
 namespace {

@@ -161,7 +161,8 @@ std::uint64_t knomialChildren(std::uint64_t r, std::uint64_t n, std::uint64_t k)
   return count;
 }
 
-TEST_CASE("tree rendezvous: registrations at the root, the table down a k-nomial tree, the root keeps its children", "[sim]") {
+TEST_CASE("tree rendezvous: registrations at the root, the table down a k-nomial tree, the root keeps its children",
+          "[sim]") {
   const char* env = std::getenv("TETHER_RENDEZVOUS_RADIX");
   const std::uint64_t k = env && *env ? std::strtoull(env, nullptr, 10) : 8;
   for (auto [hosts, perHost] : {std::pair{1, 1}, {1, 2}, {3, 3}, {16, 8}, {100, 10}}) {
@@ -247,7 +248,7 @@ TEST_CASE("the new all-to-all rows at scale: Bruck ceil(log2 N) rounds, tree 2(N
     // Peers: r - 2^k and r + 2^k; the two coincide when 2^j + 2^k = N.
     const int bits = __builtin_popcountll(n);
     CHECK(bruck.peakLinks == 2 * ceilLog2(n) - (bits == 1 ? 1 : bits == 2 ? 2 : 0));
-    CHECK(bruck.copiedBytes > 0);                     // packs and rotations, CopyBlocks steps
+    CHECK(bruck.copiedBytes > 0);  // packs and rotations, CopyBlocks steps
   }
   const Params p = world(128, 8);
   const OpResult tree = runRow(p, dc::Op::Alltoall, "tree", 8);
@@ -310,16 +311,20 @@ TEST_CASE("settle: a large send is waited for until the NIC has sent it, a small
     Engine engine(p);
     CollectiveSpec s;
     s.build = [bytes](dc::Plan& plan) {
-      if (plan.rank() == 0) plan.send(1, 0, dc::out(), bytes);
-      else plan.recv(0, 0, dc::out(), bytes);
+      if (plan.rank() == 0)
+        plan.send(1, 0, dc::out(), bytes);
+      else
+        plan.recv(0, 0, dc::out(), bytes);
     };
     double sender = 0;
     s.onFinish = [&](int rank, std::int64_t ps) {
       if (rank == 0) sender = toUs(ps);
     };
     runCollective(engine, s, false);
-    if (bytes > p.eagerBytes) CHECK(sender >= 10000);  // 10 MB at 1 GB/s
-    else CHECK(sender < 200);
+    if (bytes > p.eagerBytes)
+      CHECK(sender >= 10000);  // 10 MB at 1 GB/s
+    else
+      CHECK(sender < 200);
   }
 }
 
@@ -379,7 +384,8 @@ TEST_CASE("periodic mode gives the figures of running every rank, for shift-symm
       CHECK(periodic.firstUs == Approx(full.firstUs).epsilon(std::max(allowed, 1e-12)));
     }
   }
-  CHECK_THROWS_WITH(runRow(world(8, 4), dc::Op::Allgather, "tree", 64, Mode::Periodic), Catch::Contains("not the same"));
+  CHECK_THROWS_WITH(runRow(world(8, 4), dc::Op::Allgather, "tree", 64, Mode::Periodic),
+                    Catch::Contains("not the same"));
 }
 
 TEST_CASE("ranks outnumbering cores queue for them", "[sim]") {

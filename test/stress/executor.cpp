@@ -36,7 +36,8 @@ void allgather(Context& c, const Op& op) {
   std::vector<unsigned char> data(static_cast<std::size_t>(c.size()) * op.bytes);
   fillPayload(data.data() + c.rank() * op.bytes, op.bytes, c.key(op, c.rank(), kAll));
   c.comm.allgather(data.data(), op.bytes);
-  for (int j = 0; j < c.size(); ++j) c.tally.check(data.data() + j * op.bytes, op.bytes, c.key(op, j, kAll), "allgather");
+  for (int j = 0; j < c.size(); ++j)
+    c.tally.check(data.data() + j * op.bytes, op.bytes, c.key(op, j, kAll), "allgather");
 }
 
 void alltoall(Context& c, const Op& op) {
@@ -44,7 +45,8 @@ void alltoall(Context& c, const Op& op) {
   std::vector<unsigned char> out(n * op.bytes), in(n * op.bytes);
   for (std::size_t j = 0; j < n; ++j) fillPayload(out.data() + j * op.bytes, op.bytes, c.key(op, c.rank(), int(j)));
   c.comm.alltoall(out.data(), in.data(), op.bytes);
-  for (std::size_t j = 0; j < n; ++j) c.tally.check(in.data() + j * op.bytes, op.bytes, c.key(op, int(j), c.rank()), "alltoall");
+  for (std::size_t j = 0; j < n; ++j)
+    c.tally.check(in.data() + j * op.bytes, op.bytes, c.key(op, int(j), c.rank()), "alltoall");
 }
 
 void alltoallv(Context& c, const Op& op) {
@@ -124,12 +126,24 @@ void runProgram(Bootstrap& comm, std::uint32_t commId, std::uint64_t seed, const
   Context c{comm, commId, seed, tally};
   for (const auto& op : program) {
     switch (op.kind) {
-      case OpKind::Allgather: allgather(c, op); break;
-      case OpKind::Alltoall: alltoall(c, op); break;
-      case OpKind::Alltoallv: alltoallv(c, op); break;
-      case OpKind::Broadcast: broadcast(c, op); break;
-      case OpKind::Barrier: barrier(c, op); break;
-      case OpKind::SendRecv: sendRecv(c, op); break;
+      case OpKind::Allgather:
+        allgather(c, op);
+        break;
+      case OpKind::Alltoall:
+        alltoall(c, op);
+        break;
+      case OpKind::Alltoallv:
+        alltoallv(c, op);
+        break;
+      case OpKind::Broadcast:
+        broadcast(c, op);
+        break;
+      case OpKind::Barrier:
+        barrier(c, op);
+        break;
+      case OpKind::SendRecv:
+        sendRecv(c, op);
+        break;
     }
     tally.ops++;
   }

@@ -41,12 +41,18 @@ OpKey keyOf(const PayloadHeader& h) {
 
 const char* toString(OpKind kind) {
   switch (kind) {
-    case OpKind::Allgather: return "allgather";
-    case OpKind::Alltoall: return "alltoall";
-    case OpKind::Alltoallv: return "alltoallv";
-    case OpKind::Barrier: return "barrier";
-    case OpKind::Broadcast: return "broadcast";
-    case OpKind::SendRecv: return "send/recv";
+    case OpKind::Allgather:
+      return "allgather";
+    case OpKind::Alltoall:
+      return "alltoall";
+    case OpKind::Alltoallv:
+      return "alltoallv";
+    case OpKind::Barrier:
+      return "barrier";
+    case OpKind::Broadcast:
+      return "broadcast";
+    case OpKind::SendRecv:
+      return "send/recv";
   }
   return "unknown-op";
 }
@@ -60,9 +66,8 @@ std::string describe(const OpKey& k) {
 
 void fillPayload(void* block, std::size_t bytes, const OpKey& key) {
   auto* out = static_cast<unsigned char*>(block);
-  PayloadHeader h{kPayloadMagic, key.comm,        key.collective,  static_cast<std::uint32_t>(key.kind),
-                  key.step,      key.source,      key.destination, key.sequence,
-                  static_cast<std::uint32_t>(bytes), 0};
+  PayloadHeader h{kPayloadMagic, key.comm,        key.collective, static_cast<std::uint32_t>(key.kind), key.step,
+                  key.source,    key.destination, key.sequence,   static_cast<std::uint32_t>(bytes),    0};
   std::memcpy(out, &h, sizeof h);
   std::uint64_t x = bodySeed(key);
   for (std::size_t i = sizeof h; i < bytes; ++i) {

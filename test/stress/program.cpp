@@ -97,8 +97,7 @@ std::vector<Op> makeProgram(const ProgramConfig& c) {
   return program;
 }
 
-std::uint32_t alltoallvBytes(std::uint64_t seed, std::uint32_t comm, std::uint32_t index, int source,
-                             int destination) {
+std::uint32_t alltoallvBytes(std::uint64_t seed, std::uint32_t comm, std::uint32_t index, int source, int destination) {
   auto h = mix(mix(mix(mix(seed, comm), index), static_cast<std::uint64_t>(source)),
                static_cast<std::uint64_t>(destination));
   if (h % 8 == 0) return 0;

@@ -47,8 +47,7 @@ std::uint32_t parseKinds(const std::string& list);
 std::vector<Op> makeProgram(const ProgramConfig& config);
 
 // Alltoallv block size from `source` to `destination` in op `index` (0 allowed).
-std::uint32_t alltoallvBytes(std::uint64_t seed, std::uint32_t comm, std::uint32_t index, int source,
-                             int destination);
+std::uint32_t alltoallvBytes(std::uint64_t seed, std::uint32_t comm, std::uint32_t index, int source, int destination);
 // Size of message `message` sent by `source` from thread `thread` in a p2p op.
 std::uint32_t p2pBytes(std::uint64_t seed, std::uint32_t comm, std::uint32_t index, int thread, int message,
                        int source);

@@ -34,25 +34,24 @@ std::vector<std::string> splitComma(const std::string& text) {
 int main(int argc, char** argv) {
   cxxopts::Options cli("tether-stress", "Ordering stress test for tether through a chaos proxy");
   const char* envOps = std::getenv("TETHER_STRESS_OPS");
-  cli.add_options()
-      ("nranks", "ranks (processes)", cxxopts::value<int>()->default_value("4"))
-      ("ops", "program length per communicator (default: TETHER_STRESS_OPS, else 200)",
-       cxxopts::value<std::uint32_t>()->default_value(envOps ? envOps : "200"))
-      ("seed", "program seed (same on every rank)", cxxopts::value<std::uint64_t>()->default_value("1"))
-      ("chaos-seed", "chaos proxy seed", cxxopts::value<std::uint64_t>()->default_value("1"))
-      ("threads", "threads per point-to-point step", cxxopts::value<int>()->default_value("3"))
-      ("kinds", "only these operation kinds (comma list: allgather,alltoall,alltoallv,barrier,broadcast,sendrecv)",
-       cxxopts::value<std::string>()->default_value(""))
-      ("max-block", "cap on allgather/alltoall/broadcast block bytes", cxxopts::value<std::uint32_t>()->default_value("65536"))
-      ("world-only", "run no split child program alongside the world's")
-      ("no-proxy", "connect ranks directly, without chaos proxies")
-      ("chaos", "proxy behaviours: comma list of shuffle,hold,fragment,delay,stall, or all / none",
-       cxxopts::value<std::string>()->default_value("all"))
-      ("netns", "comma-separated network namespaces; rank r joins the (r mod k)-th", cxxopts::value<std::string>())
-      ("root-host", "rank 0's address", cxxopts::value<std::string>()->default_value("127.0.0.1"))
-      ("timeout-ms", "deadline of each tether call", cxxopts::value<int>()->default_value("60000"))
-      ("deadline-s", "deadline of the whole run", cxxopts::value<int>()->default_value("120"))
-      ("h,help", "show this help");
+  cli.add_options()("nranks", "ranks (processes)", cxxopts::value<int>()->default_value("4"))(
+      "ops", "program length per communicator (default: TETHER_STRESS_OPS, else 200)",
+      cxxopts::value<std::uint32_t>()->default_value(envOps ? envOps : "200"))(
+      "seed", "program seed (same on every rank)", cxxopts::value<std::uint64_t>()->default_value("1"))(
+      "chaos-seed", "chaos proxy seed", cxxopts::value<std::uint64_t>()->default_value("1"))(
+      "threads", "threads per point-to-point step", cxxopts::value<int>()->default_value("3"))(
+      "kinds", "only these operation kinds (comma list: allgather,alltoall,alltoallv,barrier,broadcast,sendrecv)",
+      cxxopts::value<std::string>()->default_value(""))("max-block", "cap on allgather/alltoall/broadcast block bytes",
+                                                        cxxopts::value<std::uint32_t>()->default_value("65536"))(
+      "world-only", "run no split child program alongside the world's")(
+      "no-proxy", "connect ranks directly, without chaos proxies")(
+      "chaos", "proxy behaviours: comma list of shuffle,hold,fragment,delay,stall, or all / none",
+      cxxopts::value<std::string>()->default_value("all"))(
+      "netns", "comma-separated network namespaces; rank r joins the (r mod k)-th", cxxopts::value<std::string>())(
+      "root-host", "rank 0's address", cxxopts::value<std::string>()->default_value("127.0.0.1"))(
+      "timeout-ms", "deadline of each tether call", cxxopts::value<int>()->default_value("60000"))(
+      "deadline-s", "deadline of the whole run", cxxopts::value<int>()->default_value("120"))("h,help",
+                                                                                              "show this help");
   try {
     auto args = cli.parse(argc, argv);
     if (args.count("help")) {

@@ -64,10 +64,11 @@ std::string rankBody(int rank, const UniqueId& id, const StressConfig& config) {
     // Two children (even and odd world ranks), ordered by descending world rank.
     const int color = rank % 2;
     auto child = world.split(color, config.nranks - rank);
-    auto worldProgram = makeProgram({config.seed, 0, world.size(), config.ops, config.p2pThreads, config.kinds, config.maxBlock});
-    auto childProgram = makeProgram({config.seed, static_cast<std::uint32_t>(1 + color), child->size(),
-                                     config.childToo ? config.ops : 0, config.p2pThreads, config.kinds,
-                                     config.maxBlock});
+    auto worldProgram =
+        makeProgram({config.seed, 0, world.size(), config.ops, config.p2pThreads, config.kinds, config.maxBlock});
+    auto childProgram =
+        makeProgram({config.seed, static_cast<std::uint32_t>(1 + color), child->size(),
+                     config.childToo ? config.ops : 0, config.p2pThreads, config.kinds, config.maxBlock});
 
     // Both communicators at once, from two threads. A failure on one aborts
     // the other; the report names both so the first cause is not lost.

@@ -184,8 +184,10 @@ StressResult runStress(const StressConfig& config) {
     ::waitpid(pids[r], &status, 0);
     ::close(fds[r]);
     parseReport(report, text[r]);
-    if (!eof[r]) report.error = "killed at the run's deadline (" + std::to_string(config.deadline.count()) + " s)";
-    else if (WIFSIGNALED(status)) report.error += " died of signal " + std::to_string(WTERMSIG(status));
+    if (!eof[r])
+      report.error = "killed at the run's deadline (" + std::to_string(config.deadline.count()) + " s)";
+    else if (WIFSIGNALED(status))
+      report.error += " died of signal " + std::to_string(WTERMSIG(status));
     report.ok = report.error.empty() && WIFEXITED(status) && WEXITSTATUS(status) == 0;
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -18,13 +18,13 @@ struct StressConfig {
   int p2pThreads = 3;
   std::uint32_t kinds = 0;  // ProgramConfig::kinds
   std::uint32_t maxBlock = 64 * 1024;
-  bool childToo = true;     // run a split child's program alongside the world's
+  bool childToo = true;  // run a split child's program alongside the world's
   bool proxy = true;
-  chaos::ChaosOptions chaos;              // seed is replaced per rank
+  chaos::ChaosOptions chaos;  // seed is replaced per rank
   std::chrono::milliseconds callTimeout{60000};
-  std::chrono::seconds deadline{120};     // the whole run; ranks still alive then are killed
-  std::vector<std::string> netns;         // rank r joins netns[r % size]; empty: stay here
-  std::string rootHost = "127.0.0.1";     // rank 0's address (inside netns[0] when namespaces are used)
+  std::chrono::seconds deadline{120};  // the whole run; ranks still alive then are killed
+  std::vector<std::string> netns;      // rank r joins netns[r % size]; empty: stay here
+  std::string rootHost = "127.0.0.1";  // rank 0's address (inside netns[0] when namespaces are used)
 };
 
 struct RankReport {

@@ -22,7 +22,7 @@ namespace tether::test {
 
 struct RankResult {
   int rank = 0;
-  int exitCode = -1;   // -1: killed or did not exit
+  int exitCode = -1;  // -1: killed or did not exit
   int signal = 0;
   bool timedOut = false;
   std::string output;  // what the child reported (error text)
@@ -86,8 +86,12 @@ inline std::vector<RankResult> runRanks(int n, const std::function<void(int rank
       if (!pfds[i].revents) continue;
       char buf[4096];
       ssize_t got = ::read(fds[idx[i]], buf, sizeof buf);
-      if (got > 0) results[idx[i]].output.append(buf, static_cast<std::size_t>(got));
-      else { eof[idx[i]] = true; --open; }
+      if (got > 0)
+        results[idx[i]].output.append(buf, static_cast<std::size_t>(got));
+      else {
+        eof[idx[i]] = true;
+        --open;
+      }
     }
   }
   for (int r = 0; r < n; ++r) {

@@ -65,8 +65,10 @@ TEST_CASE("alltoall over the in-process world delivers every block for N = 1..17
       call.op = dc::Op::Alltoall;
       call.bytes = 64;
       const std::string name = dc::choose(shape, call, dc::loadSettings().forcedFor(call.op))->name;
-      if (forced && *forced && std::string(forced) != "auto") CHECK(name == forced);
-      else CHECK(name == (shape.cpuBound ? "tree" : "bruck"));
+      if (forced && *forced && std::string(forced) != "auto")
+        CHECK(name == forced);
+      else
+        CHECK(name == (shape.cpuBound ? "tree" : "bruck"));
       for (std::size_t bytes : {0, 1, 7, 64}) check(n, perNode, bytes);
     }
   }

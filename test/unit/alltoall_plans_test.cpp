@@ -235,9 +235,10 @@ TEST_CASE("at 1000 ranks the radix-64 tree all-to-all sends 2(N - 1) messages an
   CHECK(rootPeers == 63 + 15);  // ranks 1..63, then 64, 128, .., 960
 }
 
-TEST_CASE("all-to-all selection: tree when ranks outnumber cores and rank 0's N^2 blocks fit 16 MiB, else Bruck; "
-          "pairwise for large blocks",
-          "[unit][alltoall]") {
+TEST_CASE(
+    "all-to-all selection: tree when ranks outnumber cores and rank 0's N^2 blocks fit 16 MiB, else Bruck; "
+    "pairwise for large blocks",
+    "[unit][alltoall]") {
   auto pick = [](int n, bool cpuBound, std::size_t bytes, dc::Op op = dc::Op::Alltoall, const char* forced = nullptr) {
     Uniform u(n, bytes);
     dc::Call c = u.call();
@@ -332,11 +333,10 @@ TEST_CASE("the plan replay rejects a repeated receive key, a length mismatch, a 
                                p.recv(0, 0, dc::out(4), 4);
                              }),
                       Contains("twice in one call"));
-  REQUIRE_THROWS_WITH(replay([](dc::Plan& p) { p.send(1, 0, dc::in(), 4); },
-                             [](dc::Plan& p) { p.recv(0, 0, dc::out(), 8); }),
-                      Contains("frame has 4"));
-  REQUIRE_THROWS_WITH(replay(sendTwice, [](dc::Plan& p) { p.recv(0, 0, dc::out(), 4); }),
-                      Contains("never received"));
+  REQUIRE_THROWS_WITH(
+      replay([](dc::Plan& p) { p.send(1, 0, dc::in(), 4); }, [](dc::Plan& p) { p.recv(0, 0, dc::out(), 8); }),
+      Contains("frame has 4"));
+  REQUIRE_THROWS_WITH(replay(sendTwice, [](dc::Plan& p) { p.recv(0, 0, dc::out(), 4); }), Contains("never received"));
   REQUIRE_THROWS_WITH(replay([](dc::Plan& p) { p.recv(1, 0, dc::out(), 4); },
                              [](dc::Plan& p) {
                                p.recv(0, 0, dc::out(), 4);

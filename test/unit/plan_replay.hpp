@@ -31,13 +31,13 @@
 
 // Checked without Catch2's per-assertion cost (these run millions of times);
 // a break throws planreplay::Broken, which Catch2 reports with its message.
-#define PLAN_CHECK(cond, msg)                     \
-  do {                                            \
-    if (!(cond)) {                                \
-      std::ostringstream planCheckText;           \
-      planCheckText << msg;                       \
+#define PLAN_CHECK(cond, msg)                        \
+  do {                                               \
+    if (!(cond)) {                                   \
+      std::ostringstream planCheckText;              \
+      planCheckText << msg;                          \
       throw planreplay::Broken(planCheckText.str()); \
-    }                                             \
+    }                                                \
   } while (0)
 
 namespace planreplay {
@@ -111,7 +111,7 @@ class Replay {
   struct Rank {
     std::size_t pc = 0;
     long time = 0;
-    std::vector<Posted> posted;                  // since the last settle
+    std::vector<Posted> posted;                   // since the last settle
     std::set<std::pair<int, std::uint32_t>> got;  // (peer, step) received in this call
   };
   using Key = std::tuple<int, int, std::uint32_t>;  // from, to, step
@@ -201,8 +201,8 @@ class Replay {
             frames_.erase(key);
             delivered_.insert(key);
             PLAN_CHECK(f.data.size() == q.step.bytes, "rank " << r << " expects " << q.step.bytes << " B from "
-                                                                << q.step.peer << " step " << q.step.step
-                                                                << ", frame has " << f.data.size());
+                                                              << q.step.peer << " step " << q.step.step
+                                                              << ", frame has " << f.data.size());
             if (!f.data.empty()) std::memcpy(at(r, q.step.at, q.step.bytes), f.data.data(), f.data.size());
             rk.time = std::max(rk.time, f.arrival);
           }

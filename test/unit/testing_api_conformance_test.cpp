@@ -15,13 +15,13 @@
 #include "multiproc.hpp"
 #include "testing_api_support.hpp"
 
-using tether::Bootstrap;
-using tether::ErrorCode;
-using tether::testing::InProcessWorld;
+using std::chrono::milliseconds;
 using testing_api::check;
 using testing_api::contains;
 using testing_api::errorFrom;
-using std::chrono::milliseconds;
+using tether::Bootstrap;
+using tether::ErrorCode;
+using tether::testing::InProcessWorld;
 
 namespace {
 
@@ -76,205 +76,219 @@ void expectMismatchEndsWorld(Bootstrap& b, const std::function<void()>& call, bo
 std::vector<Scenario> scenarios() {
   std::vector<Scenario> list;
   list.push_back({"collective and point-to-point contents", 3, [](Bootstrap& b) {
-    const int n = b.size(), me = b.rank();
-    std::vector<int> all(n, -1);
-    all[me] = me + 10;
-    b.allgather(all.data(), sizeof(int));
-    for (int r = 0; r < n; ++r) check(all[r] == r + 10, "allgather content");
-    std::vector<int> out(n), in(n, -1);
-    for (int r = 0; r < n; ++r) out[r] = me * 100 + r;
-    b.alltoall(out.data(), in.data(), sizeof(int));
-    for (int r = 0; r < n; ++r) check(in[r] == r * 100 + me, "alltoall content");
-    int value = me == 2 ? 77 : 0;
-    b.broadcast(&value, sizeof value, 2);
-    check(value == 77, "broadcast content");
-    b.barrier();
-    if (me == 0) {
-      for (int tag : {5, 6}) b.send(&tag, sizeof tag, 1, tag);
-    } else if (me == 1) {
-      int got = 0;
-      b.recv(&got, sizeof got, 0, 6);
-      check(got == 6, "tag 6 first");
-      b.recv(&got, sizeof got, 0, 5);
-      check(got == 5, "tag 5 second");
-    }
-    b.barrier();
-  }});
+                    const int n = b.size(), me = b.rank();
+                    std::vector<int> all(n, -1);
+                    all[me] = me + 10;
+                    b.allgather(all.data(), sizeof(int));
+                    for (int r = 0; r < n; ++r) check(all[r] == r + 10, "allgather content");
+                    std::vector<int> out(n), in(n, -1);
+                    for (int r = 0; r < n; ++r) out[r] = me * 100 + r;
+                    b.alltoall(out.data(), in.data(), sizeof(int));
+                    for (int r = 0; r < n; ++r) check(in[r] == r * 100 + me, "alltoall content");
+                    int value = me == 2 ? 77 : 0;
+                    b.broadcast(&value, sizeof value, 2);
+                    check(value == 77, "broadcast content");
+                    b.barrier();
+                    if (me == 0) {
+                      for (int tag : {5, 6}) b.send(&tag, sizeof tag, 1, tag);
+                    } else if (me == 1) {
+                      int got = 0;
+                      b.recv(&got, sizeof got, 0, 6);
+                      check(got == 6, "tag 6 first");
+                      b.recv(&got, sizeof got, 0, 5);
+                      check(got == 5, "tag 5 second");
+                    }
+                    b.barrier();
+                  }});
   list.push_back({"split by (key, parent rank), kNoColor gives nullptr", 4, [](Bootstrap& b) {
-    auto child = b.split(b.rank() == 3 ? Bootstrap::kNoColor : 0, b.rank() == 0 ? 9 : 1);
-    if (b.rank() == 3) {
-      check(child == nullptr, "kNoColor -> nullptr");
-    } else {
-      check(child && child->size() == 3, "child size");
-      const int expected[] = {2, 0, 1};  // key 9 sorts last; equal keys by parent rank
-      check(child->rank() == expected[b.rank()], "child rank");
-      std::vector<int> all(3, -1);
-      all[child->rank()] = b.rank();
-      child->allgather(all.data(), sizeof(int));
-      check(all == std::vector<int>({1, 2, 0}), "child allgather");
-    }
-    b.barrier();
-  }});
+                    auto child = b.split(b.rank() == 3 ? Bootstrap::kNoColor : 0, b.rank() == 0 ? 9 : 1);
+                    if (b.rank() == 3) {
+                      check(child == nullptr, "kNoColor -> nullptr");
+                    } else {
+                      check(child && child->size() == 3, "child size");
+                      const int expected[] = {2, 0, 1};  // key 9 sorts last; equal keys by parent rank
+                      check(child->rank() == expected[b.rank()], "child rank");
+                      std::vector<int> all(3, -1);
+                      all[child->rank()] = b.rank();
+                      child->allgather(all.data(), sizeof(int));
+                      check(all == std::vector<int>({1, 2, 0}), "child allgather");
+                    }
+                    b.barrier();
+                  }});
   list.push_back({"subset barrier does not consume a collective id", 3, [](Bootstrap& b) {
-    if (b.rank() != 1) b.barrier({2, 0});
-    int all[3] = {0, 0, 0};
-    all[b.rank()] = b.rank() + 1;
-    b.allgather(all, sizeof(int));
-    check(all[0] == 1 && all[1] == 2 && all[2] == 3, "allgather after subset barrier");
-  }});
+                    if (b.rank() != 1) b.barrier({2, 0});
+                    int all[3] = {0, 0, 0};
+                    all[b.rank()] = b.rank() + 1;
+                    b.allgather(all, sizeof(int));
+                    check(all[0] == 1 && all[1] == 2 && all[2] == 3, "allgather after subset barrier");
+                  }});
   list.push_back({"different collectives at one id: Protocol, then the world is aborted", 2, [](Bootstrap& b) {
-    std::vector<unsigned char> buffer(64);
-    expectMismatchEndsWorld(b, [&] {
-      if (b.rank() == 0) b.broadcast(buffer.data(), 64, 0);
-      else b.allgather(buffer.data(), 32);
-    }, /*mayReturn=*/b.rank() == 0);
-  }});
+                    std::vector<unsigned char> buffer(64);
+                    expectMismatchEndsWorld(
+                        b,
+                        [&] {
+                          if (b.rank() == 0)
+                            b.broadcast(buffer.data(), 64, 0);
+                          else
+                            b.allgather(buffer.data(), 32);
+                        },
+                        /*mayReturn=*/b.rank() == 0);
+                  }});
   list.push_back({"one collective with different sizes: Protocol, then the world is aborted", 2, [](Bootstrap& b) {
-    std::vector<unsigned char> buffer(64);
-    expectMismatchEndsWorld(b, [&] { b.allgather(buffer.data(), b.rank() == 0 ? 32 : 16); }, /*mayReturn=*/false);
-  }});
+                    std::vector<unsigned char> buffer(64);
+                    expectMismatchEndsWorld(
+                        b, [&] { b.allgather(buffer.data(), b.rank() == 0 ? 32 : 16); }, /*mayReturn=*/false);
+                  }});
   list.push_back({"send/recv size mismatch: Protocol", 2, [](Bootstrap& b) {
-    b.setTimeout(milliseconds(5000));
-    std::uint64_t word = 1;
-    if (b.rank() == 0) {
-      b.send(&word, sizeof word, 1, 3);
-    } else {
-      unsigned char big[16];
-      auto e = errorFrom([&] { b.recv(big, sizeof big, 0, 3); });
-      expectCode(e, ErrorCode::Protocol, "p2p size mismatch");
-      check(contains(e.what(), "8") && contains(e.what(), "16"), std::string("names both sizes: ") + e.what());
-    }
-    p2pRendezvous(b, 42);
-  }});
-  list.push_back({"a rank that never calls: Timeout, then the world is aborted", 3, [](Bootstrap& b) {
-    b.setTimeout(milliseconds(200));
-    int value = 0;
-    if (b.rank() != 2) {
-      int all[3] = {};
-      auto e = errorFrom([&] { b.allgather(all, sizeof(int)); });
-      // The first rank to time out aborts the world; the other may see that first.
-      check(e.code() == ErrorCode::Timeout || (e.code() == ErrorCode::Aborted && contains(e.what(), "timed out")),
-            std::string("allgather without rank 2: ") + e.what());
-      check(contains(e.what(), "rank " + std::to_string(b.rank())) && contains(e.what(), "allgather"),
-            std::string("names rank and op: ") + e.what());
-    }
-    b.setTimeout(milliseconds(5000));
-    auto after = errorFrom([&] { b.recv(&value, sizeof value, (b.rank() + 1) % 3, 43); });
-    expectCode(after, ErrorCode::Aborted, "a receive after the failed world collective");
-    check(contains(after.what(), "timed out"), std::string("the abort carries the timeout: ") + after.what());
-  }});
+                    b.setTimeout(milliseconds(5000));
+                    std::uint64_t word = 1;
+                    if (b.rank() == 0) {
+                      b.send(&word, sizeof word, 1, 3);
+                    } else {
+                      unsigned char big[16];
+                      auto e = errorFrom([&] { b.recv(big, sizeof big, 0, 3); });
+                      expectCode(e, ErrorCode::Protocol, "p2p size mismatch");
+                      check(contains(e.what(), "8") && contains(e.what(), "16"),
+                            std::string("names both sizes: ") + e.what());
+                    }
+                    p2pRendezvous(b, 42);
+                  }});
+  list.push_back(
+      {"a rank that never calls: Timeout, then the world is aborted", 3, [](Bootstrap& b) {
+         b.setTimeout(milliseconds(200));
+         int value = 0;
+         if (b.rank() != 2) {
+           int all[3] = {};
+           auto e = errorFrom([&] { b.allgather(all, sizeof(int)); });
+           // The first rank to time out aborts the world; the other may see that first.
+           check(e.code() == ErrorCode::Timeout || (e.code() == ErrorCode::Aborted && contains(e.what(), "timed out")),
+                 std::string("allgather without rank 2: ") + e.what());
+           check(contains(e.what(), "rank " + std::to_string(b.rank())) && contains(e.what(), "allgather"),
+                 std::string("names rank and op: ") + e.what());
+         }
+         b.setTimeout(milliseconds(5000));
+         auto after = errorFrom([&] { b.recv(&value, sizeof value, (b.rank() + 1) % 3, 43); });
+         expectCode(after, ErrorCode::Aborted, "a receive after the failed world collective");
+         check(contains(after.what(), "timed out"), std::string("the abort carries the timeout: ") + after.what());
+       }});
   list.push_back({"a failed child collective does not abort the world", 3, [](Bootstrap& b) {
-    b.setTimeout(milliseconds(5000));
-    auto child = b.split(b.rank() == 2 ? Bootstrap::kNoColor : 0, 0);
-    if (child) {
-      // Over TCP the rank that notices first withdraws its unsent frame; its
-      // peer then only sees its deadline pass (a child's failure is not
-      // propagated as an abort).
-      child->setTimeout(milliseconds(300));
-      std::vector<unsigned char> buffer(64);
-      auto e = errorFrom([&] { child->allgather(buffer.data(), child->rank() == 0 ? 8 : 4); });
-      check(e.code() == ErrorCode::Protocol || e.code() == ErrorCode::Timeout,
-            std::string("child allgather with different sizes: ") + e.what());
-    }
-    int all[3] = {0, 0, 0};
-    all[b.rank()] = b.rank() + 1;
-    b.allgather(all, sizeof(int));
-    check(all[0] + all[1] + all[2] == 6, "world allgather after the child failed");
-  }});
-  list.push_back({"abort reaches the other rank; later calls fail too", 2, [](Bootstrap& b) {
-    b.setTimeout(milliseconds(5000));
-    int value = 0;
-    if (b.rank() == 0) {
-      std::this_thread::sleep_for(milliseconds(50));
-      b.abort("stop now");
-      expectCode(errorFrom([&] { b.barrier(); }), ErrorCode::Aborted, "call after own abort");
-    } else {
-      auto e = errorFrom([&] { b.recv(&value, sizeof value, 0, 0); });
-      expectCode(e, ErrorCode::Aborted, "recv while rank 0 aborts");
-      check(contains(e.what(), "stop now") && e.peer() == 0, std::string("names reason and peer: ") + e.what());
-      expectCode(errorFrom([&] { b.send(&value, sizeof value, 0, 0); }), ErrorCode::Aborted, "later send");
-    }
-  }});
-  list.push_back({"invalid arguments: InvalidArgument with the same words, no collective id consumed", 2,
-                  [](Bootstrap& b) {
-    int value = 0;
-    const std::string me = "rank " + std::to_string(b.rank()) + ": ";
-    auto invalid = [](const tether::Error& e, const std::string& text) {
-      expectCode(e, ErrorCode::InvalidArgument, text);
-      check(std::string(e.what()) == text, std::string("message '") + e.what() + "' is not '" + text + "'");
-    };
-    invalid(errorFrom([&] { b.send(&value, sizeof value, 2, 0); }), me + "send: peer 2 is out of range [0, 2)");
-    invalid(errorFrom([&] { b.recv(&value, sizeof value, -1, 0); }), me + "recv: peer -1 is out of range [0, 2)");
-    invalid(errorFrom([&] { b.send(&value, sizeof value, 0, -1); }), me + "send: negative tag -1");
-    invalid(errorFrom([&] { b.recv(nullptr, 4, 0, 0); }), me + "recv: null buffer for 4 bytes");
-    invalid(errorFrom([&] { b.allgather(nullptr, 4); }), me + "allgather: null buffer for 4 bytes");
-    invalid(errorFrom([&] { b.broadcast(&value, sizeof value, 2); }), me + "broadcast: root 2 is out of range [0, 2)");
-    invalid(errorFrom([&] { b.barrier({1 - b.rank()}); }), me + "subset barrier: the list does not contain this rank");
-    invalid(errorFrom([&] { b.barrier({0, 1, 1}); }), me + "subset barrier: duplicate rank in the list");
-    invalid(errorFrom([&] { b.split(-7, 0); }), me + "split: negative color -7");
-    invalid(errorFrom([&] { b.setTimeout(milliseconds(-5)); }), me + "setTimeout: negative timeout -5 ms (0 means the default: TETHER_TIMEOUT_MS, else 300000 ms)");
-    std::vector<int> buffer(8);
-    invalid(errorFrom([&] { b.alltoall(buffer.data(), buffer.data() + 1, sizeof(int)); }),
-            me + "alltoall: send and receive buffers overlap (pass the same pointer for in place)");
-    std::size_t counts[2] = {4, 4}, displs[2] = {0, 4}, recvCounts[2] = {4, 4};
-    recvCounts[b.rank()] = 8;  // its own block: 4 bytes out, 8 expected back
-    std::vector<unsigned char> out(16), in(16);
-    invalid(errorFrom([&] { b.alltoallv(out.data(), counts, displs, in.data(), recvCounts, displs); }),
-            me + "alltoallv: this rank sends itself 4 bytes but expects 8");
-    invalid(errorFrom([&] { b.alltoallv(out.data(), counts, displs, out.data() + 4, counts, displs); }),
-            me + "alltoallv: send and receive buffers overlap");
-    int all[2] = {0, 0};
-    all[b.rank()] = 5 + b.rank();
-    b.allgather(all, sizeof(int));
-    check(all[0] == 5 && all[1] == 6, "allgather after rejected calls");
-  }});
+                    b.setTimeout(milliseconds(5000));
+                    auto child = b.split(b.rank() == 2 ? Bootstrap::kNoColor : 0, 0);
+                    if (child) {
+                      // Over TCP the rank that notices first withdraws its unsent frame; its
+                      // peer then only sees its deadline pass (a child's failure is not
+                      // propagated as an abort).
+                      child->setTimeout(milliseconds(300));
+                      std::vector<unsigned char> buffer(64);
+                      auto e = errorFrom([&] { child->allgather(buffer.data(), child->rank() == 0 ? 8 : 4); });
+                      check(e.code() == ErrorCode::Protocol || e.code() == ErrorCode::Timeout,
+                            std::string("child allgather with different sizes: ") + e.what());
+                    }
+                    int all[3] = {0, 0, 0};
+                    all[b.rank()] = b.rank() + 1;
+                    b.allgather(all, sizeof(int));
+                    check(all[0] + all[1] + all[2] == 6, "world allgather after the child failed");
+                  }});
+  list.push_back(
+      {"abort reaches the other rank; later calls fail too", 2, [](Bootstrap& b) {
+         b.setTimeout(milliseconds(5000));
+         int value = 0;
+         if (b.rank() == 0) {
+           std::this_thread::sleep_for(milliseconds(50));
+           b.abort("stop now");
+           expectCode(errorFrom([&] { b.barrier(); }), ErrorCode::Aborted, "call after own abort");
+         } else {
+           auto e = errorFrom([&] { b.recv(&value, sizeof value, 0, 0); });
+           expectCode(e, ErrorCode::Aborted, "recv while rank 0 aborts");
+           check(contains(e.what(), "stop now") && e.peer() == 0, std::string("names reason and peer: ") + e.what());
+           expectCode(errorFrom([&] { b.send(&value, sizeof value, 0, 0); }), ErrorCode::Aborted, "later send");
+         }
+       }});
+  list.push_back(
+      {"invalid arguments: InvalidArgument with the same words, no collective id consumed", 2, [](Bootstrap& b) {
+         int value = 0;
+         const std::string me = "rank " + std::to_string(b.rank()) + ": ";
+         auto invalid = [](const tether::Error& e, const std::string& text) {
+           expectCode(e, ErrorCode::InvalidArgument, text);
+           check(std::string(e.what()) == text, std::string("message '") + e.what() + "' is not '" + text + "'");
+         };
+         invalid(errorFrom([&] { b.send(&value, sizeof value, 2, 0); }), me + "send: peer 2 is out of range [0, 2)");
+         invalid(errorFrom([&] { b.recv(&value, sizeof value, -1, 0); }), me + "recv: peer -1 is out of range [0, 2)");
+         invalid(errorFrom([&] { b.send(&value, sizeof value, 0, -1); }), me + "send: negative tag -1");
+         invalid(errorFrom([&] { b.recv(nullptr, 4, 0, 0); }), me + "recv: null buffer for 4 bytes");
+         invalid(errorFrom([&] { b.allgather(nullptr, 4); }), me + "allgather: null buffer for 4 bytes");
+         invalid(errorFrom([&] { b.broadcast(&value, sizeof value, 2); }),
+                 me + "broadcast: root 2 is out of range [0, 2)");
+         invalid(errorFrom([&] { b.barrier({1 - b.rank()}); }),
+                 me + "subset barrier: the list does not contain this rank");
+         invalid(errorFrom([&] { b.barrier({0, 1, 1}); }), me + "subset barrier: duplicate rank in the list");
+         invalid(errorFrom([&] { b.split(-7, 0); }), me + "split: negative color -7");
+         invalid(errorFrom([&] { b.setTimeout(milliseconds(-5)); }),
+                 me + "setTimeout: negative timeout -5 ms (0 means the default: TETHER_TIMEOUT_MS, else 300000 ms)");
+         std::vector<int> buffer(8);
+         invalid(errorFrom([&] { b.alltoall(buffer.data(), buffer.data() + 1, sizeof(int)); }),
+                 me + "alltoall: send and receive buffers overlap (pass the same pointer for in place)");
+         std::size_t counts[2] = {4, 4}, displs[2] = {0, 4}, recvCounts[2] = {4, 4};
+         recvCounts[b.rank()] = 8;  // its own block: 4 bytes out, 8 expected back
+         std::vector<unsigned char> out(16), in(16);
+         invalid(errorFrom([&] { b.alltoallv(out.data(), counts, displs, in.data(), recvCounts, displs); }),
+                 me + "alltoallv: this rank sends itself 4 bytes but expects 8");
+         invalid(errorFrom([&] { b.alltoallv(out.data(), counts, displs, out.data() + 4, counts, displs); }),
+                 me + "alltoallv: send and receive buffers overlap");
+         int all[2] = {0, 0};
+         all[b.rank()] = 5 + b.rank();
+         b.allgather(all, sizeof(int));
+         check(all[0] == 5 && all[1] == 6, "allgather after rejected calls");
+       }});
   list.push_back({"alltoall in place returns every block (4 B and 100 kB blocks)", 4, [](Bootstrap& b) {
-    const int n = b.size(), me = b.rank();
-    for (std::size_t bytes : {std::size_t(4), std::size_t(100 * 1000)}) {
-      std::vector<unsigned char> buf(bytes * static_cast<std::size_t>(n));
-      for (int to = 0; to < n; ++to)
-        for (std::size_t i = 0; i < bytes; ++i) buf[static_cast<std::size_t>(to) * bytes + i] = testing_api::pattern(me, to, i);
-      b.alltoall(buf.data(), buf.data(), bytes);
-      for (int from = 0; from < n; ++from)
-        for (std::size_t i = 0; i < bytes; ++i)
-          check(buf[static_cast<std::size_t>(from) * bytes + i] == testing_api::pattern(from, me, i),
-                "in-place alltoall block from rank " + std::to_string(from) + " (" + std::to_string(bytes) + " B)");
-    }
-  }});
-  list.push_back({"topology of one host: one node, local rank = rank, a node split keeps everyone", 3,
-                  [](Bootstrap& b) {
-    const int me = b.rank();
-    check(b.worldRank() == me && b.nnodes() == 1 && b.nodeId() == 0 && b.localRank() == me &&
-              b.nranksPerNode() == 3,
-          "topology of one host");
-    for (int p = 0; p < 3; ++p) {
-      check(b.peerHost(p) == b.peerHost(me), "one host for all");
-      check(p == me || b.peerAddress(p) != b.peerAddress(me), "one address per rank");
-    }
-    auto e = errorFrom([&] { (void)b.peerHost(3); });
-    expectCode(e, ErrorCode::InvalidArgument, "peerHost out of range");
-    check(std::string(e.what()) == "rank " + std::to_string(me) + ": peerHost: peer 3 is out of range [0, 3)",
-          std::string("peerHost message: ") + e.what());
-    auto node = b.splitByNode();
-    check(node && node->size() == 3 && node->rank() == me && node->worldRank() == me, "splitByNode");
-    auto odd = b.split(me % 2, 0);
-    check(odd->worldRank() == me && odd->localRank() == odd->rank(), "a child's topology");
-  }});
+                    const int n = b.size(), me = b.rank();
+                    for (std::size_t bytes : {std::size_t(4), std::size_t(100 * 1000)}) {
+                      std::vector<unsigned char> buf(bytes * static_cast<std::size_t>(n));
+                      for (int to = 0; to < n; ++to)
+                        for (std::size_t i = 0; i < bytes; ++i)
+                          buf[static_cast<std::size_t>(to) * bytes + i] = testing_api::pattern(me, to, i);
+                      b.alltoall(buf.data(), buf.data(), bytes);
+                      for (int from = 0; from < n; ++from)
+                        for (std::size_t i = 0; i < bytes; ++i)
+                          check(buf[static_cast<std::size_t>(from) * bytes + i] == testing_api::pattern(from, me, i),
+                                "in-place alltoall block from rank " + std::to_string(from) + " (" +
+                                    std::to_string(bytes) + " B)");
+                    }
+                  }});
+  list.push_back(
+      {"topology of one host: one node, local rank = rank, a node split keeps everyone", 3, [](Bootstrap& b) {
+         const int me = b.rank();
+         check(
+             b.worldRank() == me && b.nnodes() == 1 && b.nodeId() == 0 && b.localRank() == me && b.nranksPerNode() == 3,
+             "topology of one host");
+         for (int p = 0; p < 3; ++p) {
+           check(b.peerHost(p) == b.peerHost(me), "one host for all");
+           check(p == me || b.peerAddress(p) != b.peerAddress(me), "one address per rank");
+         }
+         auto e = errorFrom([&] { (void)b.peerHost(3); });
+         expectCode(e, ErrorCode::InvalidArgument, "peerHost out of range");
+         check(std::string(e.what()) == "rank " + std::to_string(me) + ": peerHost: peer 3 is out of range [0, 3)",
+               std::string("peerHost message: ") + e.what());
+         auto node = b.splitByNode();
+         check(node && node->size() == 3 && node->rank() == me && node->worldRank() == me, "splitByNode");
+         auto odd = b.split(me % 2, 0);
+         check(odd->worldRank() == me && odd->localRank() == odd->rank(), "a child's topology");
+       }});
   list.push_back({"a timeout names the operation, the step and the rank waited for", 2, [](Bootstrap& b) {
-    b.setTimeout(milliseconds(300));
-    if (b.rank() == 1) {
-      int value = 0;
-      b.setTimeout(milliseconds(5000));
-      auto e = errorFrom([&] { b.recv(&value, sizeof value, 0, 9); });
-      expectCode(e, ErrorCode::Aborted, "the rank that never called");
-      return;
-    }
-    auto e = errorFrom([&] { b.barrier(); });
-    expectCode(e, ErrorCode::Timeout, "barrier without rank 1");
-    check(contains(e.what(), "rank 0: barrier#1: timed out waiting for step 0 from rank 1"),
-          std::string("timeout text: ") + e.what());
-    check(e.peer() == 1, "peer() names the rank waited for");
-  }});
+                    b.setTimeout(milliseconds(300));
+                    if (b.rank() == 1) {
+                      int value = 0;
+                      b.setTimeout(milliseconds(5000));
+                      auto e = errorFrom([&] { b.recv(&value, sizeof value, 0, 9); });
+                      expectCode(e, ErrorCode::Aborted, "the rank that never called");
+                      return;
+                    }
+                    auto e = errorFrom([&] { b.barrier(); });
+                    expectCode(e, ErrorCode::Timeout, "barrier without rank 1");
+                    check(contains(e.what(), "rank 0: barrier#1: timed out waiting for step 0 from rank 1"),
+                          std::string("timeout text: ") + e.what());
+                    check(e.peer() == 1, "peer() names the rank waited for");
+                  }});
   return list;
 }
 
@@ -292,12 +306,15 @@ TEST_CASE("scenarios hold over InProcessWorld", "[testing-api][conformance]") {
 TEST_CASE("the same scenarios hold over TcpBootstrap", "[testing-api][conformance]") {
   for (const auto& scenario : scenarios()) {
     SECTION(scenario.name) {
-      auto results = tether::test::runRanks(scenario.nranks, [&](int rank, const tether::UniqueId& id) {
-        tether::TcpOptions options;
-        options.timeout = milliseconds(10000);
-        tether::TcpBootstrap bootstrap(rank, scenario.nranks, id, options);
-        scenario.body(bootstrap);
-      }, std::chrono::seconds(30));
+      auto results = tether::test::runRanks(
+          scenario.nranks,
+          [&](int rank, const tether::UniqueId& id) {
+            tether::TcpOptions options;
+            options.timeout = milliseconds(10000);
+            tether::TcpBootstrap bootstrap(rank, scenario.nranks, id, options);
+            scenario.body(bootstrap);
+          },
+          std::chrono::seconds(30));
       INFO(tether::test::summary(results));
       REQUIRE(tether::test::allOk(results));
     }

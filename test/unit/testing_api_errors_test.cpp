@@ -72,7 +72,8 @@ TEST_CASE("a rank that never calls makes the others time out, naming rank, peer 
       // tree all-gather, where rank 1 waits for the root's broadcast) rank 0.
       ++timedOut;
       REQUIRE((outcomes[r].peer == 2 || outcomes[r].peer == 0));
-      REQUIRE(contains(outcomes[r].message, "rank " + std::to_string(r) + ": allgather#1: timed out waiting for step "));
+      REQUIRE(
+          contains(outcomes[r].message, "rank " + std::to_string(r) + ": allgather#1: timed out waiting for step "));
       REQUIRE(contains(outcomes[r].message, " from rank " + std::to_string(outcomes[r].peer)));
       REQUIRE(elapsedMs[r] >= 190);  // the deadline was honoured
     } else {
@@ -114,7 +115,8 @@ TEST_CASE("a failed child collective does not abort ranks outside the child", "[
   for (int r : {0, 1}) {
     CAPTURE(outcomes[r].message);
     REQUIRE((outcomes[r].code == ErrorCode::Protocol || outcomes[r].code == ErrorCode::Timeout));
-    REQUIRE(contains(outcomes[r].message, "rank " + std::to_string(r) + " (world " + std::to_string(r) + "): allgather#1: "));
+    REQUIRE(contains(outcomes[r].message,
+                     "rank " + std::to_string(r) + " (world " + std::to_string(r) + "): allgather#1: "));
   }
   REQUIRE_FALSE(outcomes[2].threw);
   REQUIRE(gathered == std::vector<int>{6, 6, 6});
@@ -145,8 +147,10 @@ TEST_CASE("abort from another thread wakes this rank and every other rank", "[te
   world.run([&](Bootstrap& b) {
     int value = 0;
     try {
-      if (b.rank() == 2) b.recv(&value, sizeof value, 1, 0);  // nobody sends
-      else b.barrier();  // rank 2 never joins
+      if (b.rank() == 2)
+        b.recv(&value, sizeof value, 1, 0);  // nobody sends
+      else
+        b.barrier();  // rank 2 never joins
     } catch (const Error& e) {
       outcomes[b.rank()].record(e);
     }
@@ -228,14 +232,16 @@ TEST_CASE("different collectives at the same id: Protocol naming both, then the 
   REQUIRE(outcomes[1].code == ErrorCode::Protocol);
   REQUIRE(outcomes[1].rank == 1);
   REQUIRE(outcomes[1].peer == 0);
-  REQUIRE(contains(outcomes[1].message, "rank 1: allgather#2: rank 0 is in broadcast#2 step 0 (64 bytes) — the ranks "
-                                        "called different collectives"));
+  REQUIRE(contains(outcomes[1].message,
+                   "rank 1: allgather#2: rank 0 is in broadcast#2 step 0 (64 bytes) — the ranks "
+                   "called different collectives"));
   // Like TcpBootstrap, the rank that noticed aborted the world with that error as reason.
   // Rank 1's communicator refuses further collectives ...
   auto next = errorFrom([&] { world.bootstrap(1)->barrier(); });
   REQUIRE(next.code() == ErrorCode::Protocol);
-  REQUIRE(contains(next.what(), "rank 1: barrier#3: communicator unusable after an earlier collective failed: "
-                                "rank 1: allgather#2: rank 0 is in broadcast#2"));
+  REQUIRE(contains(next.what(),
+                   "rank 1: barrier#3: communicator unusable after an earlier collective failed: "
+                   "rank 1: allgather#2: rank 0 is in broadcast#2"));
   // ... and, like TcpBootstrap, the rank that noticed aborted the world with that error as reason.
   int value = 0;
   auto mine = errorFrom([&] { world.bootstrap(1)->recv(&value, sizeof value, 0, 0); });
@@ -263,8 +269,9 @@ TEST_CASE("a mismatch is noticed even from a peer we are not waiting on", "[test
   });
   REQUIRE(outcomes[2].code == ErrorCode::Protocol);
   REQUIRE(outcomes[2].peer == 1);
-  REQUIRE(contains(outcomes[2].message, "rank 2: broadcast#1: rank 1 is in broadcast#1 with root 1, this rank's root "
-                                        "is 0"));
+  REQUIRE(contains(outcomes[2].message,
+                   "rank 2: broadcast#1: rank 1 is in broadcast#1 with root 1, this rank's root "
+                   "is 0"));
 }
 
 // With both ranks waiting, whichever notices first aborts the other: each rank
@@ -318,8 +325,9 @@ TEST_CASE("alltoallv counts that disagree between sender and receiver are a Prot
   // Rank 0's exchange is consistent; it only learns of the failure through the abort.
   REQUIRE((!outcomes[0].threw || outcomes[0].code == ErrorCode::Aborted));
   REQUIRE(outcomes[1].code == ErrorCode::Protocol);
-  REQUIRE(contains(outcomes[1].message, "rank 1: alltoallv#1: rank 0 sent alltoallv#1 step 0 (4 bytes), this rank "
-                                        "expects 6 bytes"));
+  REQUIRE(contains(outcomes[1].message,
+                   "rank 1: alltoallv#1: rank 0 sent alltoallv#1 step 0 (4 bytes), this rank "
+                   "expects 6 bytes"));
 }
 
 TEST_CASE("send/recv size mismatch is a Protocol error naming both sizes", "[testing-api]") {
@@ -331,8 +339,9 @@ TEST_CASE("send/recv size mismatch is a Protocol error naming both sizes", "[tes
   REQUIRE(e.code() == ErrorCode::Protocol);
   REQUIRE(e.rank() == 1);
   REQUIRE(e.peer() == 0);
-  REQUIRE(contains(e.what(), "rank 1: recv from rank 0 tag 3: rank 0 sent send tag 3 (8 bytes), this rank expects 16 "
-                            "bytes"));
+  REQUIRE(contains(e.what(),
+                   "rank 1: recv from rank 0 tag 3: rank 0 sent send tag 3 (8 bytes), this rank expects 16 "
+                   "bytes"));
 }
 
 TEST_CASE("invalid arguments are InvalidArgument naming rank, peer and operation", "[testing-api]") {
@@ -346,7 +355,8 @@ TEST_CASE("invalid arguments are InvalidArgument naming rank, peer and operation
     REQUIRE(contains(e.what(), part));
   };
   expectInvalid(errorFrom([&] { b->send(&value, sizeof value, 4, 0); }), "rank 2: send: peer 4 is out of range [0, 4)");
-  expectInvalid(errorFrom([&] { b->recv(&value, sizeof value, -1, 0); }), "rank 2: recv: peer -1 is out of range [0, 4)");
+  expectInvalid(errorFrom([&] { b->recv(&value, sizeof value, -1, 0); }),
+                "rank 2: recv: peer -1 is out of range [0, 4)");
   expectInvalid(errorFrom([&] { b->send(&value, sizeof value, 1, -3); }), "rank 2: send: negative tag -3");
   expectInvalid(errorFrom([&] { b->recv(nullptr, 4, 1, 0); }), "rank 2: recv: null buffer for 4 bytes");
   expectInvalid(errorFrom([&] { b->allgather(nullptr, 8); }), "rank 2: allgather: null buffer for 8 bytes");
@@ -365,5 +375,8 @@ TEST_CASE("invalid arguments are InvalidArgument naming rank, peer and operation
   REQUIRE(errorFrom([&] { world.bootstrap(4); }).code() == ErrorCode::InvalidArgument);
   // None of these consumed a collective id: the world still agrees.
   std::vector<int> all(4);
-  world.run([&](Bootstrap& rank) { rank.allgather(all.data() + 0, 0); rank.barrier(); });
+  world.run([&](Bootstrap& rank) {
+    rank.allgather(all.data() + 0, 0);
+    rank.barrier();
+  });
 }

@@ -19,7 +19,11 @@ TEST_CASE("split orders children by (key, parent rank) and they work independent
   for (int n : kWorldSizes) {
     CAPTURE(n);
     InProcessWorld world(n);
-    struct Seen { int childRank = -2, childSize = -2; std::vector<int> gathered; bool none = false; };
+    struct Seen {
+      int childRank = -2, childSize = -2;
+      std::vector<int> gathered;
+      bool none = false;
+    };
     std::vector<Seen> seen(static_cast<std::size_t>(n));
     world.run([&](Bootstrap& b) {
       // Rank n-1 opts out; the others split by parity with a key that reverses them.

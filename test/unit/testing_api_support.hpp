@@ -34,9 +34,7 @@ inline unsigned char pattern(int from, int to, std::size_t index) {
   return static_cast<unsigned char>(from * 31 + to * 7 + static_cast<int>(index % 251) + 1);
 }
 
-inline bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 const std::vector<int> kWorldSizes = {1, 2, 3, 5, 8};
 

@@ -80,8 +80,7 @@ TEST_CASE("alltoallv delivers per-pair sizes at the given displacements", "[test
       for (int p = 0; p < n; ++p) {
         for (std::size_t i = 0; i < sendCounts[p]; ++i) out[sendDispls[p] + i] = pattern(me, p, i);
       }
-      b.alltoallv(out.data(), sendCounts.data(), sendDispls.data(), in.data(), recvCounts.data(),
-                  recvDispls.data());
+      b.alltoallv(out.data(), sendCounts.data(), sendDispls.data(), in.data(), recvCounts.data(), recvDispls.data());
       results[me] = in;
       displs[me] = recvDispls;
     });

@@ -26,8 +26,8 @@ namespace args {
 // `what` `value` (a rank of the communicator) must be in [0, size).
 inline void inRange(int rank, int size, const std::string& op, const char* what, int value) {
   if (value < 0 || value >= size)
-    invalid(rank, op, std::string(what) + " " + std::to_string(value) + " is out of range [0, " +
-                          std::to_string(size) + ")",
+    invalid(rank, op,
+            std::string(what) + " " + std::to_string(value) + " is out of range [0, " + std::to_string(size) + ")",
             value);
 }
 
@@ -69,8 +69,9 @@ inline void alltoallv(int rank, int size, const void* send, const std::size_t* s
     if (recvCounts[p]) recvExtent = std::max(recvExtent, recvDispls[p] + recvCounts[p]);
   }
   if (sendCounts[rank] != recvCounts[rank])
-    invalid(rank, op, "this rank sends itself " + std::to_string(sendCounts[rank]) + " bytes but expects " +
-                          std::to_string(recvCounts[rank]));
+    invalid(rank, op,
+            "this rank sends itself " + std::to_string(sendCounts[rank]) + " bytes but expects " +
+                std::to_string(recvCounts[rank]));
   buffer(rank, op, send, sendExtent);
   buffer(rank, op, recv, recvExtent);
   if (overlap(send, sendExtent, recv, recvExtent)) invalid(rank, op, "send and receive buffers overlap");

@@ -20,10 +20,10 @@
 namespace tether::rdma {
 
 struct Config {
-  std::string hca;     // device name; empty: first device with an active port
-  int hcaPort = 0;     // 0: first active port of the device
-  int gidIndex = -1;   // -1: choose
-  int addressFamily;   // AF_INET or AF_INET6
+  std::string hca;    // device name; empty: first device with an active port
+  int hcaPort = 0;    // 0: first active port of the device
+  int gidIndex = -1;  // -1: choose
+  int addressFamily;  // AF_INET or AF_INET6
   std::uint8_t timeout = 20;
   std::uint8_t retryCount = 7;
   std::uint8_t rnrRetry = 7;

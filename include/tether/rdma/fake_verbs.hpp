@@ -76,8 +76,8 @@ class FakeVerbs : public Verbs {
   FakeVerbs& operator=(const FakeVerbs&) = delete;
 
   // Inspection for tests.
-  int modifyQpCalls() const;      // every call, accepted or not
-  int modifyQpRejected() const;   // calls answered with an errno
+  int modifyQpCalls() const;     // every call, accepted or not
+  int modifyQpRejected() const;  // calls answered with an errno
   ibv_qp_state qpState(const ibv_qp* qp) const;
   // Whether a QP with this number lives in this process (so RDMA writes to it move data).
   static bool hasLocalQp(std::uint32_t qpn);

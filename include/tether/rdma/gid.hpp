@@ -32,8 +32,8 @@ std::vector<ibv_gid_entry> readGidTable(Verbs& verbs, ibv_context* context, std:
 // Pure choice over the entries of one port. overrideIndex < 0: choose.
 // Throws Error{InvalidArgument} for an override that names no valid entry and
 // Error{System} when no entry fits the link layer.
-GidChoice chooseGid(const std::vector<ibv_gid_entry>& entries, std::uint8_t linkLayer,
-                    int addressFamily, int overrideIndex, const std::string& where);
+GidChoice chooseGid(const std::vector<ibv_gid_entry>& entries, std::uint8_t linkLayer, int addressFamily,
+                    int overrideIndex, const std::string& where);
 
 bool isIpv4MappedGid(const ibv_gid& gid);
 bool isZeroGid(const ibv_gid& gid);

@@ -24,8 +24,7 @@ struct Mesh {
 
 // `phaseDone`, when given, is called after each phase: "qp-create",
 // "qp-exchange" (all-to-all and validation), "qp-connect" (transitions).
-Mesh connectMesh(Bootstrap& boot, Context& context,
-                 const std::function<void(const char* phase)>& phaseDone = nullptr);
+Mesh connectMesh(Bootstrap& boot, Context& context, const std::function<void(const char* phase)>& phaseDone = nullptr);
 
 // Sends every rank a kNoQp placeholder record through the same alltoall and
 // validates what comes back: for ranks without devices, so the exchange
@@ -34,8 +33,7 @@ void exchangePlaceholders(Bootstrap& boot);
 
 // All-gathers MR records; each is validated (rank, non-zero address, at
 // least `minLength` bytes). Entry r is rank r's region.
-std::vector<MrRecord> exchangeMemoryRegions(Bootstrap& boot, const MemoryRegion& local,
-                                            std::size_t minLength);
+std::vector<MrRecord> exchangeMemoryRegions(Bootstrap& boot, const MemoryRegion& local, std::size_t minLength);
 
 // RDMA-write all-gather over a connected mesh: block `rank` of `buffer`
 // (blockBytes at offset rank * blockBytes) is written into the same place of

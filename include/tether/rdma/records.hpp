@@ -30,11 +30,11 @@ struct QpRecord {
   std::uint32_t psn = 0;      // 24 bits: the sender's SQ PSN = the receiver's RQ PSN
   std::uint16_t lid = 0;
   std::uint8_t port = 0;
-  std::uint8_t linkLayer = 0;       // IBV_LINK_LAYER_*
-  std::uint8_t activeMtu = 0;       // enum ibv_mtu (1 = 256 .. 5 = 4096)
-  std::uint8_t gidIndex = 0;        // the sender's own source GID index (informational)
-  std::uint8_t maxRdAtomic = 0;     // RDMA reads/atomics the sender issues at once
-  std::uint8_t maxDestRdAtomic = 0; // RDMA reads/atomics the sender accepts at once
+  std::uint8_t linkLayer = 0;        // IBV_LINK_LAYER_*
+  std::uint8_t activeMtu = 0;        // enum ibv_mtu (1 = 256 .. 5 = 4096)
+  std::uint8_t gidIndex = 0;         // the sender's own source GID index (informational)
+  std::uint8_t maxRdAtomic = 0;      // RDMA reads/atomics the sender issues at once
+  std::uint8_t maxDestRdAtomic = 0;  // RDMA reads/atomics the sender accepts at once
   std::array<std::uint8_t, 16> gid{};
   std::uint8_t flags = 0;
   std::array<std::uint8_t, 15> reserved{};

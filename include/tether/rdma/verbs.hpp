@@ -35,11 +35,9 @@ class Verbs {
   virtual int queryDevice(ibv_context* context, ibv_device_attr* attr) = 0;
   virtual int queryPort(ibv_context* context, std::uint8_t port, ibv_port_attr* attr) = 0;
   // ibv_query_gid_table: the number of valid entries of all ports, or -errno.
-  virtual long queryGidTable(ibv_context* context, ibv_gid_entry* entries,
-                             std::size_t maxEntries) = 0;
+  virtual long queryGidTable(ibv_context* context, ibv_gid_entry* entries, std::size_t maxEntries) = 0;
   // ibv_query_gid_ex: 0, ENODATA for an empty entry, or another errno value.
-  virtual int queryGidEx(ibv_context* context, std::uint32_t port, std::uint32_t index,
-                         ibv_gid_entry* entry) = 0;
+  virtual int queryGidEx(ibv_context* context, std::uint32_t port, std::uint32_t index, ibv_gid_entry* entry) = 0;
 
   virtual ibv_pd* allocPd(ibv_context* context) = 0;
   virtual int deallocPd(ibv_pd* pd) = 0;

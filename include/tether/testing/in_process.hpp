@@ -38,13 +38,11 @@ class InProcessWorld {
   // `nranksPerNode` ranks share a "node" (consecutive world ranks); 0 = all on one.
   explicit InProcessWorld(int nranks, int nranksPerNode = 0) {
     if (nranks < 1) {
-      throw Error(ErrorCode::InvalidArgument,
-                  "InProcessWorld: nranks must be positive, got " + std::to_string(nranks));
+      throw Error(ErrorCode::InvalidArgument, "InProcessWorld: nranks must be positive, got " + std::to_string(nranks));
     }
     if (nranksPerNode < 0 || nranksPerNode > nranks) {
-      throw Error(ErrorCode::InvalidArgument, "InProcessWorld: nranksPerNode " +
-                                                  std::to_string(nranksPerNode) + " outside 0.." +
-                                                  std::to_string(nranks));
+      throw Error(ErrorCode::InvalidArgument, "InProcessWorld: nranksPerNode " + std::to_string(nranksPerNode) +
+                                                  " outside 0.." + std::to_string(nranks));
     }
     state_ = std::make_shared<detail::WorldState>(nranks, nranksPerNode == 0 ? nranks : nranksPerNode);
     std::vector<int> members;
@@ -64,9 +62,8 @@ class InProcessWorld {
   // The world communicator of `rank` (the same object on every call).
   std::shared_ptr<Bootstrap> bootstrap(int rank) const {
     if (rank < 0 || rank >= size()) {
-      throw Error(ErrorCode::InvalidArgument,
-                  "InProcessWorld: rank " + std::to_string(rank) + " out of range (size " +
-                      std::to_string(size()) + ")");
+      throw Error(ErrorCode::InvalidArgument, "InProcessWorld: rank " + std::to_string(rank) + " out of range (size " +
+                                                  std::to_string(size()) + ")");
     }
     return ranks_[static_cast<std::size_t>(rank)];
   }

@@ -53,7 +53,9 @@ class InProcessBootstrap : public Bootstrap {
     return static_cast<int>(std::count_if(endpoint_.members().begin(), endpoint_.members().begin() + rank(),
                                           [&](int w) { return world.nodeOf(w) == myNode; }));
   }
-  int nodeId() const override { return localNodes().at(static_cast<std::size_t>(endpoint_.world()->nodeOf(worldRank()))); }
+  int nodeId() const override {
+    return localNodes().at(static_cast<std::size_t>(endpoint_.world()->nodeOf(worldRank())));
+  }
   int nnodes() const override { return static_cast<int>(localNodes().size()); }
   // "in-process:node<N>" and "in-process:node<N>:rank<W>" (world node and rank).
   std::string peerHost(int peer) const override {
@@ -114,8 +116,7 @@ class InProcessBootstrap : public Bootstrap {
 
   void alltoallv(const void* sendData, const std::size_t* sendCounts, const std::size_t* sendDispls, void* recvData,
                  const std::size_t* recvCounts, const std::size_t* recvDispls) override {
-    tether::detail::args::alltoallv(rank(), size(), sendData, sendCounts, sendDispls, recvData, recvCounts,
-                                    recvDispls);
+    tether::detail::args::alltoallv(rank(), size(), sendData, sendCounts, sendDispls, recvData, recvCounts, recvDispls);
     Call call;
     call.op = Op::Alltoallv;
     for (int i = 0; i < size(); ++i) call.bytes = std::max({call.bytes, sendCounts[i], recvCounts[i]});
@@ -157,9 +158,8 @@ class InProcessBootstrap : public Bootstrap {
     Call call;
     call.op = Op::SubsetBarrier;
     const int groupRank = static_cast<int>(std::find(group.begin(), group.end(), rank()) - group.begin());
-    guarded(op.call(), /*abortWorldOnFailure=*/false, [&] {
-      replay(record(call, groupRank, static_cast<int>(group.size())), group, op, key, nullptr, nullptr);
-    });
+    guarded(op.call(), /*abortWorldOnFailure=*/false,
+            [&] { replay(record(call, groupRank, static_cast<int>(group.size())), group, op, key, nullptr, nullptr); });
   }
 
   std::shared_ptr<Bootstrap> split(int color, int key) override {
@@ -175,7 +175,8 @@ class InProcessBootstrap : public Bootstrap {
 
     std::vector<std::tuple<int, int>> order;  // (key, parent rank) of my color
     for (int p = 0; p < size(); ++p) {
-      if (all[2 * static_cast<std::size_t>(p)] == color) order.emplace_back(all[2 * static_cast<std::size_t>(p) + 1], p);
+      if (all[2 * static_cast<std::size_t>(p)] == color)
+        order.emplace_back(all[2 * static_cast<std::size_t>(p) + 1], p);
     }
     std::sort(order.begin(), order.end());
     std::vector<int> members;
@@ -186,8 +187,7 @@ class InProcessBootstrap : public Bootstrap {
     }
     const std::uint64_t childComm =
         detail::mix(detail::mix(endpoint_.comm(), splitId), static_cast<std::uint64_t>(color));
-    return std::make_shared<InProcessBootstrap>(endpoint_.world(), childComm, std::move(members), childRank,
-                                                timeout());
+    return std::make_shared<InProcessBootstrap>(endpoint_.world(), childComm, std::move(members), childRank, timeout());
   }
 
   void abort(const std::string& reason) override { endpoint_.world()->abortAll(endpoint_.worldRank(), reason); }
@@ -216,7 +216,8 @@ class InProcessBootstrap : public Bootstrap {
     shape.rank = groupRank;
     shape.size = groupSize;
     // As in TcpBootstrap: a node runs more ranks of the world than it has cores.
-    shape.cpuBound = endpoint_.world()->nranksPerNode > static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    shape.cpuBound =
+        endpoint_.world()->nranksPerNode > static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     return dc::record(*dc::choose(shape, call, settings.forcedFor(call.op)), shape, call);
   }
 
@@ -259,9 +260,13 @@ class InProcessBootstrap : public Bootstrap {
           endpoint_.post(group[static_cast<std::size_t>(s.peer)], key, std::move(message), op.call());
           break;
         }
-        case Step::Kind::Recv: pending.push_back(s); break;
+        case Step::Kind::Recv:
+          pending.push_back(s);
+          break;
         case Step::Kind::Copy:
-        case Step::Kind::CopyBlocks: mem.copy(s); break;
+        case Step::Kind::CopyBlocks:
+          mem.copy(s);
+          break;
         case Step::Kind::Settle:
           for (const Step& r : pending) {
             key.step = r.step;
@@ -285,7 +290,8 @@ class InProcessBootstrap : public Bootstrap {
       broken = brokenBy_;
     }
     if (!broken.empty()) {
-      endpoint_.fail(ErrorCode::Protocol, where, -1, "communicator unusable after an earlier collective failed: " + broken);
+      endpoint_.fail(ErrorCode::Protocol, where, -1,
+                     "communicator unusable after an earlier collective failed: " + broken);
     }
     endpoint_.throwIfAborted(where);
     try {

@@ -4,13 +4,13 @@
 
 #include <tether/tether.h>
 
-#define CHECK(call)                                                                      \
-  do {                                                                                   \
-    tether_result_t rc_ = (call);                                                        \
-    if (rc_ != TETHER_SUCCESS) {                                                         \
+#define CHECK(call)                                                                            \
+  do {                                                                                         \
+    tether_result_t rc_ = (call);                                                              \
+    if (rc_ != TETHER_SUCCESS) {                                                               \
       fprintf(stderr, "consumer_c: %s: %s\n", tether_result_string(rc_), tether_last_error()); \
-      return 1;                                                                          \
-    }                                                                                    \
+      return 1;                                                                                \
+    }                                                                                          \
   } while (0)
 
 int main(void) {

@@ -17,8 +17,8 @@ struct KnomialNode {
     int rank;
     int span;  // ranks in its subtree: [rank, rank + span)
   };
-  int parent = -1;           // -1 for the root
-  int span = 1;              // ranks in this node's subtree, itself included
+  int parent = -1;              // -1 for the root
+  int span = 1;                 // ranks in this node's subtree, itself included
   std::vector<Child> children;  // highest level (farthest rank) first, as the
                                 // binomial broadcast orders them
 };
@@ -35,7 +35,8 @@ inline KnomialNode knomialNode(int rank, int size, int radix) {
   for (long long l = level / radix; l >= 1; l /= radix)
     for (int i = radix - 1; i >= 1; --i) {
       long long child = rank + i * l;
-      if (child < size) node.children.push_back({static_cast<int>(child), static_cast<int>(std::min<long long>(l, size - child))});
+      if (child < size)
+        node.children.push_back({static_cast<int>(child), static_cast<int>(std::min<long long>(l, size - child))});
     }
   return node;
 }

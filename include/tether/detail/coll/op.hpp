@@ -22,13 +22,20 @@ enum class Op : std::uint32_t {
 
 inline const char* opName(Op op) {
   switch (op) {
-    case Op::Allgather: return "allgather";
-    case Op::Alltoall: return "alltoall";
-    case Op::Alltoallv: return "alltoallv";
-    case Op::Broadcast: return "broadcast";
-    case Op::Barrier: return "barrier";
-    case Op::SubsetBarrier: return "subset-barrier";
-    case Op::Split: return "split";
+    case Op::Allgather:
+      return "allgather";
+    case Op::Alltoall:
+      return "alltoall";
+    case Op::Alltoallv:
+      return "alltoallv";
+    case Op::Broadcast:
+      return "broadcast";
+    case Op::Barrier:
+      return "barrier";
+    case Op::SubsetBarrier:
+      return "subset-barrier";
+    case Op::Split:
+      return "split";
   }
   return "unknown-op";
 }

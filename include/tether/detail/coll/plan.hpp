@@ -45,12 +45,12 @@ struct Step {
   // to at + j * toStride, in order (a transpose or a strided pack in one step).
   enum class Kind : std::uint8_t { Send, Recv, Copy, Settle, CopyBlocks };
   Kind kind = Kind::Settle;
-  int peer = -1;           // Send/Recv: rank in the communicator
-  std::uint32_t step = 0;  // Send/Recv: the frame's step number
-  Ref at;                  // Send: source; Recv and Copy(Blocks): destination
-  Ref from;                // Copy(Blocks): source
-  std::size_t bytes = 0;   // CopyBlocks: of each block
-  std::size_t count = 0;   // CopyBlocks: blocks
+  int peer = -1;                                // Send/Recv: rank in the communicator
+  std::uint32_t step = 0;                       // Send/Recv: the frame's step number
+  Ref at;                                       // Send: source; Recv and Copy(Blocks): destination
+  Ref from;                                     // Copy(Blocks): source
+  std::size_t bytes = 0;                        // CopyBlocks: of each block
+  std::size_t count = 0;                        // CopyBlocks: blocks
   std::ptrdiff_t toStride = 0, fromStride = 0;  // CopyBlocks: may be negative
 };
 
@@ -125,9 +125,12 @@ struct Memory {
 
   unsigned char* at(Ref r) const {
     switch (r.buffer) {
-      case Buffer::In: return const_cast<unsigned char*>(in) + r.offset;
-      case Buffer::Out: return out + r.offset;
-      case Buffer::Scratch: return scratch + r.offset;
+      case Buffer::In:
+        return const_cast<unsigned char*>(in) + r.offset;
+      case Buffer::Out:
+        return out + r.offset;
+      case Buffer::Scratch:
+        return scratch + r.offset;
     }
     return nullptr;
   }

@@ -51,13 +51,17 @@ inline std::string envAlgorithm(const char* var, Op family) {
 // Throws Error{InvalidArgument} naming the variable for a bad value.
 inline Settings loadSettings() {
   Settings s;
-  auto set = [&](const char* var, Op family) { s.forced[static_cast<std::size_t>(family)] = envAlgorithm(var, family); };
+  auto set = [&](const char* var, Op family) {
+    s.forced[static_cast<std::size_t>(family)] = envAlgorithm(var, family);
+  };
   set("TETHER_ALGO_ALLGATHER", Op::Allgather);
   set("TETHER_ALGO_ALLTOALL", Op::Alltoall);
   set("TETHER_ALGO_BROADCAST", Op::Broadcast);
   set("TETHER_ALGO_BARRIER", Op::Barrier);
-  s.tuning.largeBytes = static_cast<std::size_t>(std::max<std::int64_t>(0, envInt("TETHER_ALGO_LARGE_BYTES", 64 * 1024)));
-  s.tuning.chunk = static_cast<std::size_t>(std::max<std::int64_t>(4096, envInt("TETHER_PIPELINE_CHUNK_BYTES", 256 * 1024)));
+  s.tuning.largeBytes =
+      static_cast<std::size_t>(std::max<std::int64_t>(0, envInt("TETHER_ALGO_LARGE_BYTES", 64 * 1024)));
+  s.tuning.chunk =
+      static_cast<std::size_t>(std::max<std::int64_t>(4096, envInt("TETHER_PIPELINE_CHUNK_BYTES", 256 * 1024)));
   // Flat (every rank talks to rank 0) up to 64 ranks by default: on 2 cores,
   // 64 B all-gather, flat beat radix 2, 4 and 8 at N = 8, 16 and 32
   // (docs/benchmarks.md). Past 64 ranks the tree gets a second level, so

@@ -29,9 +29,9 @@ struct Shape {
   // A host runs more ranks than it has cores: total system calls and wake-ups,
   // not rounds, then decide latency, and the tree variants win.
   bool cpuBound = false;
-  int radix = 64;                     // of the tree all-gather and barrier
-  std::size_t largeBytes = 64 * 1024; // a block at least this large is "large"
-  std::size_t chunk = 256 * 1024;     // pipeline broadcast chunk
+  int radix = 64;                      // of the tree all-gather and barrier
+  std::size_t largeBytes = 64 * 1024;  // a block at least this large is "large"
+  std::size_t chunk = 256 * 1024;      // pipeline broadcast chunk
 };
 
 // One call's arguments, as the algorithms need them.
@@ -45,8 +45,8 @@ struct Call {
 };
 
 struct Algorithm {
-  Op family;         // Allgather, Alltoall (also alltoallv), Broadcast or Barrier
-  const char* name;  // as TETHER_ALGO_* names it
+  Op family;                                     // Allgather, Alltoall (also alltoallv), Broadcast or Barrier
+  const char* name;                              // as TETHER_ALGO_* names it
   bool (*preferred)(const Shape&, const Call&);  // the automatic choice: first preferred row
   void (*build)(Plan&, const Shape&, const Call&);
 };
@@ -54,10 +54,14 @@ struct Algorithm {
 // The family whose algorithms implement `op`.
 inline Op familyOf(Op op) {
   switch (op) {
-    case Op::Split: return Op::Allgather;
-    case Op::Alltoallv: return Op::Alltoall;
-    case Op::SubsetBarrier: return Op::Barrier;
-    default: return op;
+    case Op::Split:
+      return Op::Allgather;
+    case Op::Alltoallv:
+      return Op::Alltoall;
+    case Op::SubsetBarrier:
+      return Op::Barrier;
+    default:
+      return op;
   }
 }
 
@@ -94,21 +98,29 @@ inline const Algorithm kAlgorithms[] = {
     {Op::Alltoall, "pairwise", [](const Shape& s, const Call& c) { return c.bytes >= s.largeBytes; },
      [](Plan& p, const Shape&, const Call& c) { alltoallWindowed(p, c.blocks, 1); }},
     {Op::Alltoall, "tree",
-     [](const Shape& s, const Call& c) { return c.op == Op::Alltoall && s.cpuBound && alltoallTreeFits(s.size, c.bytes); },
+     [](const Shape& s, const Call& c) {
+       return c.op == Op::Alltoall && s.cpuBound && alltoallTreeFits(s.size, c.bytes);
+     },
      [](Plan& p, const Shape& s, const Call& c) {
-       if (c.op == Op::Alltoall) alltoallTree(p, c.bytes, s.radix);
-       else alltoallWindowed(p, c.blocks, p.size());
+       if (c.op == Op::Alltoall)
+         alltoallTree(p, c.bytes, s.radix);
+       else
+         alltoallWindowed(p, c.blocks, p.size());
      }},
     {Op::Alltoall, "bruck", [](const Shape&, const Call& c) { return c.op == Op::Alltoall; },
      [](Plan& p, const Shape&, const Call& c) {
-       if (c.op == Op::Alltoall) alltoallBruck(p, c.bytes);
-       else alltoallWindowed(p, c.blocks, p.size());
+       if (c.op == Op::Alltoall)
+         alltoallBruck(p, c.bytes);
+       else
+         alltoallWindowed(p, c.blocks, p.size());
      }},
-    {Op::Alltoall, "linear", always, [](Plan& p, const Shape&, const Call& c) { alltoallWindowed(p, c.blocks, p.size()); }},
+    {Op::Alltoall, "linear", always,
+     [](Plan& p, const Shape&, const Call& c) { alltoallWindowed(p, c.blocks, p.size()); }},
 
     {Op::Broadcast, "pipeline", [](const Shape& s, const Call& c) { return c.bytes >= 4 * s.largeBytes && s.size > 2; },
      [](Plan& p, const Shape& s, const Call& c) { broadcastPipeline(p, c.bytes, c.root, s.chunk); }},
-    {Op::Broadcast, "binomial", always, [](Plan& p, const Shape&, const Call& c) { broadcastBinomial(p, c.bytes, c.root); }},
+    {Op::Broadcast, "binomial", always,
+     [](Plan& p, const Shape&, const Call& c) { broadcastBinomial(p, c.bytes, c.root); }},
 
     {Op::Barrier, "tree", [](const Shape& s, const Call&) { return s.cpuBound; },
      [](Plan& p, const Shape& s, const Call&) { barrierTree(p, s.radix); }},

@@ -29,10 +29,9 @@ class Endpoint {
  public:
   using Clock = std::chrono::steady_clock;
 
-  Endpoint(std::shared_ptr<WorldState> world, std::uint64_t comm, std::vector<int> members,
-           int rank, std::chrono::milliseconds timeout)
-      : world_(std::move(world)), comm_(comm), members_(std::move(members)), rank_(rank),
-        timeoutMs_(timeout.count()) {}
+  Endpoint(std::shared_ptr<WorldState> world, std::uint64_t comm, std::vector<int> members, int rank,
+           std::chrono::milliseconds timeout)
+      : world_(std::move(world)), comm_(comm), members_(std::move(members)), rank_(rank), timeoutMs_(timeout.count()) {}
 
   int rank() const { return rank_; }
   int size() const { return static_cast<int>(members_.size()); }
@@ -58,8 +57,7 @@ class Endpoint {
     return text;
   }
 
-  [[noreturn]] void fail(ErrorCode code, const std::string& where, int peer,
-                         const std::string& what) const {
+  [[noreturn]] void fail(ErrorCode code, const std::string& where, int peer, const std::string& what) const {
     throw Error(code, who() + ": " + where + ": " + what, rank_, peer);
   }
 
@@ -143,8 +141,8 @@ class Endpoint {
     auto it = box.inbox.lower_bound(key);
     if (it == box.inbox.end() || !sameCall(it->first, key) || it->second.empty()) return;
     fail(ErrorCode::Protocol, expected.call(), it->first.source,
-         "rank " + std::to_string(it->first.source) + " sent " + it->second.front().describe() +
-             " which this rank's " + expected.call() + " never receives");
+         "rank " + std::to_string(it->first.source) + " sent " + it->second.front().describe() + " which this rank's " +
+             expected.call() + " never receives");
   }
 
  private:
