@@ -22,6 +22,8 @@ TSAN_SKIP_SUITES=${TSAN_SKIP_SUITES:-perf stress model scale}
 # Any report is a failure, with a stack to read.
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+# .ci/lsan.supp: leaks inside libpmix itself (the PMIx rendezvous tests).
+export LSAN_OPTIONS="suppressions=$PWD/.ci/lsan.supp:print_suppressions=0"
 # .ci/tsan.supp: one documented false positive (exception_ptr's reference
 # count lives in libstdc++, which is not built with TSan).
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:report_signal_unsafe=0:suppressions=$PWD/.ci/tsan.supp"
