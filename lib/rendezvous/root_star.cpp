@@ -9,23 +9,13 @@
 #include "base/endpoint.hpp"
 #include "base/join.hpp"
 #include "base/log.hpp"
+#include "rendezvous/refusal.hpp"
 #include "rendezvous/rendezvous.hpp"
 #include "tether/error.hpp"
 #include "wire/handshake.hpp"
 
 namespace tether::rdv {
 namespace {
-
-const char* refusalText(wire::RejectCode code) {
-  switch (code) {
-    case wire::RejectCode::BadProof:
-      return "wrong secret (it holds another job's UniqueId?)";
-    case wire::RejectCode::WrongWorld:
-      return "wrong world size";
-    default:
-      return "refused";
-  }
-}
 
 class RootStar final : public Rendezvous {
  public:

@@ -16,6 +16,7 @@
 #include "base/endpoint.hpp"
 #include "base/join.hpp"
 #include "base/log.hpp"
+#include "rendezvous/refusal.hpp"
 #include "rendezvous/rendezvous.hpp"
 #include "tether/error.hpp"
 #include "wire/handshake.hpp"
@@ -45,17 +46,6 @@ std::vector<int> treeChildren(int rank, int nranks, int radix) {
 }
 
 namespace {
-
-const char* refusalText(wire::RejectCode code) {
-  switch (code) {
-    case wire::RejectCode::BadProof:
-      return "wrong secret (it holds another job's UniqueId?)";
-    case wire::RejectCode::WrongWorld:
-      return "wrong world size";
-    default:
-      return "refused";
-  }
-}
 
 class Tree final : public Rendezvous {
  public:
