@@ -50,12 +50,13 @@ void require(const std::vector<test::RankResult>& res) {
 TEST_CASE("a rank that never shows up: Timeout on the others, naming it", "[multiproc][errors]") {
   require(test::runRanks(3, [](int rank, const UniqueId& id) {
     if (rank == 2) return;  // never joins
-    // The root gives up first and tells rank 1 why.
+    // The root gives up first and tells rank 1 why. Its 3 s leave rank 1
+    // time to start and register on a loaded host (CI runs two tests at once).
     if (rank == 0)
-      expectError(ErrorCode::Timeout, "missing ranks: 2", [&] { TcpBootstrap b(rank, 3, id, opts(1000)); });
+      expectError(ErrorCode::Timeout, "missing ranks: 2", [&] { TcpBootstrap b(rank, 3, id, opts(3000)); });
     else
       expectError(ErrorCode::Aborted,
-                  "aborted by rank 0: rendezvous timed out after 1000 ms: 2 of 3 ranks "
+                  "aborted by rank 0: rendezvous timed out after 3000 ms: 2 of 3 ranks "
                   "registered; missing ranks: 2",
                   [&] { TcpBootstrap b(rank, 3, id, opts(20000)); });
   }));
@@ -105,13 +106,13 @@ TEST_CASE("a rank holding another job's id: the root's timeout names the refused
       // Same root address, another secret: what a rank started with a stale id holds.
       auto stranger = TcpBootstrap::uniqueIdFromRoot(id.rootHost() + ":" + std::to_string(id.rootPort()));
       expectError(ErrorCode::InvalidArgument, "rendezvous: refused by the root: cannot connect to rank 0",
-                  [&] { TcpBootstrap b(rank, 3, stranger, opts(1500)); });
+                  [&] { TcpBootstrap b(rank, 3, stranger, opts(3000)); });
       return;
     }
     if (rank == 0)
       expectError(ErrorCode::Timeout,
                   "2 of 3 ranks registered; missing ranks: 2; refused meanwhile: rank 2 refused: wrong secret",
-                  [&] { TcpBootstrap b(rank, 3, id, opts(2000)); });
+                  [&] { TcpBootstrap b(rank, 3, id, opts(4000)); });
     else
       expectError(ErrorCode::Aborted, "refused meanwhile: rank 2 refused: wrong secret",
                   [&] { TcpBootstrap b(rank, 3, id, opts(30000)); });

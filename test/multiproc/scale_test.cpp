@@ -189,14 +189,17 @@ TEST_CASE("tree rendezvous with a rank missing: the root names it", "[multiproc]
   auto res = test::runRanks(3, [](int rank, const UniqueId& id) {
     if (rank == 2) return;  // never joins a world of 4
     TcpOptions o;
-    o.timeout = std::chrono::milliseconds(rank == 0 ? 3000 : 8000);  // the root's deadline first
+    o.timeout = std::chrono::milliseconds(rank == 0 ? 4000 : 10000);  // the root's deadline first
     try {
       TcpBootstrap b(rank, 4, id, o);
     } catch (const Error& e) {
       const std::string what = e.what();
+      // Rank 1 is named too when a loaded host starts it after the root's
+      // deadline; ranks 2 and 3 must be named either way.
       if (rank == 0)
         expect(what.find("rank 0: rendezvous") != std::string::npos &&
-                   what.find("missing ranks: 2, 3") != std::string::npos,
+                   (what.find("missing ranks: 2, 3") != std::string::npos ||
+                    what.find("missing ranks: 1, 2, 3") != std::string::npos),
                "root: " + what);
       return;
     }
