@@ -4,33 +4,24 @@
 // all ranks have registered. Links between other ranks open lazily later.
 #include <fmt/format.h>
 
-#include <optional>
-
 #include "base/endpoint.hpp"
-#include "base/join.hpp"
 #include "base/log.hpp"
-#include "rendezvous/refusal.hpp"
-#include "rendezvous/rendezvous.hpp"
-#include "tether/error.hpp"
+#include "rendezvous/registration.hpp"
 #include "wire/handshake.hpp"
 
 namespace tether::rdv {
 namespace {
 
-class RootStar final : public Rendezvous {
+class RootStar final : public Registration {
  public:
-  // Only the root keeps a slot per rank (at 131,072 ranks, a table's worth
-  // of memory at every rank would be 5 MB each for nothing).
-  RootStar(Host& host, Config config)
-      : host_(host), cfg_(std::move(config)), registered_(cfg_.rank == 0 ? cfg_.nranks : 0) {}
+  RootStar(Host& host, Config config) : Registration(host, std::move(config)) {}
 
   void start(const PeerAddress& self) override {
     if (cfg_.rank == 0) {
-      registered_[0] = self;
-      registeredCount_ = 1;
+      registerSelf(self);
       if (cfg_.nranks == 1) {
-        table_ = wire::AddressTable(std::vector<PeerAddress>{self});
-        complete();
+        table_ = table();
+        complete("");
       }
       return;
     }
@@ -85,25 +76,6 @@ class RootStar final : public Rendezvous {
       fail(ErrorCode::PeerLost, fmt::format("rendezvous: cannot reach the root: {}", f.reason), 0);
   }
 
-  void onRefused(const link::Refusal& r) override {
-    if (done_ || cfg_.rank != 0) return;
-    std::string what = fmt::format("rank {} refused: {}, from {}", r.claimedRank, refusalText(r.code), r.remote);
-    refusals_.push_back(what);
-    // A valid proof of the secret with another world size comes from this
-    // job (nobody else knows the secret), misconfigured: say so now instead of
-    // waiting out the deadline. A wrong secret proves nothing about who sent
-    // it, so it must not stop the job (a stranger could): it is named when
-    // the rendezvous times out.
-    if (r.code == wire::RejectCode::WrongWorld)
-      failAll(ErrorCode::InvalidArgument, "rendezvous failed: " + what, r.claimedRank);
-  }
-
-  void onDuplicateClaim(int peer, const std::string& remote) override {
-    if (done_ || cfg_.rank != 0) return;
-    failAll(ErrorCode::InvalidArgument,
-            fmt::format("rendezvous failed: two processes claim rank {} (second from {})", peer, remote), peer);
-  }
-
   void onTimeout() override {
     if (done_) return;
     if (cfg_.rank == 0)
@@ -117,25 +89,15 @@ class RootStar final : public Rendezvous {
          0);
   }
 
-  bool done() const override { return done_; }
   PeerAddress address(int rank) const override { return table_.at(static_cast<std::uint32_t>(rank)); }
 
  private:
   void onRegister(int peer, const wire::Register& r) {
     if (done_) return;  // failed meanwhile: its abort notice is on the way to the registrant
-    if (cfg_.rank != 0 || static_cast<int>(r.rank) != peer || registered_[peer]) {
-      log::warn(cfg_.rank, "ignored an unexpected registration from rank {} (claims rank {})", peer, r.rank);
-      return;
-    }
-    registered_[peer] = r.address;
-    ++registeredCount_;
-    log::trace(cfg_.rank, "rank {} registered ({}/{})", peer, registeredCount_, cfg_.nranks);
-    if (registeredCount_ < cfg_.nranks) return;
-    std::vector<PeerAddress> all;
-    for (auto& a : registered_) all.push_back(*a);
-    table_ = wire::AddressTable(all);
+    if (!add(peer, r) || !everyoneRegistered()) return;
+    table_ = table();
     for (int p = 1; p < cfg_.nranks; ++p) host_.send(p, wire::Kind::Table, table_.encoded());
-    complete();
+    complete("");
   }
 
   void onTable(int peer, wire::AddressTable table) {
@@ -145,45 +107,11 @@ class RootStar final : public Rendezvous {
     }
     connectedToRoot_ = true;
     table_ = std::move(table);
-    complete();
+    complete("");
   }
 
-  std::string missingText() const {
-    std::vector<int> missing;
-    for (int r = 0; r < cfg_.nranks; ++r)
-      if (!registered_[r]) missing.push_back(r);
-    std::string text = fmt::format("{} of {} ranks registered; missing ranks: {}", registeredCount_, cfg_.nranks,
-                                   joined(missing, ", "));
-    if (!refusals_.empty()) text += fmt::format("; refused meanwhile: {}", joined(refusals_, "; "));
-    return text;
-  }
-
-  void complete() {
-    if (cfg_.rank == 0) log::info(0, "rendezvous complete: {} ranks", cfg_.nranks);
-    done_ = true;
-    host_.finished(nullptr);
-  }
-
-  void fail(ErrorCode code, const std::string& what, int peer) {
-    done_ = true;
-    host_.finished(std::make_exception_ptr(Error(code, fmt::format("rank {}: {}", cfg_.rank, what), cfg_.rank, peer)));
-  }
-
-  // The root: fail here and tell the ranks that did register why, instead
-  // of letting them wait for their own deadline.
-  void failAll(ErrorCode code, const std::string& what, int peer) {
-    fail(code, what, peer);
-    host_.abortAll(what);
-  }
-
-  Host& host_;
-  const Config cfg_;
-  std::vector<std::optional<PeerAddress>> registered_;
-  int registeredCount_ = 0;
   wire::AddressTable table_;
-  std::vector<std::string> refusals_;
   bool connectedToRoot_ = false;
-  bool done_ = false;
 };
 
 }  // namespace

@@ -11,14 +11,10 @@
 // failed to forward).
 #include <fmt/format.h>
 
-#include <optional>
-
 #include "base/endpoint.hpp"
 #include "base/join.hpp"
 #include "base/log.hpp"
-#include "rendezvous/refusal.hpp"
-#include "rendezvous/rendezvous.hpp"
-#include "tether/error.hpp"
+#include "rendezvous/registration.hpp"
 #include "wire/handshake.hpp"
 
 namespace tether::rdv {
@@ -47,22 +43,19 @@ std::vector<int> treeChildren(int rank, int nranks, int radix) {
 
 namespace {
 
-class Tree final : public Rendezvous {
+class Tree final : public Registration {
  public:
   Tree(Host& host, Config config, int radix)
-      : host_(host),
-        cfg_(std::move(config)),
+      : Registration(host, std::move(config)),
         radix_(radix),
         parent_(treeParent(cfg_.rank, radix)),
-        children_(treeChildren(cfg_.rank, cfg_.nranks, radix)),
-        registered_(cfg_.rank == 0 ? cfg_.nranks : 0) {}
+        children_(treeChildren(cfg_.rank, cfg_.nranks, radix)) {}
 
   void start(const PeerAddress& self) override {
     if (cfg_.rank == 0) {
-      registered_[0] = self;
-      registeredCount_ = 1;
+      registerSelf(self);
       if (cfg_.nranks == 1) {
-        table_ = wire::AddressTable(std::vector<PeerAddress>{self});
+        table_ = table();
         complete();
       }
       return;
@@ -138,22 +131,6 @@ class Tree final : public Rendezvous {
            peer);
   }
 
-  void onRefused(const link::Refusal& r) override {
-    if (done_ || cfg_.rank != 0) return;
-    std::string what = fmt::format("rank {} refused: {}, from {}", r.claimedRank, refusalText(r.code), r.remote);
-    refusals_.push_back(what);
-    // As in the root star: a valid proof with another world size is this
-    // job, misconfigured; a wrong secret is named only at the deadline.
-    if (r.code == wire::RejectCode::WrongWorld)
-      failAll(ErrorCode::InvalidArgument, "rendezvous failed: " + what, r.claimedRank);
-  }
-
-  void onDuplicateClaim(int peer, const std::string& remote) override {
-    if (done_ || cfg_.rank != 0) return;
-    failAll(ErrorCode::InvalidArgument,
-            fmt::format("rendezvous failed: two processes claim rank {} (second from {})", peer, remote), peer);
-  }
-
   void onTimeout() override {
     if (done_) return;
     if (cfg_.rank == 0 && haveTable_) {
@@ -189,7 +166,6 @@ class Tree final : public Rendezvous {
          down.empty() ? -1 : down.front());
   }
 
-  bool done() const override { return done_; }
   PeerAddress address(int rank) const override { return table_.at(static_cast<std::uint32_t>(rank)); }
 
  private:
@@ -201,17 +177,8 @@ class Tree final : public Rendezvous {
   }
 
   void onRegister(int peer, const wire::Register& r) {
-    if (cfg_.rank != 0 || done_ || static_cast<int>(r.rank) != peer || registered_[peer]) {
-      log::warn(cfg_.rank, "ignored an unexpected registration from rank {} (claims rank {})", peer, r.rank);
-      return;
-    }
-    registered_[peer] = r.address;
-    ++registeredCount_;
-    log::trace(cfg_.rank, "rank {} registered ({}/{})", peer, registeredCount_, cfg_.nranks);
-    if (registeredCount_ < cfg_.nranks) return;
-    std::vector<PeerAddress> all;
-    for (auto& a : registered_) all.push_back(*a);
-    table_ = wire::AddressTable(all);
+    if (done_ || !add(peer, r) || !everyoneRegistered()) return;
+    table_ = table();
     haveTable_ = true;
     for (int c : children_) host_.send(c, wire::Kind::Table, table_.encoded());
     released_.assign(static_cast<std::size_t>(cfg_.nranks), 1);
@@ -222,8 +189,7 @@ class Tree final : public Rendezvous {
         released_[p] = 0;  // not idle: left to the link budget
       else
         releasing_ += released_[p];
-    registered_.clear();
-    registered_.shrink_to_fit();
+    forgetRegistrations();
     if (releasing_ == 0) complete();
   }
 
@@ -246,48 +212,18 @@ class Tree final : public Rendezvous {
     if (!done_ && haveTable_ && childrenUp_ == static_cast<int>(children_.size())) complete();
   }
 
-  std::string missingText() const {
-    std::vector<int> missing;
-    for (int r = 0; r < static_cast<int>(registered_.size()); ++r)
-      if (!registered_[r]) missing.push_back(r);
-    std::string text = fmt::format("{} of {} ranks registered; missing ranks: {}", registeredCount_, cfg_.nranks,
-                                   joined(missing, ", "));
-    if (!refusals_.empty()) text += fmt::format("; refused meanwhile: {}", joined(refusals_, "; "));
-    return text;
-  }
+  void complete() { Registration::complete(fmt::format(" (tree, radix {})", radix_)); }
 
-  void complete() {
-    if (cfg_.rank == 0) log::info(0, "rendezvous complete (tree, radix {}): {} ranks", radix_, cfg_.nranks);
-    done_ = true;
-    host_.finished(nullptr);
-  }
-
-  void fail(ErrorCode code, const std::string& what, int peer) {
-    done_ = true;
-    host_.finished(std::make_exception_ptr(Error(code, fmt::format("rank {}: {}", cfg_.rank, what), cfg_.rank, peer)));
-  }
-
-  void failAll(ErrorCode code, const std::string& what, int peer) {
-    fail(code, what, peer);
-    host_.abortAll(what);
-  }
-
-  Host& host_;
-  const Config cfg_;
   const int radix_;
   const int parent_;
   const std::vector<int> children_;
-  std::vector<std::optional<PeerAddress>> registered_;  // the root's only
-  int registeredCount_ = 0;
   wire::AddressTable table_;
   bool haveTable_ = false;
   std::vector<char> childUp_;
   std::vector<char> released_;  // the root's: released links not closed yet
   int releasing_ = 0;
   int childrenUp_ = 0;
-  std::vector<std::string> refusals_;
   bool connectedToRoot_ = false;
-  bool done_ = false;
 };
 
 }  // namespace
