@@ -5,5 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash .ci/deps.sh
 [ -d build ] || meson setup build >/dev/null
-ninja -C build examples/allgather-setup
+ninja -C build -j"${NINJA_JOBS:-2}" examples/allgather-setup
 exec build/examples/allgather-setup --nranks 8 "$@"
