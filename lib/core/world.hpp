@@ -152,7 +152,7 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
   void armDrain(const std::shared_ptr<Completion>& done, std::chrono::milliseconds drain);
 
   // link::LinkSink
-  link::Target onDataHeader(link::Link& link, const wire::FrameHeader& h) override;
+  link::Target onDataHeader(link::Link& link, const wire::FrameHeader& h, bool mayWait) override;
   void onDataComplete(link::Link& link, const wire::FrameHeader& h, const link::Target& t,
                       std::vector<unsigned char>&& stashed) override;
   void onControlFrame(link::Link& link, const wire::FrameHeader& h, std::vector<unsigned char>&& payload) override;

@@ -77,6 +77,12 @@ void World::postRecv(Op& op, const match::Key& key, void* buf, std::size_t len) 
   mailbox_.post(key, match::Posted{buf, len, &op});
   op.posted.push_back(key);
   ++op.outstanding;
+  // A frame parked on a link from key.src: read it into this receive if it is
+  // this receive's, else into the stash (this receive comes behind it).
+  if (!self)
+    forEachLink([&](link::Link& l) {
+      if (l.peer() == static_cast<int>(key.src) && l.parked()) l.unpark(match::keyOf(key.src, *l.parked()) != key);
+    });
 }
 
 asio::awaitable<void> World::settle(Op& op) {
@@ -113,6 +119,9 @@ void World::failOp(Op& op, std::exception_ptr e) {
   forEachLink([&](link::Link& l) { op.draining += l.abandon(&op); });
   op.outstanding = 0;
   wake(op);
+  // Something failed: parked frames are read now (into the stash), so that
+  // what their peers sent behind them (an abort notice, a goodbye) is seen.
+  forEachLink([](link::Link& l) { l.unpark(true); });
 }
 
 // The op's coroutine returned (e == nullptr) or threw. A coroutine that
@@ -221,7 +230,7 @@ void World::deliverLocal(const wire::FrameHeader& h, const void* payload) {
                  match::Stashed{h, std::vector<unsigned char>(p, p + h.length)});
 }
 
-link::Target World::onDataHeader(link::Link& link, const wire::FrameHeader& h) {
+link::Target World::onDataHeader(link::Link& link, const wire::FrameHeader& h, bool mayWait) {
   const int src = link.peer();
   link.lastUsed = ++useClock_;
   log::trace(rank(), "frame {} from rank {}", h, src);
@@ -252,6 +261,14 @@ link::Target World::onDataHeader(link::Link& link, const wire::FrameHeader& h) {
       }
     }
   }
+  // A large block of a collective whose receive is not posted yet stays in
+  // the socket until it is (postRecv unparks it): a stashed copy would double
+  // this rank's memory for the call. Collective frames only: every member
+  // posts its receives when it enters the call, while a point-to-point
+  // message may be received after the sender's next one (and a sender must
+  // not wait for its receiver to post).
+  if (mayWait && h.kind == wire::Kind::Collective && h.length > cfg_.eagerBytes && !aborted_.load())
+    return link::Target{link::Target::Where::Wait, nullptr, nullptr};
   return link::Target{link::Target::Where::Stash, nullptr, nullptr};
 }
 
@@ -278,6 +295,7 @@ void World::onDataComplete(link::Link& link, const wire::FrameHeader& h, const l
       break;
     }
     case link::Target::Where::Discard:
+    case link::Target::Where::Wait:  // never completes: the link asks again after unpark()
       break;
   }
 }

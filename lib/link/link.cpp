@@ -1,5 +1,6 @@
 #include "link/link.hpp"
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/read.hpp>
@@ -48,7 +49,7 @@ OutFrame controlFrame(wire::Kind kind, wire::SharedBytes payload) {
 }
 
 Link::Link(asio::io_context& io, LinkSink& sink, int peer, std::uint32_t epoch, LinkLimits limits)
-    : io_(io), sink_(sink), peer_(peer), epoch_(epoch), limits_(limits), rbuf_(kReadAheadStart) {}
+    : io_(io), sink_(sink), peer_(peer), epoch_(epoch), limits_(limits), rbuf_(kReadAheadStart), parkTimer_(io) {}
 
 void Link::attach(tcp::socket socket, bool dialedByUs) {
   if (state_ != State::Dialing) return;
@@ -80,6 +81,7 @@ void Link::enqueue(OutFrame frame) {
 
 void Link::sendGoodbye(wire::GoodbyeMode mode) {
   if (goodbyeSent_ || state_ == State::Closed) return;
+  unpark(true);  // the ack comes behind the parked frame
   enqueue(controlFrame(wire::Kind::Goodbye, wire::encodeGoodbye(mode)));
   goodbyeSent_ = true;
   sentMode_ = mode;
@@ -205,9 +207,17 @@ int Link::abandon(Owner* owner) {
   return held;
 }
 
+void Link::unpark(bool stash) {
+  if (!parked_) return;
+  stashParked_ = stashParked_ || stash;
+  unparked_ = true;
+  parkTimer_.cancel();
+}
+
 void Link::fail(const std::string& reason) {
   if (state_ == State::Closed) return;
   state_ = State::Closed;
+  unpark(true);
   // The owner may drop its last reference to this link in onLinkDown.
   auto self = weak_from_this().lock();
   if (socket_) {
@@ -281,8 +291,23 @@ asio::awaitable<void> Link::readPayload(std::size_t len) {
   }
 }
 
+// A large frame whose receive is not posted yet may be parked (Target::Wait):
+// its payload stays in the socket until the receive is posted and is then
+// read straight into it, so no rank holds a second copy of a large block.
 asio::awaitable<void> Link::readDataFrame(const wire::FrameHeader& h) {
-  Target t = sink_.onDataHeader(*this, h);
+  Target t = sink_.onDataHeader(*this, h, true);
+  while (t.where == Target::Where::Wait) {
+    parked_ = h;
+    unparked_ = false;
+    sink_.onReadDrained(*this);  // what earlier frames completed runs now, as before a wait for bytes
+    if (!unparked_) {
+      parkTimer_.expires_at(asio::steady_timer::time_point::max());
+      co_await parkTimer_.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+    parked_.reset();
+    if (state_ == State::Closed) co_return;
+    t = sink_.onDataHeader(*this, h, !std::exchange(stashParked_, false));
+  }
   std::vector<unsigned char> stash;
   if (t.where == Target::Where::Stash) stash.resize(h.length);
   pendingOwner_ = t.owner;

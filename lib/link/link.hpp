@@ -13,9 +13,11 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,8 +68,15 @@ class Link : public std::enable_shared_from_this<Link> {
   const std::string& remote() const { return remote_; }
   // Nothing queued or being written.
   bool idle() const { return queue_.empty() && inFlight_ == 0; }
-  // A frame's payload is being read right now.
-  bool midFrame() const { return pendingDst_ != nullptr || directRead_; }
+  // A frame's payload is being read right now, or waits in the socket (parked).
+  bool midFrame() const { return pendingDst_ != nullptr || directRead_ || parked_.has_value(); }
+  // The data frame whose payload waits in the socket for its receive (the
+  // owner answered Wait); reading stopped behind it. Null when none.
+  const wire::FrameHeader* parked() const { return parked_ ? &*parked_ : nullptr; }
+  // Resumes reading: the owner is asked for the parked frame's target again;
+  // with `stash` it may not answer Wait (later frames are needed). A goodbye
+  // or a failure unparks with `stash` too.
+  void unpark(bool stash);
   // Use counter for least-recently-used choices (set by the owner).
   std::uint64_t lastUsed = 0;
 
@@ -140,6 +149,9 @@ class Link : public std::enable_shared_from_this<Link> {
   bool directRead_ = false;              // the socket is reading into pendingDst_
   bool mayHaveData_ = true;              // the last read did not empty the socket
   Owner* drainingRead_ = nullptr;        // abandoned owner whose direct read is still running
+  std::optional<wire::FrameHeader> parked_;
+  bool unparked_ = false, stashParked_ = false;
+  asio::steady_timer parkTimer_;  // the parked read loop waits on it; unpark() cancels it
 };
 
 }  // namespace tether::link

@@ -23,17 +23,19 @@ class Owner {
   ~Owner() = default;
 };
 
-// Where an arriving data frame's payload goes.
+// Where an arriving data frame's payload goes. Wait: nowhere yet — the link
+// stops reading (the payload stays in the socket) until Link::unpark().
 struct Target {
-  enum class Where { Posted, Stash, Discard } where = Where::Discard;
+  enum class Where { Posted, Stash, Discard, Wait } where = Where::Discard;
   void* buf = nullptr;     // Posted: the receive's buffer
   Owner* owner = nullptr;  // Posted: the operation that posted it
 };
 
 class LinkSink {
  public:
-  // A data frame's header arrived; its payload follows.
-  virtual Target onDataHeader(Link& link, const wire::FrameHeader& h) = 0;
+  // A data frame's header arrived; its payload follows. Wait is allowed only
+  // with `mayWait`; after unpark() the link asks again.
+  virtual Target onDataHeader(Link& link, const wire::FrameHeader& h, bool mayWait) = 0;
   // The payload is in place (Posted), in `stashed` (Stash), or was dropped.
   virtual void onDataComplete(Link& link, const wire::FrameHeader& h, const Target& t,
                               std::vector<unsigned char>&& stashed) = 0;

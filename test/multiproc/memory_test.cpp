@@ -1,0 +1,73 @@
+// Peak memory of a large collective: a rank holds its buffer and no second
+// copy of a block. Each rank resets its peak RSS (VmHWM, /proc/self/clear_refs)
+// once its buffer is in memory, runs one all-gather and compares the new peak
+// with the buffer. TETHER_TEST_RSS_MIB sets the per-rank block (default 64).
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "multiproc.hpp"
+
+using namespace tether;
+
+namespace {
+
+std::size_t blockBytes() {
+  const char* v = std::getenv("TETHER_TEST_RSS_MIB");
+  return (v ? std::strtoull(v, nullptr, 10) : 64) << 20;
+}
+
+// Kilobytes of a line of /proc/self/status ("VmHWM:", "VmRSS:").
+long statusKb(const char* field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(field, 0) == 0) return std::strtol(line.c_str() + std::strlen(field), nullptr, 10);
+  return -1;
+}
+
+void resetPeak() { std::ofstream("/proc/self/clear_refs") << "5"; }
+
+}  // namespace
+
+TEST_CASE("a large all-gather holds no second copy of a block on any rank", "[multiproc][memory]") {
+  const std::size_t bytes = blockBytes();
+  const int n = 2;
+  // late: the rank that enters the all-gather after its peer's block has
+  // arrived (the block waits for a receive that is not posted yet).
+  const int late = GENERATE(0, 1, -1);
+  INFO("late rank " << late);
+  auto res = test::runRanks(
+      n,
+      [&](int rank, const UniqueId& id) {
+        TcpOptions o;
+        o.timeout = std::chrono::milliseconds(120000);
+        TcpBootstrap b(rank, n, id, o);
+        std::vector<unsigned char> buf(n * bytes, 0);
+        std::memset(buf.data() + rank * bytes, rank + 1, bytes);
+        b.barrier();
+        resetPeak();
+        const long base = statusKb("VmRSS:");
+        if (rank == late) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+        b.allgather(buf.data(), bytes);
+        const long peak = statusKb("VmHWM:");
+        for (int r = 0; r < n; ++r)
+          test::expect(buf[r * bytes] == r + 1 && buf[(r + 1) * bytes - 1] == r + 1, "block " + std::to_string(r));
+        const double extra = double(peak - base) * 1024 / double(bytes);
+        std::fprintf(stderr, "rank %d: base %ld kB, peak %ld kB, (peak - base) / block = %.2f, peak / block = %.2f\n",
+                     rank, base, peak, extra, double(peak) * 1024 / double(bytes));
+        test::expect(extra < 0.5, "rank " + std::to_string(rank) + ": peak RSS grew by " + std::to_string(extra) +
+                                      " blocks during the all-gather");
+        b.barrier();
+      },
+      std::chrono::seconds(180));
+  INFO(test::summary(res));
+  REQUIRE(test::allOk(res));
+}
