@@ -3,10 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cstdlib>
 
 #include "tether/bootstrap.hpp"
+#include "tether/detail/env_int.hpp"
 #include "tether/error.hpp"
 
 namespace tether::env {
@@ -20,11 +20,7 @@ std::optional<std::string> get(const char* name) {
 std::optional<std::int64_t> getInt(const char* name) {
   auto v = get(name);
   if (!v) return std::nullopt;
-  std::int64_t out = 0;
-  auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), out);
-  if (ec != std::errc() || end != v->data() + v->size())
-    throw Error(ErrorCode::InvalidArgument, std::string(name) + "='" + *v + "' is not an integer");
-  return out;
+  return detail::parseEnvInt(name, v->c_str(), INT64_MIN, INT64_MAX);
 }
 
 std::int64_t getInt(const char* name, std::int64_t fallback) { return getInt(name).value_or(fallback); }

@@ -3,11 +3,12 @@
 #include <algorithm>
 
 #include "base/env.hpp"
+#include "base/settings.hpp"
 
 namespace tether {
 
 Driver::Driver(boost::asio::io_context& io, std::function<void()> between)
-    : io_(io), between_(std::move(between)), callerRuns_(env::getInt("TETHER_CALLER_PROGRESS", 1) != 0) {}
+    : io_(io), between_(std::move(between)), callerRuns_(settings::integer("TETHER_CALLER_PROGRESS") != 0) {}
 
 void Driver::start() {
   thread_ = std::thread([this] { backgroundLoop(); });

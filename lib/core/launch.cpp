@@ -14,6 +14,7 @@
 #include "base/endpoint.hpp"
 #include "base/env.hpp"
 #include "base/log.hpp"
+#include "base/settings.hpp"
 #include "core/unique_id_layout.hpp"
 #include "rendezvous/rendezvous.hpp"
 #include "rendezvous/reserved_listener.hpp"
@@ -271,6 +272,7 @@ std::unique_ptr<TcpBootstrap> fromPmix(const TcpOptions& options) {
 
 std::unique_ptr<TcpBootstrap> TcpBootstrap::fromEnvironment(const TcpOptions& options) {
   (void)logLevel();  // reads TETHER_DEBUG now: a bad value is reported even if the launch fails
+  settings::validateAll("fromEnvironment: ");  // every TETHER_* variable, before a uid file or a socket
   if (env::get("TETHER_RENDEZVOUS") == std::optional<std::string>("pmix")) return fromPmix(options);
   auto rs = rankAndSize();
   auto timeout = env::resolveTimeout(options.timeout, fmt::format("rank {}: TcpOptions::timeout", rs.rank));

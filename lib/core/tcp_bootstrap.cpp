@@ -11,6 +11,7 @@
 #include "base/endpoint.hpp"
 #include "base/env.hpp"
 #include "base/log.hpp"
+#include "base/settings.hpp"
 #include "coll/select.hpp"
 #include "core/communicator.hpp"
 #include "core/unique_id_layout.hpp"
@@ -59,6 +60,11 @@ void TcpBootstrap::forgetUniqueId(const UniqueId& id) { reserved::release(uid::p
 TcpBootstrap::TcpBootstrap(int rank, int nranks, const UniqueId& id, const TcpOptions& options) {
   if (nranks < 1 || rank < 0 || rank >= nranks)
     throw Error(ErrorCode::InvalidArgument, fmt::format("rank {} of {} ranks is not valid", rank, nranks), rank);
+  try {
+    settings::validateAll(fmt::format("rank {}: ", rank));  // every TETHER_* variable, before anything starts
+  } catch (const Error& e) {
+    throw Error(e.code(), e.what(), rank);
+  }
   auto f = uid::parse(id);
   WorldConfig cfg;
   cfg.rank = rank;
@@ -69,20 +75,15 @@ TcpBootstrap::TcpBootstrap(int rank, int nranks, const UniqueId& id, const TcpOp
   cfg.root = toEndpoint(f.root);
   cfg.timeout = env::resolveTimeout(options.timeout, fmt::format("rank {}: TcpOptions::timeout", rank));
   cfg.handshakeTimeout = env::getMs("TETHER_HANDSHAKE_TIMEOUT_MS", std::chrono::milliseconds(10000));
-  cfg.maxPayload = static_cast<std::uint64_t>(env::getInt("TETHER_MAX_PAYLOAD_BYTES", 1LL << 30));
+  cfg.maxPayload = static_cast<std::uint64_t>(settings::integer("TETHER_MAX_PAYLOAD_BYTES"));
   cfg.listenHost = options.listenHost;
   cfg.advertise = options.advertise;
   cfg.advertiseFor = options.advertiseFor;
-  cfg.keepaliveIdleS = static_cast<int>(env::getInt("TETHER_KEEPALIVE_IDLE_S", 10));
-  cfg.keepaliveIntervalS = static_cast<int>(env::getInt("TETHER_KEEPALIVE_INTERVAL_S", 2));
-  cfg.keepaliveCount = static_cast<int>(env::getInt("TETHER_KEEPALIVE_COUNT", 3));
-  cfg.maxLinks = static_cast<int>(env::getInt("TETHER_MAX_LINKS", 64));
-  cfg.maxDials = static_cast<int>(env::getInt("TETHER_MAX_DIALS", 32));
-  if (cfg.maxLinks < 1 || cfg.maxDials < 1)
-    throw Error(ErrorCode::InvalidArgument,
-                fmt::format("rank {}: TETHER_MAX_LINKS ({}) and TETHER_MAX_DIALS ({}) must be at least 1", rank,
-                            cfg.maxLinks, cfg.maxDials),
-                rank);
+  cfg.keepaliveIdleS = static_cast<int>(settings::integer("TETHER_KEEPALIVE_IDLE_S"));
+  cfg.keepaliveIntervalS = static_cast<int>(settings::integer("TETHER_KEEPALIVE_INTERVAL_S"));
+  cfg.keepaliveCount = static_cast<int>(settings::integer("TETHER_KEEPALIVE_COUNT"));
+  cfg.maxLinks = static_cast<int>(settings::integer("TETHER_MAX_LINKS"));
+  cfg.maxDials = static_cast<int>(settings::integer("TETHER_MAX_DIALS"));
   coll::checkSettings();  // reject bad algorithm variables now, not mid-collective
   impl_ = std::make_shared<Communicator>(World::create(std::move(cfg)));
 }

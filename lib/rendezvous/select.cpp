@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "base/env.hpp"
+#include "base/settings.hpp"
 #include "rendezvous/rendezvous.hpp"
 #include "tether/error.hpp"
 
@@ -23,11 +24,11 @@ PmixRankSize pmixRankAndSize() { throw Error(ErrorCode::InvalidArgument, kNoPmix
 
 std::unique_ptr<Rendezvous> make(Host& host, const Config& config, std::string_view name) {
   auto radix = [&] {
-    const std::int64_t r = env::getInt("TETHER_RENDEZVOUS_RADIX", kDefaultTreeRadix);
-    if (r < 2)
-      throw Error(ErrorCode::InvalidArgument,
-                  fmt::format("rank {}: TETHER_RENDEZVOUS_RADIX={} (use 2 or more)", config.rank, r), config.rank);
-    return static_cast<int>(std::min<std::int64_t>(r, 1 << 20));
+    try {
+      return static_cast<int>(settings::integer("TETHER_RENDEZVOUS_RADIX"));
+    } catch (const Error& e) {
+      throw Error(e.code(), fmt::format("rank {}: {}", config.rank, e.what()), config.rank);
+    }
   };
   if (name == "root") return makeRootStar(host, config);
   if (name == "tree") return makeTree(host, config, radix());

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "tether/detail/coll/table.hpp"
+#include "tether/detail/env_int.hpp"
 #include "tether/error.hpp"
 
 namespace tether {
@@ -27,16 +28,11 @@ struct Settings {
   const char* forcedFor(Op op) const { return forced[static_cast<std::size_t>(familyOf(op))].c_str(); }
 };
 
-inline std::int64_t envInt(const char* var, std::int64_t fallback) {
-  const char* v = std::getenv(var);
-  if (!v || !*v) return fallback;
-  char* end = nullptr;
-  errno = 0;
-  long long x = std::strtoll(v, &end, 10);
-  if (errno || *end != '\0')
-    throw Error(ErrorCode::InvalidArgument, std::string(var) + "='" + v + "' is not an integer");
-  return x;
-}
+// The ranges of the tuning variables (the library's table of variables,
+// lib/base/settings.cpp, uses the same).
+constexpr std::int64_t kMaxLargeBytes = std::int64_t{1} << 40;
+constexpr std::int64_t kMinChunk = 4096, kMaxChunk = std::int64_t{1} << 30;
+constexpr std::int64_t kMaxTreeRadix = 1 << 20;
 
 inline std::string envAlgorithm(const char* var, Op family) {
   const char* v = std::getenv(var);
@@ -58,19 +54,17 @@ inline Settings loadSettings() {
   set("TETHER_ALGO_ALLTOALL", Op::Alltoall);
   set("TETHER_ALGO_BROADCAST", Op::Broadcast);
   set("TETHER_ALGO_BARRIER", Op::Barrier);
-  s.tuning.largeBytes =
-      static_cast<std::size_t>(std::max<std::int64_t>(0, envInt("TETHER_ALGO_LARGE_BYTES", 64 * 1024)));
-  s.tuning.chunk =
-      static_cast<std::size_t>(std::max<std::int64_t>(4096, envInt("TETHER_PIPELINE_CHUNK_BYTES", 256 * 1024)));
+  s.tuning.largeBytes = static_cast<std::size_t>(envInt("TETHER_ALGO_LARGE_BYTES", 64 * 1024, 0, kMaxLargeBytes));
+  s.tuning.chunk = static_cast<std::size_t>(envInt("TETHER_PIPELINE_CHUNK_BYTES", 256 * 1024, kMinChunk, kMaxChunk));
   // Flat (every rank talks to rank 0) up to 64 ranks by default: on 2 cores,
   // 64 B all-gather, flat beat radix 2, 4 and 8 at N = 8, 16 and 32
   // (docs/benchmarks.md). Past 64 ranks the tree gets a second level, so
   // rank 0 does not serialise thousands of messages.
-  const std::int64_t radix = envInt("TETHER_TREE_RADIX", 0);
-  if (radix != 0 && radix < 2)
-    throw Error(ErrorCode::InvalidArgument,
-                "TETHER_TREE_RADIX=" + std::to_string(radix) + " (use 0 for the default, or 2 or more)");
-  if (radix) s.tuning.radix = static_cast<int>(std::min<std::int64_t>(radix, 1 << 20));
+  const std::int64_t radix = envInt("TETHER_TREE_RADIX", 0, 0, kMaxTreeRadix);
+  if (radix == 1)
+    throw Error(ErrorCode::InvalidArgument, "TETHER_TREE_RADIX=1 is out of range (use 0 for the default, or [2, " +
+                                                std::to_string(kMaxTreeRadix) + "])");
+  if (radix) s.tuning.radix = static_cast<int>(radix);
   return s;
 }
 

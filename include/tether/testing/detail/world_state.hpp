@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "tether/bootstrap.hpp"
+#include "tether/detail/env_int.hpp"
 #include "tether/error.hpp"
 #include "tether/testing/detail/message.hpp"
 
@@ -77,10 +78,7 @@ struct WorldState {
   static std::chrono::milliseconds timeoutFromEnvironment() {
     const char* text = std::getenv("TETHER_TIMEOUT_MS");
     if (!text || !*text) return kDefaultTimeout;
-    char* end = nullptr;
-    const long long value = std::strtoll(text, &end, 10);
-    if (end == text || *end != '\0')
-      throw Error(ErrorCode::InvalidArgument, std::string("TETHER_TIMEOUT_MS='") + text + "' is not an integer");
+    const std::int64_t value = ::tether::detail::parseEnvInt("TETHER_TIMEOUT_MS", text, INT64_MIN, INT64_MAX);
     if (value < 0)
       throw Error(ErrorCode::InvalidArgument, std::string("TETHER_TIMEOUT_MS='") + text +
                                                   "' is negative: give milliseconds (0 or unset: the default, " +

@@ -1,0 +1,56 @@
+// The table of every TETHER_* variable the library reads (docs/configuration.md
+// shows the same table; test/launch/settings_test.cpp checks they agree):
+// name, tier, type, range or choices, default, one line of doc. validateAll()
+// checks every set variable against it when a bootstrap starts.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/layer.hpp"
+
+TETHER_LAYER(0, "base");
+
+namespace tether::settings {
+
+// What users set (launch, interface, timeout, debug, rendezvous), the RDMA
+// module's, and expert tuning.
+enum class Tier { Launch, Interface, Timeout, Debug, Rendezvous, Rdma, Expert };
+// Integer: decimal in [lo, hi]; Milliseconds: an integer >= 0, 0 = the default;
+// Choice: one of `choices`; Text: any string (its reader checks its form).
+enum class Type { Integer, Milliseconds, Choice, Text };
+
+struct Variable {
+  std::string name;
+  Tier tier = Tier::Expert;
+  Type type = Type::Text;
+  std::int64_t lo = 0, hi = 0;  // Integer
+  bool zeroIsDefault = false;   // Integer: 0 is also accepted (the default)
+  std::vector<std::string> choices;
+  bool anyCase = false;   // Choice: compared case-insensitively
+  bool warnOnly = false;  // Choice: another value is logged (WARN), not refused (TETHER_DEBUG)
+  std::string fallback;   // the default, as docs/configuration.md shows it
+  std::string doc;
+};
+
+const std::vector<Variable>& all();
+// Throws std::out_of_range for a name not in the table.
+const Variable& find(std::string_view name);
+const char* tierName(Tier t);  // "launch", "interface", ..., "rdma", "expert"
+const char* typeName(Type t);  // "integer", "milliseconds", "choice", "text"
+// The range column: "[1, 127]", "0 or [2, 1048576]", "root, tree, pmix, auto", "any".
+std::string rangeText(const Variable& v);
+
+// Checks every variable of the table that is set (and not empty). Throws
+// Error{InvalidArgument} naming the first bad one and its value, e.g.
+// "TETHER_KEEPALIVE_COUNT=0 is out of range [1, 127]"; `who` ("rank 2: ")
+// is put in front.
+void validateAll(std::string_view who);
+
+// An Integer variable of the table: its default when unset; out of range or
+// not an integer: Error{InvalidArgument} naming it.
+std::int64_t integer(const char* name);
+
+}  // namespace tether::settings

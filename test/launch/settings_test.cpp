@@ -1,0 +1,168 @@
+// The table of TETHER_* variables (lib/base/settings.cpp): every set variable
+// is checked when a bootstrap starts (constructor, fromEnvironment, the C
+// ABI's init), the error names it and its value, and docs/configuration.md
+// shows the same table (name, tier, type, range, default).
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <map>
+#include <regex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/settings.hpp"
+#include "env_guard.hpp"
+#include "tether/tether.h"
+#include "tether/tether.hpp"
+
+using namespace tether;
+using tether::test::EnvGuard;
+
+namespace {
+
+struct Bad {
+  const char* name;
+  const char* value;
+  const char* says;
+};
+
+// Accepted silently before (issue 16), and an out-of-range and a junk integer.
+const std::vector<Bad> kBad = {
+    {"TETHER_RENDEZVOUS_RADIX", "1", "TETHER_RENDEZVOUS_RADIX=1 is out of range [2, 1048576]"},
+    {"TETHER_KEEPALIVE_COUNT", "0", "TETHER_KEEPALIVE_COUNT=0 is out of range [1, 127]"},
+    {"TETHER_CALLER_PROGRESS", "2", "TETHER_CALLER_PROGRESS=2 is out of range [0, 1]"},
+    {"TETHER_PIPELINE_CHUNK_BYTES", "10", "TETHER_PIPELINE_CHUNK_BYTES=10 is out of range [4096, 1073741824]"},
+    {"TETHER_MAX_PAYLOAD_BYTES", "0", "TETHER_MAX_PAYLOAD_BYTES=0 is out of range [65536, 1099511627776]"},
+    {"TETHER_MAX_LINKS", "99999999999999999999", "TETHER_MAX_LINKS=99999999999999999999 is out of range [1, 1048576]"},
+    {"TETHER_KEEPALIVE_IDLE_S", "ten", "TETHER_KEEPALIVE_IDLE_S='ten' is not an integer"},
+    {"TETHER_RENDEZVOUS", "star", "TETHER_RENDEZVOUS='star' is not one of root, tree, pmix or auto"},
+};
+
+std::string errorOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::InvalidArgument);
+    return e.what();
+  }
+  return "(no error)";
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("a bad TETHER_* variable is refused when the constructor starts, naming it and its value",
+          "[launch][settings]") {
+  for (const auto& bad : kBad) {
+    EnvGuard env;
+    env.set(bad.name, bad.value);
+    const std::string what = errorOf([] {
+      TcpOptions o;
+      o.timeout = std::chrono::milliseconds(5000);
+      TcpBootstrap b(0, 1, TcpBootstrap::createUniqueId("127.0.0.1:0"), o);
+    });
+    INFO(what);
+    CHECK(what == std::string("rank 0: ") + bad.says);
+  }
+}
+
+TEST_CASE("a bad TETHER_* variable is refused when fromEnvironment starts, before the launch is read",
+          "[launch][settings]") {
+  for (const auto& bad : kBad) {
+    // No rank and no root: only the variable can be the error.
+    EnvGuard env({{bad.name, bad.value}});
+    const std::string what = errorOf([] { (void)TcpBootstrap::fromEnvironment(); });
+    INFO(what);
+    CHECK(what == std::string("fromEnvironment: ") + bad.says);
+  }
+}
+
+TEST_CASE("a bad TETHER_* variable makes the C ABI's init fail with its name", "[launch][settings]") {
+  EnvGuard env({{"TETHER_KEEPALIVE_COUNT", "0"}});
+  tether_unique_id_t id;
+  REQUIRE(tether_unique_id_create_at("127.0.0.1:0", &id) == TETHER_SUCCESS);
+  tether_comm_t* comm = nullptr;
+  CHECK(tether_init(0, 1, &id, nullptr, &comm) == TETHER_ERR_INVALID_ARGUMENT);
+  CHECK(comm == nullptr);
+  CHECK(contains(tether_last_error(), "TETHER_KEEPALIVE_COUNT=0 is out of range [1, 127]"));
+}
+
+TEST_CASE("good values of every table variable pass validation", "[launch][settings]") {
+  EnvGuard env({{"TETHER_RENDEZVOUS_RADIX", "2"},
+                {"TETHER_TREE_RADIX", "0"},
+                {"TETHER_DEBUG", "info"},
+                {"TETHER_ALGO_ALLGATHER", "ring"},
+                {"TETHER_TIMEOUT_MS", "0"},
+                {"TETHER_IB_TIMEOUT", "31"}});
+  CHECK_NOTHROW(settings::validateAll(""));
+  env.set("TETHER_TREE_RADIX", "1");
+  CHECK(errorOf([] { settings::validateAll(""); }) == "TETHER_TREE_RADIX=1 is out of range (0 or [2, 1048576])");
+  env.set("TETHER_TREE_RADIX", "0");
+  env.set("TETHER_IB_TIMEOUT", "32");
+  CHECK(errorOf([] { settings::validateAll(""); }) == "TETHER_IB_TIMEOUT=32 is out of range [1, 31]");
+}
+
+// docs/configuration.md: a table with the columns "variable | type | range |
+// default | meaning" under a heading whose first word is the tier.
+TEST_CASE("docs/configuration.md lists every variable of the table with its tier, type, range and default",
+          "[launch][settings][docs]") {
+  std::ifstream in(TETHER_DOCS_DIR "/configuration.md");
+  REQUIRE(in.good());
+  struct Row {
+    std::string tier, type, range, fallback;
+  };
+  std::map<std::string, Row> docs;
+  std::string line, tier;
+  bool inTable = false;
+  auto cells = [](const std::string& row) {
+    std::vector<std::string> out;
+    std::string cell;
+    for (std::size_t i = 1; i < row.size(); ++i) {
+      if (row[i] == '|' && row[i - 1] != '\\') {
+        out.push_back(std::regex_replace(cell, std::regex("^\\s+|\\s+$|`|\\\\"), ""));
+        cell.clear();
+      } else {
+        cell += row[i];
+      }
+    }
+    return out;
+  };
+  while (std::getline(in, line)) {
+    if (line.rfind("#", 0) == 0) {
+      std::smatch m;
+      std::regex_search(line, m, std::regex("^#+\\s+([A-Za-z]+)"));
+      tier = m.size() > 1 ? m[1].str() : "";
+      for (auto& c : tier) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      inTable = false;
+      continue;
+    }
+    if (line.rfind("|", 0) != 0) {
+      inTable = false;
+      continue;
+    }
+    auto c = cells(line);
+    if (c.size() >= 5 && c[0] == "variable" && c[1] == "type" && c[2] == "range" && c[3] == "default") {
+      inTable = true;
+      continue;
+    }
+    if (!inTable || c.size() < 5 || c[0].rfind("---", 0) == 0) continue;
+    INFO(line);
+    CHECK(docs.count(c[0]) == 0);
+    docs[c[0]] = Row{tier, c[1], c[2], c[3]};
+  }
+  for (const auto& v : settings::all()) {
+    INFO(v.name);
+    REQUIRE(docs.count(v.name) == 1);
+    const Row& d = docs[v.name];
+    CHECK(d.tier == settings::tierName(v.tier));
+    CHECK(d.type == settings::typeName(v.type));
+    CHECK(d.range == settings::rangeText(v));
+    CHECK(d.fallback == v.fallback);
+  }
+  for (const auto& [name, row] : docs) {
+    INFO(name << " is in docs/configuration.md's tables but not in lib/base/settings.cpp");
+    CHECK_NOTHROW(settings::find(name));
+  }
+}
