@@ -4,11 +4,14 @@
 #include <sys/socket.h>
 
 #include <charconv>
+#include <string>
 #include <cstdlib>
 #include <string_view>
 
 #include <fmt/format.h>
 
+#include "base/settings.hpp"
+#include "tether/detail/env_int.hpp"
 #include "tether/error.hpp"
 
 namespace tether::rdma {
@@ -18,13 +21,16 @@ namespace {
   throw Error(ErrorCode::InvalidArgument, fmt::format("rdma config: {}=\"{}\" is not valid ({})", name, value, want));
 }
 
-int parseInt(const char* name, std::string_view text, int lo, int hi) {
-  int value = 0;
-  const auto* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (text.empty() || ec != std::errc() || ptr != end || value < lo || value > hi)
-    bad(name, text, fmt::format("want an integer {}..{}", lo, hi));
-  return value;
+// The variable as an integer in its range of the table of variables
+// (lib/base/settings.cpp), with the one integer parser.
+int parseInt(const char* name, std::string_view text) {
+  const settings::Variable& v = settings::find(name);
+  try {
+    return static_cast<int>(detail::parseEnvInt(name, std::string(text).c_str(), v.lo, v.hi));
+  } catch (const Error& e) {
+    const bool range = std::string_view(e.what()).find("out of range") != std::string_view::npos;
+    bad(name, text, range ? fmt::format("out of range [{}, {}]", v.lo, v.hi) : "not an integer");
+  }
 }
 
 // Applies the variable when it is set and non-empty.
@@ -34,9 +40,7 @@ void fromEnv(const char* name, Apply apply) {
   if (value != nullptr && *value != '\0') apply(std::string_view(value));
 }
 
-std::uint8_t u8(const char* name, std::string_view text, int lo, int hi) {
-  return static_cast<std::uint8_t>(parseInt(name, text, lo, hi));
-}
+std::uint8_t u8(const char* name, std::string_view text) { return static_cast<std::uint8_t>(parseInt(name, text)); }
 
 }  // namespace
 
@@ -75,7 +79,7 @@ namespace {
 Config fromEnvironmentUnranked() {
   Config c;
   fromEnv("TETHER_IB_HCA", [&](std::string_view v) { parseHca(std::string(v), c); });
-  fromEnv("TETHER_IB_GID_INDEX", [&](std::string_view v) { c.gidIndex = parseInt("TETHER_IB_GID_INDEX", v, 0, 255); });
+  fromEnv("TETHER_IB_GID_INDEX", [&](std::string_view v) { c.gidIndex = parseInt("TETHER_IB_GID_INDEX", v); });
   fromEnv("TETHER_IB_ADDR_FAMILY", [&](std::string_view v) {
     if (v == "AF_INET" || v == "4") {
       c.addressFamily = AF_INET;
@@ -85,14 +89,13 @@ Config fromEnvironmentUnranked() {
       bad("TETHER_IB_ADDR_FAMILY", v, "want AF_INET or AF_INET6");
     }
   });
-  fromEnv("TETHER_IB_TIMEOUT", [&](std::string_view v) { c.timeout = u8("TETHER_IB_TIMEOUT", v, 1, 31); });
-  fromEnv("TETHER_IB_RETRY_CNT", [&](std::string_view v) { c.retryCount = u8("TETHER_IB_RETRY_CNT", v, 0, 7); });
-  fromEnv("TETHER_IB_RNR_RETRY", [&](std::string_view v) { c.rnrRetry = u8("TETHER_IB_RNR_RETRY", v, 0, 7); });
-  fromEnv("TETHER_IB_MIN_RNR_TIMER",
-          [&](std::string_view v) { c.minRnrTimer = u8("TETHER_IB_MIN_RNR_TIMER", v, 0, 31); });
-  fromEnv("TETHER_IB_SL", [&](std::string_view v) { c.serviceLevel = u8("TETHER_IB_SL", v, 0, 15); });
-  fromEnv("TETHER_IB_TC", [&](std::string_view v) { c.trafficClass = u8("TETHER_IB_TC", v, 0, 255); });
-  fromEnv("TETHER_IB_RD_ATOMIC", [&](std::string_view v) { c.rdAtomic = u8("TETHER_IB_RD_ATOMIC", v, 1, 16); });
+  fromEnv("TETHER_IB_TIMEOUT", [&](std::string_view v) { c.timeout = u8("TETHER_IB_TIMEOUT", v); });
+  fromEnv("TETHER_IB_RETRY_CNT", [&](std::string_view v) { c.retryCount = u8("TETHER_IB_RETRY_CNT", v); });
+  fromEnv("TETHER_IB_RNR_RETRY", [&](std::string_view v) { c.rnrRetry = u8("TETHER_IB_RNR_RETRY", v); });
+  fromEnv("TETHER_IB_MIN_RNR_TIMER", [&](std::string_view v) { c.minRnrTimer = u8("TETHER_IB_MIN_RNR_TIMER", v); });
+  fromEnv("TETHER_IB_SL", [&](std::string_view v) { c.serviceLevel = u8("TETHER_IB_SL", v); });
+  fromEnv("TETHER_IB_TC", [&](std::string_view v) { c.trafficClass = u8("TETHER_IB_TC", v); });
+  fromEnv("TETHER_IB_RD_ATOMIC", [&](std::string_view v) { c.rdAtomic = u8("TETHER_IB_RD_ATOMIC", v); });
   return c;
 }
 }  // namespace

@@ -108,3 +108,14 @@ TEST_CASE("a known rank prefixes the message", "[rdma][config]") {
     CHECK_THAT(e.what(), Catch::StartsWith("rank 5: rdma config: TETHER_IB_TIMEOUT=\"40\""));
   }
 }
+
+TEST_CASE("an out-of-range value says out of range, a non-number says not an integer", "[rdma][config]") {
+  CleanEnv env;
+  ::setenv("TETHER_IB_TIMEOUT", "40", 1);
+  CHECK_THROWS_WITH(Config::fromEnvironment(),
+                    "rdma config: TETHER_IB_TIMEOUT=\"40\" is not valid (out of range [1, 31])");
+  ::setenv("TETHER_IB_TIMEOUT", "99999999999999999999", 1);
+  CHECK_THROWS_WITH(Config::fromEnvironment(), Catch::Contains("(out of range [1, 31])"));
+  ::setenv("TETHER_IB_TIMEOUT", "fast", 1);
+  CHECK_THROWS_WITH(Config::fromEnvironment(), "rdma config: TETHER_IB_TIMEOUT=\"fast\" is not valid (not an integer)");
+}
