@@ -39,11 +39,11 @@ void resetPeak() { std::ofstream("/proc/self/clear_refs") << "5"; }
 
 TEST_CASE("a large all-gather holds no second copy of a block on any rank", "[multiproc][memory]") {
   const std::size_t bytes = blockBytes();
-  const int n = 2;
+  const int n = GENERATE(2, 3);
   // late: the rank that enters the all-gather after its peer's block has
   // arrived (the block waits for a receive that is not posted yet).
   const int late = GENERATE(0, 1, -1);
-  INFO("late rank " << late);
+  INFO(n << " ranks, late rank " << late);
   auto res = test::runRanks(
       n,
       [&](int rank, const UniqueId& id) {
@@ -68,6 +68,36 @@ TEST_CASE("a large all-gather holds no second copy of a block on any rank", "[mu
         b.barrier();
       },
       std::chrono::seconds(180));
+  INFO(test::summary(res));
+  REQUIRE(test::allOk(res));
+}
+
+// A large collective frame waits in the socket until its receive is posted;
+// a receive from the same peer under another key needs what came behind it,
+// so it must not wait forever behind the parked frame.
+TEST_CASE("a receive posted behind a parked collective frame still completes", "[multiproc][memory]") {
+  const std::size_t bytes = std::size_t{8} << 20;
+  auto res = test::runRanks(
+      2,
+      [&](int rank, const UniqueId& id) {
+        TcpOptions o;
+        o.timeout = std::chrono::milliseconds(30000);
+        TcpBootstrap b(rank, 2, id, o);
+        std::vector<unsigned char> buf(bytes, rank == 1 ? 0x5A : 0);
+        int token = rank == 1 ? 42 : 0;
+        if (rank == 1) {
+          b.broadcast(buf.data(), bytes, 1);  // its frame reaches rank 0 before rank 0 enters
+          b.send(&token, sizeof token, 0, 7);
+        } else {
+          std::this_thread::sleep_for(std::chrono::milliseconds(300));
+          b.recv(&token, sizeof token, 1, 7);  // behind the broadcast's frame on the same link
+          test::expect(token == 42, "the message");
+          b.broadcast(buf.data(), bytes, 1);
+          test::expect(buf.front() == 0x5A && buf.back() == 0x5A, "the broadcast");
+        }
+        b.barrier();
+      },
+      std::chrono::seconds(60));
   INFO(test::summary(res));
   REQUIRE(test::allOk(res));
 }
