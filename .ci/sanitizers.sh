@@ -2,7 +2,7 @@
 # Builds tether and its tests under ASan+UBSan (build-asan) and under TSan
 # (build-tsan) and runs the test suites in each. Exits non-zero if a build
 # fails, a test fails, or a sanitizer reports anything.
-#   SAN_JOBS        parallel compile jobs (default 2)
+#   SAN_JOBS        parallel compile jobs (default NINJA_JOBS, else 2)
 #   SAN_ONLY        "asan" or "tsan" to run one of them
 #   ASAN_SKIP_SUITES / TSAN_SKIP_SUITES  suites left out (space separated)
 # Left out by default, both builds: perf (benchmarks: their timings mean nothing
@@ -17,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-JOBS=${SAN_JOBS:-2}
+JOBS=${SAN_JOBS:-${NINJA_JOBS:-2}}
 ASAN_SKIP_SUITES=${ASAN_SKIP_SUITES:-perf model scale}
 TSAN_SKIP_SUITES=${TSAN_SKIP_SUITES:-perf stress model scale pmix}
 
