@@ -62,8 +62,8 @@ inline Settings loadSettings() {
   // rank 0 does not serialise thousands of messages.
   const std::int64_t radix = envInt("TETHER_TREE_RADIX", 0, 0, kMaxTreeRadix);
   if (radix == 1)
-    throw Error(ErrorCode::InvalidArgument, "TETHER_TREE_RADIX=1 is out of range (use 0 for the default, or [2, " +
-                                                std::to_string(kMaxTreeRadix) + "])");
+    throw Error(ErrorCode::InvalidArgument,
+                "TETHER_TREE_RADIX=1 is out of range (0 or [2, " + std::to_string(kMaxTreeRadix) + "])");
   if (radix) s.tuning.radix = static_cast<int>(radix);
   return s;
 }
