@@ -23,6 +23,12 @@ constexpr std::size_t kReadAhead = 64 * 1024;
 // when a read fills it: a rank with a thousand mostly idle links (the root
 // during the rendezvous) must not hold 64 KiB for each.
 constexpr std::size_t kReadAheadStart = 1024;
+// How long a large frame may wait in the socket for its receive before it is
+// read into the stash after all. Bounded because while it waits nothing behind
+// it on this stream is read (an abort notice, a status query, a goodbye), and
+// because Linux ends a connection whose zero window outlasts TCP_USER_TIMEOUT
+// (16 s by default): the sender would see a healthy peer as lost.
+constexpr auto kParkLimit = std::chrono::milliseconds(500);
 constexpr std::size_t kMaxGather = 64;  // frames per writev
 }  // namespace
 
@@ -294,6 +300,7 @@ asio::awaitable<void> Link::readPayload(std::size_t len) {
 // A large frame whose receive is not posted yet may be parked (Target::Wait):
 // its payload stays in the socket until the receive is posted and is then
 // read straight into it, so no rank holds a second copy of a large block.
+// It waits at most kParkLimit; then it is read into the stash as any other.
 asio::awaitable<void> Link::readDataFrame(const wire::FrameHeader& h) {
   Target t = sink_.onDataHeader(*this, h, true);
   while (t.where == Target::Where::Wait) {
@@ -301,8 +308,9 @@ asio::awaitable<void> Link::readDataFrame(const wire::FrameHeader& h) {
     unparked_ = false;
     sink_.onReadDrained(*this);  // what earlier frames completed runs now, as before a wait for bytes
     if (!unparked_) {
-      parkTimer_.expires_at(asio::steady_timer::time_point::max());
-      co_await parkTimer_.async_wait(asio::as_tuple(asio::use_awaitable));
+      parkTimer_.expires_after(kParkLimit);
+      auto [ec] = co_await parkTimer_.async_wait(asio::as_tuple(asio::use_awaitable));
+      if (!ec && !unparked_) stashParked_ = true;  // waited long enough: read it into the stash
     }
     parked_.reset();
     if (state_ == State::Closed) co_return;

@@ -4,6 +4,7 @@
 // with the buffer. TETHER_TEST_RSS_MIB sets the per-rank block (default 64).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -52,17 +53,28 @@ TEST_CASE("a large all-gather holds no second copy of a block on any rank", "[mu
         TcpBootstrap b(rank, n, id, o);
         std::vector<unsigned char> buf(n * bytes, 0);
         std::memset(buf.data() + rank * bytes, rank + 1, bytes);
-        b.barrier();
-        resetPeak();
-        const long base = statusKb("VmRSS:");
-        if (rank == late) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-        b.allgather(buf.data(), bytes);
-        const long peak = statusKb("VmHWM:");
-        for (int r = 0; r < n; ++r)
-          test::expect(buf[r * bytes] == r + 1 && buf[(r + 1) * bytes - 1] == r + 1, "block " + std::to_string(r));
-        const double extra = double(peak - base) * 1024 / double(bytes);
-        std::fprintf(stderr, "rank %d: base %ld kB, peak %ld kB, (peak - base) / block = %.2f, peak / block = %.2f\n",
-                     rank, base, peak, extra, double(peak) * 1024 / double(bytes));
+        // A parked block waits at most 500 ms for its receive (lib/link/link.cpp
+        // kParkLimit); the late rank comes 100 ms late. On a loaded host it can
+        // come later than the limit, so up to three tries: the copy this test
+        // guards against (every late block stashed) shows in every try.
+        double extra = 0;
+        for (int attempt = 0; attempt < 3; ++attempt) {
+          b.barrier();
+          resetPeak();
+          const long base = statusKb("VmRSS:");
+          if (rank == late) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+          b.allgather(buf.data(), bytes);
+          const long peak = statusKb("VmHWM:");
+          for (int r = 0; r < n; ++r)
+            test::expect(buf[r * bytes] == r + 1 && buf[(r + 1) * bytes - 1] == r + 1, "block " + std::to_string(r));
+          extra = double(peak - base) * 1024 / double(bytes);
+          std::fprintf(stderr, "rank %d try %d: base %ld kB, peak %ld kB, (peak - base) / block = %.2f\n", rank,
+                       attempt, base, peak, extra);
+          std::vector<unsigned char> ok(n);
+          ok[rank] = extra < 0.5;
+          b.allgather(ok.data(), 1);
+          if (std::all_of(ok.begin(), ok.end(), [](unsigned char x) { return x != 0; })) break;
+        }
         test::expect(extra < 0.5, "rank " + std::to_string(rank) + ": peak RSS grew by " + std::to_string(extra) +
                                       " blocks during the all-gather");
         b.barrier();
@@ -98,6 +110,35 @@ TEST_CASE("a receive posted behind a parked collective frame still completes", "
         b.barrier();
       },
       std::chrono::seconds(60));
+  INFO(test::summary(res));
+  REQUIRE(test::allOk(res));
+}
+
+// A parked frame waits at most the park limit (500 ms). Parked for good, a
+// receiver that enters late would leave its sender with a zero window, and
+// Linux ends such a connection once TCP_USER_TIMEOUT passes (keepalive idle +
+// interval x count: 2 s here): the sender would fail with PeerLost naming a
+// healthy rank. Rank 0 enters the broadcast 5 s after rank 1 sent its block.
+TEST_CASE("a receiver that enters a large collective late does not make its sender lose it",
+          "[multiproc][memory]") {
+  const std::size_t bytes = std::size_t{64} << 20;
+  auto res = test::runRanks(
+      2,
+      [&](int rank, const UniqueId& id) {
+        ::setenv("TETHER_KEEPALIVE_IDLE_S", "1", 1);
+        ::setenv("TETHER_KEEPALIVE_INTERVAL_S", "1", 1);
+        ::setenv("TETHER_KEEPALIVE_COUNT", "1", 1);
+        TcpOptions o;
+        o.timeout = std::chrono::milliseconds(60000);
+        TcpBootstrap b(rank, 2, id, o);
+        std::vector<unsigned char> buf(bytes, rank == 1 ? 0x5A : 0);
+        b.barrier();
+        if (rank == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5000));
+        b.broadcast(buf.data(), bytes, 1);
+        test::expect(buf.front() == 0x5A && buf.back() == 0x5A, "the broadcast");
+        b.barrier();
+      },
+      std::chrono::seconds(90));
   INFO(test::summary(res));
   REQUIRE(test::allOk(res));
 }
