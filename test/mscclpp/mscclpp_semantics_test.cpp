@@ -8,6 +8,7 @@
 #include <climits>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <mscclpp/core.hpp>
@@ -150,6 +151,36 @@ TEST_CASE("a receive larger than the message fills what was sent; a smaller one 
   CHECK(truncated == code(mscclpp::ErrorCode::InvalidUsage) +
                          " [InvalidArgument rank 1]: rank 1: recv from peer 0 tag 5: message truncated: received 8 "
                          "bytes, the buffer holds 4");
+}
+
+TEST_CASE("two threads sending on one (peer, tag) never interleave a message's size and payload",
+          "[mscclpp][mscclpp-adapter]") {
+  tether::testing::InProcessWorld world(2);
+  constexpr int kEach = 1000;
+  world.run([&](tether::Bootstrap& rank) {
+    Adapter adapter(borrow(rank));
+    if (rank.rank() == 0) {
+      auto sender = [&](char fill, int size) {
+        std::string text(static_cast<std::size_t>(size), fill);
+        for (int i = 0; i < kEach; ++i) adapter.send(&text[0], size, 1, -1);
+      };
+      std::thread a(sender, 'a', 3), b(sender, 'b', 5);
+      a.join();
+      b.join();
+    } else {
+      int as = 0, bs = 0;
+      for (int i = 0; i < 2 * kEach; ++i) {
+        char room[8];
+        std::memset(room, 0, sizeof room);
+        adapter.recv(room, sizeof room, 0, -1);
+        const std::string got(room);
+        expect(got == "aaa" || got == "bbbbb", "message " + std::to_string(i) + " is '" + got + "'");
+        ++(got == "aaa" ? as : bs);
+      }
+      expect(as == kEach && bs == kEach, "counts " + std::to_string(as) + " and " + std::to_string(bs));
+    }
+    adapter.barrier();
+  });
 }
 
 TEST_CASE("failures arrive as mscclpp::Error with MSCCL++'s code and the tether::Error nested",

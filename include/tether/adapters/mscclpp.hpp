@@ -176,6 +176,10 @@ class BootstrapFor : public Base {
 #if defined(__clang__)
 #pragma clang diagnostic push
 #pragma clang diagnostic ignored "-Winconsistent-missing-override"
+#pragma clang diagnostic ignored "-Wsuggest-override"
+#elif defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wsuggest-override"
 #endif
   int getNranksPerIpcDomain() const {
     std::lock_guard<std::mutex> lock(ipcDomainMutex_);
@@ -184,6 +188,8 @@ class BootstrapFor : public Base {
   }
 #if defined(__clang__)
 #pragma clang diagnostic pop
+#elif defined(__GNUC__)
+#pragma GCC diagnostic pop
 #endif
 
   // The tether bootstrap underneath (for split(), abort(), setTimeout(), ...).
