@@ -19,7 +19,24 @@ enum class ErrorCode {
   System,           // the operating system refused (socket, bind, fds, ...)
 };
 
-const char* toString(ErrorCode code) noexcept;
+// Inline, so header-only users (the testing world, the adapters) need no library symbol.
+inline const char* toString(ErrorCode code) noexcept {
+  switch (code) {
+    case ErrorCode::Timeout:
+      return "Timeout";
+    case ErrorCode::Aborted:
+      return "Aborted";
+    case ErrorCode::PeerLost:
+      return "PeerLost";
+    case ErrorCode::Protocol:
+      return "Protocol";
+    case ErrorCode::InvalidArgument:
+      return "InvalidArgument";
+    case ErrorCode::System:
+      return "System";
+  }
+  return "Unknown";
+}
 
 class Error : public std::runtime_error {
  public:

@@ -204,13 +204,20 @@ tether_result_t tether_request_free(tether_request_t* req);
 
 /* ---- UCC-style out-of-band allgather (ucc_oob_coll_t's allgather, req_test,
  * req_free; pass the tether_comm_t* as coll_info / oob.coll_info) ----
+ * They return UCC's ucc_status_t values (ucc/api/ucc_status.h), so UCC's
+ * ucc_status_string() names the failure; the message is in tether_last_error().
  * tether_oob_allgather: rank r's msglen bytes at sbuf end up at
  * rbuf + r * msglen on every rank (rbuf holds size * msglen bytes; sbuf may
  * equal rbuf + r * msglen). Returns 0 and a request in *req, or a negative
- * -tether_result_t (message in tether_last_error()).
- * tether_oob_req_test: 0 when done, TETHER_IN_PROGRESS while pending, the
- * negative -tether_result_t of the failure. tether_oob_req_free: 0, or negative. */
-#define TETHER_IN_PROGRESS 1
+ * TETHER_OOB_ERR_* value.
+ * tether_oob_req_test: 0 when done, TETHER_IN_PROGRESS while pending, a
+ * negative TETHER_OOB_ERR_* value on failure. tether_oob_req_free: 0, or negative. */
+#define TETHER_IN_PROGRESS 1              /* UCC_INPROGRESS */
+#define TETHER_OOB_ERR_INVALID_PARAM (-3) /* UCC_ERR_INVALID_PARAM: TETHER_ERR_INVALID_ARGUMENT */
+#define TETHER_OOB_ERR_NO_RESOURCE (-5)   /* UCC_ERR_NO_RESOURCE: TETHER_ERR_SYSTEM */
+#define TETHER_OOB_ERR_NO_MESSAGE (-6)    /* UCC_ERR_NO_MESSAGE: TETHER_ERR_ABORTED, TETHER_ERR_PROTOCOL */
+#define TETHER_OOB_ERR_TIMED_OUT (-8)     /* UCC_ERR_TIMED_OUT: TETHER_ERR_TIMEOUT */
+#define TETHER_OOB_ERR_IO_ERROR (-9)      /* UCC_ERR_IO_ERROR: TETHER_ERR_PEER_LOST */
 int tether_oob_allgather(void* sbuf, void* rbuf, size_t msglen, void* coll_info, void** req);
 int tether_oob_req_test(void* req);
 int tether_oob_req_free(void* req);

@@ -1,23 +1,10 @@
+// tether::toString(ErrorCode) is inline in tether/error.hpp (header-only users
+// need no library symbol); libtether keeps exporting one copy (lib/tether.map)
+// for programs built against 0.1.0, which called the library's.
 #include "tether/error.hpp"
 
 namespace tether {
-
-const char* toString(ErrorCode code) noexcept {
-  switch (code) {
-    case ErrorCode::Timeout:
-      return "Timeout";
-    case ErrorCode::Aborted:
-      return "Aborted";
-    case ErrorCode::PeerLost:
-      return "PeerLost";
-    case ErrorCode::Protocol:
-      return "Protocol";
-    case ErrorCode::InvalidArgument:
-      return "InvalidArgument";
-    case ErrorCode::System:
-      return "System";
-  }
-  return "Unknown";
-}
-
+namespace {
+[[maybe_unused]] __attribute__((used)) const char* (*const kExportToString)(ErrorCode) noexcept = &toString;
+}  // namespace
 }  // namespace tether

@@ -93,6 +93,24 @@ tether_result_t tether_request_free(tether_request_t* req) {
   return guarded("tether_request_free", [&] { delete req; });
 }
 
+// UCC's status for a failed call (tether.h's TETHER_OOB_ERR_*).
+static int oobStatus(tether_result_t result) {
+  switch (result) {
+    case TETHER_SUCCESS:
+      return 0;
+    case TETHER_ERR_TIMEOUT:
+      return TETHER_OOB_ERR_TIMED_OUT;
+    case TETHER_ERR_PEER_LOST:
+      return TETHER_OOB_ERR_IO_ERROR;
+    case TETHER_ERR_INVALID_ARGUMENT:
+      return TETHER_OOB_ERR_INVALID_PARAM;
+    case TETHER_ERR_SYSTEM:
+      return TETHER_OOB_ERR_NO_RESOURCE;
+    default:
+      return TETHER_OOB_ERR_NO_MESSAGE;
+  }
+}
+
 int tether_oob_allgather(void* sbuf, void* rbuf, size_t msglen, void* coll_info, void** req) {
   if (req) *req = nullptr;
   tether_request_t* r = nullptr;
@@ -109,7 +127,7 @@ int tether_oob_allgather(void* sbuf, void* rbuf, size_t msglen, void* coll_info,
     out->req = b.iallgather(rbuf, msglen);
     r = out.release();
   });
-  if (res != TETHER_SUCCESS) return -static_cast<int>(res);
+  if (res != TETHER_SUCCESS) return oobStatus(res);
   *req = r;
   return 0;
 }
@@ -117,13 +135,10 @@ int tether_oob_allgather(void* sbuf, void* rbuf, size_t msglen, void* coll_info,
 int tether_oob_req_test(void* req) {
   int done = 0;
   tether_result_t res = tether_test(static_cast<tether_request_t*>(req), &done);
-  if (res != TETHER_SUCCESS) return -static_cast<int>(res);
+  if (res != TETHER_SUCCESS) return oobStatus(res);
   return done ? 0 : TETHER_IN_PROGRESS;
 }
 
-int tether_oob_req_free(void* req) {
-  tether_result_t res = tether_request_free(static_cast<tether_request_t*>(req));
-  return res == TETHER_SUCCESS ? 0 : -static_cast<int>(res);
-}
+int tether_oob_req_free(void* req) { return oobStatus(tether_request_free(static_cast<tether_request_t*>(req))); }
 
 }  // extern "C"

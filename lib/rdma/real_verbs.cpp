@@ -1,7 +1,9 @@
 // Verbs over libibverbs: one forward per call.
 #include <cerrno>
 #include <memory>
+#include <string>
 
+#include "rdma/verbs_calls.hpp"
 #include "tether/rdma/verbs.hpp"
 
 namespace tether::rdma {
@@ -9,10 +11,14 @@ namespace {
 
 class RealVerbs final : public Verbs {
  public:
-  const char* backendName() const override { return "libibverbs"; }
+  // libibverbs is opened here, on first use (verbs_calls.hpp).
+  RealVerbs() : name_(loadVerbs().empty() ? "libibverbs" : "libibverbs, " + loadVerbs()) {}
+
+  const char* backendName() const override { return name_.c_str(); }
 
   int listDevices(std::vector<std::string>& names) override {
     names.clear();
+    if (!loadVerbs().empty()) return ENOSYS;
     errno = 0;
     int count = 0;
     ibv_device** list = ibv_get_device_list(&count);
@@ -71,6 +77,9 @@ class RealVerbs final : public Verbs {
   int deregMr(ibv_mr* mr) override { return ibv_dereg_mr(mr); }
   int postSend(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** badWr) override { return ibv_post_send(qp, wr, badWr); }
   int pollCq(ibv_cq* cq, int entries, ibv_wc* wc) override { return ibv_poll_cq(cq, entries, wc); }
+
+ private:
+  std::string name_;
 };
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "base/log.hpp"
+#include "rendezvous/pmix_calls.hpp"
 #include "rendezvous/rendezvous.hpp"
 #include "tether/error.hpp"
 #include "wire/handshake.hpp"
@@ -122,6 +123,11 @@ class Pmix final : public Rendezvous {
 
   // Helper thread: the whole PMIx exchange.
   Outcome exchange(const PeerAddress& self) {
+    if (auto why = loadPmix(); !why.empty()) {
+      Outcome o;
+      o.error = fmt::format("rank {}: rendezvous (pmix): {}", cfg_.rank, why);
+      return o;
+    }
     pmix_proc_t me;
     PMIX_PROC_CONSTRUCT(&me);
     pmix_status_t rc = PMIx_Init(&me, nullptr, 0);  // reference counted: reuses an initialized client
@@ -226,6 +232,7 @@ class Pmix final : public Rendezvous {
 }  // namespace
 
 PmixRankSize pmixRankAndSize() {
+  if (auto why = loadPmix(); !why.empty()) throw Error(ErrorCode::System, "fromEnvironment: " + why);
   pmix_proc_t me;
   PMIX_PROC_CONSTRUCT(&me);
   pmix_status_t rc = PMIx_Init(&me, nullptr, 0);

@@ -56,8 +56,9 @@ int capi_nonblocking(int rank, int nranks, const tether_unique_id_t* id, char* e
     EXPECT(all[i] == 0xabc000u + (uint64_t)i, "oob block %d is %llx", i, (unsigned long long)all[i]);
   /* A bad coll_info is a negative status, never a crash. */
   void* none = NULL;
-  EXPECT(tether_oob_allgather(&mine, all, sizeof mine, NULL, &none) == -TETHER_ERR_INVALID_ARGUMENT && none == NULL,
-         "NULL coll_info");
+  int bad = tether_oob_allgather(&mine, all, sizeof mine, NULL, &none);
+  EXPECT(bad == TETHER_OOB_ERR_INVALID_PARAM && none == NULL, "NULL coll_info: %d, not UCC_ERR_INVALID_PARAM (-3)",
+         bad);
 
   /* An irecv pending while an ibarrier and an ialltoall run. */
   int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks;
@@ -99,7 +100,22 @@ int capi_nonblocking(int rank, int nranks, const tether_unique_id_t* id, char* e
   FAILS(tether_wait(cr, 0), TETHER_ERR_ABORTED, "cancelled");
   OK(tether_request_free(cr));
   FAILS(tether_ibarrier(comm, NULL), TETHER_ERR_INVALID_ARGUMENT, "req is NULL");
+
+  /* A failed OOB allgather (rank 0 alone on a child, cancelled: TETHER_ERR_ABORTED)
+   * is UCC's UCC_ERR_NO_MESSAGE (-6), not -TETHER_ERR_ABORTED (-2, UCC's NOT_IMPLEMENTED). */
+  tether_comm_t* child = NULL;
+  OK(tether_split(comm, 0, rank, &child));
+  if (rank == 0) {
+    void* lone = NULL;
+    EXPECT(tether_oob_allgather(&mine, all, sizeof mine, child, &lone) == 0, "oob allgather: %s", tether_last_error());
+    OK(tether_cancel((tether_request_t*)lone, NULL));
+    st = tether_oob_req_test(lone);
+    EXPECT(st == TETHER_OOB_ERR_NO_MESSAGE,
+           "cancelled oob allgather: req_test returned %d, not UCC_ERR_NO_MESSAGE (-6)", st);
+    EXPECT(tether_oob_req_free(lone) == 0, "oob req_free");
+  }
   OK(tether_barrier(comm));
+  OK(tether_finalize(child));
   OK(tether_finalize(comm));
   return 0;
 }

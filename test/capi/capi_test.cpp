@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "capi/guard.hpp"
+#include "tether/unique_id.hpp"
 #include "capi_ranks.h"
 #include "multiproc.hpp"
 
@@ -71,6 +72,20 @@ TEST_CASE("any exception inside a C call becomes a result code and a message, ou
   CHECK(std::string(tether_last_error()) == "tether_x: unexpected exception");
   CHECK(guarded("tether_x", [] {}) == TETHER_SUCCESS);
   CHECK(std::string(tether_last_error()) == "tether_x: unexpected exception");  // left alone
+}
+
+TEST_CASE("a tether::Error thrown inside libtether.so is caught by its type in the program (one typeinfo)",
+          "[capi]") {
+  // This test links the shared library, which exports only tether's API
+  // (lib/tether.map): the exception's typeinfo must still be the program's.
+  bool caught = false;
+  try {
+    tether::UniqueId::fromString("not an id");
+  } catch (const tether::Error& e) {
+    caught = e.code() == tether::ErrorCode::InvalidArgument;
+  } catch (...) {
+  }
+  CHECK(caught);
 }
 
 TEST_CASE("nonblocking calls and the UCC OOB allgather from C: start, poll test until done, free", "[capi]") {

@@ -54,4 +54,11 @@ for program in consumer_cpp consumer_c; do
     cat "$tmp/$program.$rank.out"
   done
 done
+# The fake verbs backend, when this build has it (tether::fakeverbs).
+if [ -x "$tmp/consumer/consumer_fakeverbs" ]; then
+  "$tmp/consumer/consumer_fakeverbs" || status=1
+elif find "$tmp/root" -name 'libtether-fakeverbs.so*' | grep -q .; then
+  echo "libtether-fakeverbs is installed but CMake made no tether::fakeverbs consumer"
+  status=1
+fi
 exit $status

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "multiproc.hpp"
@@ -116,12 +117,14 @@ TEST_CASE("bad arguments to the plug-in return non-zero with a message instead o
   auto getUid = handle.pre_init_ops->get_unique_id;
   CHECK(getUid(nullptr) != 0);
   CHECK_THAT(plugin.lastError(), Catch::Contains("unique id is NULL"));
-  unsigned char unversioned[TETHER_NVSHMEM_UID_BYTES] = {};
-  CHECK(getUid(unversioned) != 0);
-  CHECK_THAT(plugin.lastError(), Catch::Contains("unique id version 0, expected 65664"));
 
   NvshmemUid uid;
   REQUIRE(getUid(uid.bytes) == 0);
+  NvshmemUid unversioned = uid;
+  std::memset(unversioned.bytes, 0, 4);
+  auto unversionedArgs = uidArgs(unversioned, 0, 1);
+  CHECK(plugin.init(&unversionedArgs, &handle, TETHER_NVSHMEM_ABI_VERSION) != 0);
+  CHECK_THAT(plugin.lastError(), Catch::Contains("init: unique id version 0, expected 65664"));
   CHECK(plugin.init(nullptr, &handle, TETHER_NVSHMEM_ABI_VERSION) != 0);
   CHECK_THAT(plugin.lastError(), Catch::Contains("arg is NULL"));
   auto args = uidArgs(uid, 5, 4);

@@ -14,6 +14,7 @@
 #include <tether/detail/coll/alltoall_tree.hpp>
 
 #include <cstdio>
+#include <string>
 #include <vector>
 
 static_assert(__cplusplus >= 201703L && __cplusplus < 202002L, "this check must build as C++17");
@@ -37,6 +38,13 @@ int main() {
         return 1;
       }
     }
+  }
+  // tether::toString(ErrorCode) is inline: the catch block of docs/integration.md
+  // (and of testing-api.md users) needs no library symbol.
+  try {
+    throw tether::Error(tether::ErrorCode::Protocol, "rank 1: allgather#2: test");
+  } catch (const tether::Error& e) {
+    if (std::string(tether::toString(e.code())) != "Protocol") return 1;
   }
   std::puts("C++17 allgather over InProcessWorld: ok");
   return 0;

@@ -26,7 +26,8 @@ struct bootstrap_handle;
 
 typedef struct bootstrap_init_ops {
   void* cookie;
-  /* `uid` points at the 128-byte unique id to fill (its version already set). */
+  /* `uid` points at the 128-byte unique id to fill, version included (callers
+   * may pass it uninitialised). */
   int (*get_unique_id)(void* uid);
 } bootstrap_init_ops_t;
 

@@ -39,6 +39,25 @@ typedef struct owned_ops {
 static owned_ops_t* owned;
 static tether_options_t host_options;
 static int have_host_options;
+/* Every id get_unique_id made in this process: each holds a reserved root
+ * port until rank 0's init adopts it. finalize (and unloading) releases the
+ * ones no init used, so a second, unused id leaves no port open. */
+typedef struct made_id {
+  tether_unique_id_t id;
+  struct made_id* next;
+} made_id_t;
+static made_id_t* made_ids;
+
+/* Closes the ports of the ids no init adopted (tether_unique_id_forget is a
+ * no-op for an adopted one). */
+static void forget_made_ids(void) {
+  while (made_ids) {
+    made_id_t* next = made_ids->next;
+    tether_unique_id_forget(&made_ids->id);
+    free(made_ids);
+    made_ids = next;
+  }
+}
 
 /* Records and prints the failure; returns `code` (never 0). */
 static int fail(int code, const char* format, ...) {
@@ -64,6 +83,7 @@ static int check_abi(int abi_version, const char* function) {
   return 0;
 }
 
+/* Only init reads a caller's id; get_unique_id writes the whole id, whatever the caller left in it. */
 static int check_uid(const void* uid, const char* function) {
   int version;
   if (!uid) return fail(TETHER_ERR_INVALID_ARGUMENT, "%s: unique id is NULL", function);
@@ -80,7 +100,8 @@ static tether_comm_t* comm_of(bootstrap_handle_t* handle, const char* function) 
     fail(TETHER_ERR_INVALID_ARGUMENT, "%s: handle is NULL", function);
     return NULL;
   }
-  if (!handle->comm_state) fail(TETHER_ERR_INVALID_ARGUMENT, "%s: the handle is not initialised (or finalized)", function);
+  if (!handle->comm_state)
+    fail(TETHER_ERR_INVALID_ARGUMENT, "%s: the handle is not initialised (or finalized)", function);
   return (tether_comm_t*)handle->comm_state;
 }
 
@@ -162,6 +183,7 @@ static int op_finalize(bootstrap_handle_t* handle) {
     break;
   }
   tether_result_t r = tether_finalize(comm);
+  forget_made_ids();
   return r == TETHER_SUCCESS ? 0 : fail_tether(r, "finalize");
 }
 
@@ -179,15 +201,24 @@ static int op_show_info(bootstrap_handle_t* handle, int style) {
 
 /* ---- pre-init: the unique id ---- */
 
+/* Writes all 128 bytes (NVSHMEM's version, then tether's id without its magic):
+ * callers such as DeepEP pass an id they never initialised. */
 static int get_unique_id(void* uid) {
-  int rc = check_uid(uid, "get_unique_id");
-  if (rc) return rc;
-  tether_unique_id_t id;
-  tether_result_t r = tether_unique_id_create(&id);
-  if (r != TETHER_SUCCESS) return fail_tether(r, "get_unique_id");
-  if (memcmp(id.bytes, kTetherIdMagic, kIdHead) != 0)
+  if (!uid) return fail(TETHER_ERR_INVALID_ARGUMENT, "get_unique_id: unique id is NULL");
+  made_id_t* made = calloc(1, sizeof *made);
+  if (!made) return fail(TETHER_ERR_SYSTEM, "get_unique_id: out of memory");
+  tether_result_t r = tether_unique_id_create(&made->id);
+  if (r != TETHER_SUCCESS) {
+    free(made);
+    return fail_tether(r, "get_unique_id");
+  }
+  made->next = made_ids;
+  made_ids = made;
+  if (memcmp(made->id.bytes, kTetherIdMagic, kIdHead) != 0)
     return fail(TETHER_ERR_SYSTEM, "get_unique_id: this tether's ids do not start with \"TUID\"; rebuild the plug-in");
-  memcpy((unsigned char*)uid + kIdHead, id.bytes + kIdHead, TETHER_UNIQUE_ID_BYTES - kIdHead);
+  const int version = TETHER_NVSHMEM_UID_VERSION;
+  memcpy(uid, &version, sizeof version);
+  memcpy((unsigned char*)uid + kIdHead, made->id.bytes + kIdHead, TETHER_UNIQUE_ID_BYTES - kIdHead);
   return 0;
 }
 
@@ -207,7 +238,14 @@ EXPORT int nvshmemi_bootstrap_plugin_pre_init(bootstrap_handle_t* handle, int ab
   return 0;
 }
 
+/* The ids' nodes only: at process exit libtether's reservations may already be
+ * gone (the kernel closes their sockets). */
 __attribute__((destructor)) static void free_owned_ops(void) {
+  while (made_ids) {
+    made_id_t* next = made_ids->next;
+    free(made_ids);
+    made_ids = next;
+  }
   while (owned) {
     owned_ops_t* next = owned->next;
     free(owned);
@@ -288,7 +326,8 @@ EXPORT int tether_nvshmem_set_options(const tether_options_t* options) {
   if (options->struct_size == 0)
     return fail(TETHER_ERR_INVALID_ARGUMENT, "set_options: struct_size is 0 (initialise with tether_options_init)");
   tether_options_init(&host_options);
-  memcpy(&host_options, options, options->struct_size < sizeof host_options ? options->struct_size : sizeof host_options);
+  memcpy(&host_options, options,
+         options->struct_size < sizeof host_options ? options->struct_size : sizeof host_options);
   host_options.struct_size = sizeof host_options;
   have_host_options = 1;
   return 0;

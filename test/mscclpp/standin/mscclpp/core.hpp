@@ -1,8 +1,10 @@
-// mscclpp_standin.hpp — stand-ins for the two MSCCL++ classes the adapter meets,
-// with MSCCL++'s signatures (not its code): the abstract mscclpp::Bootstrap and
-// a Communicator that takes one. Lets the tests compile the adapter and the
-// docs/integration.md snippet without MSCCL++ installed.
+// mscclpp/core.hpp stand-in — the two MSCCL++ classes the adapter meets, with
+// MSCCL++'s signatures (not its code): the abstract mscclpp::Bootstrap and a
+// Communicator that takes one. Lets the tests compile the adapter and the
+// docs/integration.md snippet as MSCCL++ users do, without MSCCL++ installed.
 #pragma once
+
+#include <mscclpp/errors.hpp>
 
 #include <memory>
 #include <utility>
@@ -21,7 +23,7 @@ class Bootstrap {
   virtual void recv(void* data, int size, int peer, int tag) = 0;
   virtual void allGather(void* allData, int size) = 0;
   virtual void barrier() = 0;
-  // Virtual with a default: the adapter leaves it alone.
+  // Virtual with a default (the adapter overrides it, as MSCCL++'s TcpBootstrap does).
   virtual int getNranksPerIpcDomain() const { return getNranksPerNode(); }
 
   // Non-virtual helpers over the virtual ones (size first, then the bytes).
