@@ -25,8 +25,12 @@ constexpr int kRanks = 256;
 constexpr int kBudget = 64;  // TETHER_MAX_LINKS for this test
 // The budget is soft: an incoming link is always admitted, and a closed link
 // holds its socket until its goodbye is acknowledged (measured: at most 76
-// sockets, listener included, over 256 ranks).
-constexpr int kSlack = kBudget / 4;
+// sockets, listener included, over 256 ranks on a quiet host; 82-89 at load
+// average 80-143, where acknowledgements come late, which failed a slack of
+// kBudget / 4 in 1 of 4 runs on 064f117). What this bounds is growth with N
+// (256 ranks, a link to each would be 256 sockets), so the slack is half the
+// budget.
+constexpr int kSlack = kBudget / 2;
 
 long openSockets() {
   DIR* dir = opendir("/proc/self/fd");
