@@ -93,6 +93,9 @@ class Admission {
   virtual bool closing() const = 0;
   // Whether a dial may still be retried (not closing, not aborted).
   virtual bool mayRetry() const = 0;
+  // Whether the link of connection `epoch` to `peer` still waits for this
+  // dial (false once it is closed or linked another way).
+  virtual bool stillDialing(int peer, std::uint32_t epoch) const = 0;
 
  protected:
   ~Admission() = default;
