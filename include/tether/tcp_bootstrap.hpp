@@ -54,8 +54,11 @@ class TcpBootstrap : public Bootstrap {
   // a free port as above.
   static UniqueId createUniqueId(const std::string& rootHostPort);
   // An id derived from "host:port" alone (TETHER_ROOT, MASTER_ADDR/MASTER_PORT):
-  // the secret comes from TETHER_SECRET when set, else from the address — it
-  // then only guards against accidents, not against strangers.
+  // the secret comes from TETHER_SECRET when set, else from the address and
+  // the job ids in the environment (TETHER_JOB_ID, TORCHELASTIC_RUN_ID,
+  // SLURM_JOB_ID and SLURM_STEP_ID, PMIX_NAMESPACE, OMPI_MCA_ess_base_jobid) —
+  // it then keeps two jobs at one address apart, but does not guard against
+  // strangers (docs/security.md).
   static UniqueId uniqueIdFromRoot(const std::string& rootHostPort);
   // Closes the listening socket createUniqueId() reserved in this process, for
   // a launcher that forked the ranks and does not run rank 0 itself.

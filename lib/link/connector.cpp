@@ -55,7 +55,7 @@ struct Watchdog {
 std::string rejectText(const wire::Reject& r) {
   switch (r.code) {
     case wire::RejectCode::BadProof:
-      return "rejected our proof of the secret (wrong UniqueId?): " + r.reason;
+      return "rejected our proof of the secret (wrong UniqueId, or another job's root at this address?): " + r.reason;
     case wire::RejectCode::WrongWorld:
       return "rejected us as a member of another world: " + r.reason;
     case wire::RejectCode::DuplicateRank:
