@@ -47,8 +47,9 @@ struct TcpOptions {
 class TcpBootstrap : public Bootstrap {
  public:
   // A new id whose root address is this host (interface chosen as for
-  // listenHost) with a port bound now and kept open, so the rank 0 created in
-  // this process or a forked child adopts it without a race.
+  // listenHost) with a port bound now and kept bound (not listening), so the
+  // rank 0 created in this process or a forked child adopts it without a race,
+  // and a rank 0 in a fork+exec'd child binds the same port itself.
   static UniqueId createUniqueId();
   // A new id for a given root "host:port" (IPv6 as "[addr]:port"); port 0 binds
   // a free port as above.
@@ -60,8 +61,9 @@ class TcpBootstrap : public Bootstrap {
   // it then keeps two jobs at one address apart, but does not guard against
   // strangers (docs/security.md).
   static UniqueId uniqueIdFromRoot(const std::string& rootHostPort);
-  // Closes the listening socket createUniqueId() reserved in this process, for
-  // a launcher that forked the ranks and does not run rank 0 itself.
+  // Closes the socket createUniqueId() reserved in this process, for a
+  // launcher that started the ranks and does not run rank 0 itself (optional:
+  // it only frees the port in the launcher).
   static void forgetUniqueId(const UniqueId& id);
 
   // Joins the world: registers with the root (rank 0 serves it), learns every

@@ -82,7 +82,8 @@ void World::start() {
   tcp::endpoint at = cfg_.root;
   if (rank() == 0) {
     if (auto fd = reserved::take(toPeerAddress(cfg_.root, 0))) {
-      acceptor_.assign(cfg_.root.protocol(), *fd, ec);
+      acceptor_.assign(cfg_.root.protocol(), *fd, ec);  // bound by createUniqueId(), not listening yet
+      if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
     } else {
       acceptor_.open(cfg_.root.protocol(), ec);
       if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
