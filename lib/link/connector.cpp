@@ -99,6 +99,11 @@ void Connector::dial(int peer, std::uint32_t epoch, tcp::endpoint ep, DialPolicy
   asio::co_spawn(io_, dialPeer(d), asio::detached);
 }
 
+std::string Connector::retrying(int peer) const {
+  auto it = retrying_.find(peer);
+  return it == retrying_.end() ? std::string() : it->second;
+}
+
 void Connector::dialEnded() {
   --dialsInFlight_;
   if (dialQueue_.empty()) return;
@@ -297,6 +302,7 @@ asio::awaitable<void> Connector::dialPeer(Dial d) {
   for (failure.attempts = 1;; ++failure.attempts) {
     bool retriable = false;
     if (co_await dialOnce(d, deadline, failure, retriable)) {
+      retrying_.erase(d.peer);
       dialEnded();
       co_return;
     }
@@ -316,6 +322,7 @@ asio::awaitable<void> Connector::dialPeer(Dial d) {
     if (now + wait >= deadline)
       wait = std::max(std::chrono::milliseconds(5),
                       std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now) / 2);
+    retrying_[d.peer] = fmt::format("{} attempts; last: {}", failure.attempts, failure.reason);
     if (failure.attempts == 1)
       log::info(cfg_.rank, "rank {} at {} not reachable yet ({}); retrying", d.peer, toString(d.ep), failure.reason);
     asio::steady_timer t(io_);
@@ -328,6 +335,7 @@ asio::awaitable<void> Connector::dialPeer(Dial d) {
     backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
   }
   failure.reason = fmt::format("cannot connect to rank {} at {}: {}", d.peer, toString(d.ep), failure.reason);
+  retrying_.erase(d.peer);
   dialEnded();
   admission_.connectFailed(d.peer, d.epoch, failure);
 }
