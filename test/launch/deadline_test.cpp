@@ -47,12 +47,13 @@ TEST_CASE("a rank whose root never comes up fails no earlier than its deadline",
 TEST_CASE("a root that comes up in the last fifth of the deadline is still reached", "[launch][deadline]") {
   const std::string root = "127.0.0.1:" + std::to_string(test::freeLoopbackPort());
   const auto id = TcpBootstrap::uniqueIdFromRoot(root);
-  // Rank 1 starts now with a 5 s deadline; rank 0 (the root) at 4.1 s.
+  // Rank 1 starts now with an 8 s deadline; rank 0 (the root) at 6.4 s, which
+  // leaves 1.6 s for a loaded host to start it.
   auto res = test::runRanks(
       2,
       [&](int rank, const UniqueId&) {
-        if (rank == 0) std::this_thread::sleep_for(4100ms);
-        TcpBootstrap b(rank, 2, id, TcpOptions{rank == 0 ? 20000ms : 5000ms, {}, {}, {}});
+        if (rank == 0) std::this_thread::sleep_for(6400ms);
+        TcpBootstrap b(rank, 2, id, TcpOptions{rank == 0 ? 20000ms : 8000ms, {}, {}, {}});
         int v[2] = {-1, -1};
         v[rank] = rank + 7;
         b.allgather(v, sizeof(int));
