@@ -172,10 +172,11 @@ std::optional<UidFileContents> readContents(const std::string& path, int rank) {
   auto lineEnd = text.find('\n');
   c.idText = text.substr(0, lineEnd);
   std::string rest = lineEnd == std::string::npos ? "" : text.substr(lineEnd + 1);
+  if (!rest.empty() && rest.back() == '\n') rest.pop_back();
   if (!rest.empty()) {
-    if (rest.rfind("job ", 0) != 0 || rest.back() != '\n' || rest.find('\n') != rest.size() - 1)
+    if (rest.rfind("job ", 0) != 0 || rest.find('\n') != std::string::npos)
       throw bad("holds more than an id and its \"job ...\" line (not written by tether?)");
-    c.job = rest.substr(4, rest.size() - 5);
+    c.job = rest.substr(4);
   }
   try {
     UniqueId::fromString(c.idText);
