@@ -47,18 +47,23 @@ struct TcpOptions {
 class TcpBootstrap : public Bootstrap {
  public:
   // A new id whose root address is this host (interface chosen as for
-  // listenHost) with a port bound now and kept open, so the rank 0 created in
-  // this process or a forked child adopts it without a race.
+  // listenHost) with a port bound now and kept bound (not listening), so the
+  // rank 0 created in this process or a forked child adopts it without a race,
+  // and a rank 0 in a fork+exec'd child binds the same port itself.
   static UniqueId createUniqueId();
   // A new id for a given root "host:port" (IPv6 as "[addr]:port"); port 0 binds
   // a free port as above.
   static UniqueId createUniqueId(const std::string& rootHostPort);
   // An id derived from "host:port" alone (TETHER_ROOT, MASTER_ADDR/MASTER_PORT):
-  // the secret comes from TETHER_SECRET when set, else from the address — it
-  // then only guards against accidents, not against strangers.
+  // the secret comes from TETHER_SECRET when set, else from the address and
+  // the job ids in the environment (TETHER_JOB_ID, TORCHELASTIC_RUN_ID,
+  // SLURM_JOB_ID and SLURM_STEP_ID, PMIX_NAMESPACE, OMPI_MCA_ess_base_jobid) —
+  // it then keeps two jobs at one address apart, but does not guard against
+  // strangers (docs/security.md).
   static UniqueId uniqueIdFromRoot(const std::string& rootHostPort);
-  // Closes the listening socket createUniqueId() reserved in this process, for
-  // a launcher that forked the ranks and does not run rank 0 itself.
+  // Closes the socket createUniqueId() reserved in this process, for a
+  // launcher that started the ranks and does not run rank 0 itself (optional:
+  // it only frees the port in the launcher).
   static void forgetUniqueId(const UniqueId& id);
 
   // Joins the world: registers with the root (rank 0 serves it), learns every

@@ -1,11 +1,15 @@
 // Launch conventions: rank, size and root from the environment of tether's own
 // variables, torchrun, Open MPI, PMI and Slurm (docs/configuration.md).
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <cstdio>
-#include <fstream>
+#include <cstring>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -117,38 +121,83 @@ std::string jobTag(const Launcher& from) {
 
 std::string describeJob(const std::string& tag) { return tag.empty() ? "a run without a job id" : "job " + tag; }
 
+// The file of a run: TETHER_UID_FILE itself for a run without a job id, else
+// "<TETHER_UID_FILE>.<job>" (the job tag with every character but letters,
+// digits, '.', '-' and '_' as '_'), so two jobs sharing the path never
+// overwrite each other's id (docs/configuration.md).
+std::string uidFilePath(const std::string& path, const std::string& job) {
+  if (job.empty()) return path;
+  std::string name = path + ".";
+  for (char c : job) name.push_back(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' ? c : '_');
+  return name;
+}
+
 // The file holds the id on its first line and "job <tag>" on the second.
 struct UidFileContents {
   std::string idText, job;
 };
 
-std::optional<UidFileContents> readContents(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
+std::string errnoText(int err) { return std::strerror(err); }
+
+// The file's contents; nullopt while it does not exist yet (or is empty: a
+// path made with mktemp before rank 0 writes it). Anything else that is not
+// an id — unreadable, a directory, garbage — throws, naming the reason.
+std::optional<UidFileContents> readContents(const std::string& path, int rank) {
+  auto bad = [&](const std::string& why) {
+    return Error(ErrorCode::InvalidArgument, fmt::format("rank {}: TETHER_UID_FILE '{}' {}", rank, path, why), rank);
+  };
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    if (errno == ENOENT) return std::nullopt;
+    throw bad("cannot be read: " + errnoText(errno));
+  }
+  std::string text;
+  struct stat st {};
+  int err = ::fstat(fd, &st) != 0 ? errno : 0;
+  if (!err && !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw bad(S_ISDIR(st.st_mode) ? "is a directory, not a file" : "is not a regular file");
+  }
+  char buf[4096];
+  while (!err && text.size() < 64 * 1024) {
+    ssize_t got = ::read(fd, buf, sizeof buf);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) err = errno;
+    if (got <= 0) break;
+    text.append(buf, static_cast<std::size_t>(got));
+  }
+  ::close(fd);
+  if (err) throw bad("cannot be read: " + errnoText(err));
+  if (text.empty()) return std::nullopt;
   UidFileContents c;
-  std::getline(in, c.idText);
-  std::string line;
-  if (std::getline(in, line) && line.rfind("job ", 0) == 0) c.job = line.substr(4);
+  auto lineEnd = text.find('\n');
+  c.idText = text.substr(0, lineEnd);
+  std::string rest = lineEnd == std::string::npos ? "" : text.substr(lineEnd + 1);
+  if (!rest.empty() && rest.back() == '\n') rest.pop_back();
+  if (!rest.empty()) {
+    if (rest.rfind("job ", 0) != 0 || rest.find('\n') != std::string::npos)
+      throw bad("holds more than an id and its \"job ...\" line (not written by tether?)");
+    c.job = rest.substr(4);
+  }
+  try {
+    UniqueId::fromString(c.idText);
+  } catch (const Error& e) {
+    throw bad(fmt::format("does not hold a tether id (not written by tether?): {}", e.what()));
+  }
   return c;
 }
 
 UniqueId readUidFile(const std::string& path, const std::string& job, int rank, std::chrono::milliseconds timeout) {
   // The file appears when rank 0 writes it; renamed into place, so it is never
-  // read half-written. A file of another job (left by an earlier run, or by a
-  // job sharing the path) is ignored until rank 0 of this job replaces it.
+  // read half-written. A file of another job (left by an earlier run, or a
+  // job whose tag maps to the same name) is ignored until rank 0 of this job
+  // replaces it.
   auto deadline = std::chrono::steady_clock::now() + timeout;
   auto wait = std::chrono::milliseconds(5);
   std::optional<std::string> otherJob;
   for (;;) {
-    if (auto c = readContents(path)) {
-      if (c->job == job) {
-        try {
-          return UniqueId::fromString(c->idText);
-        } catch (const Error& e) {
-          throw Error(ErrorCode::InvalidArgument,
-                      fmt::format("rank {}: TETHER_UID_FILE '{}': {}", rank, path, e.what()), rank);
-        }
-      }
+    if (auto c = readContents(path, rank)) {
+      if (c->job == job) return UniqueId::fromString(c->idText);
       if (otherJob != c->job)
         log::info(rank, "ignoring TETHER_UID_FILE '{}' of {} (this rank is in {}); waiting for rank 0 to replace it",
                   path, describeJob(c->job), describeJob(job));
@@ -163,9 +212,9 @@ UniqueId readUidFile(const std::string& path, const std::string& job, int rank, 
                         rank, path, describeJob(*otherJob), describeJob(job), timeout.count()),
             rank);
       throw Error(ErrorCode::Timeout,
-                  fmt::format("rank {}: TETHER_UID_FILE '{}' did not appear within {} ms: is rank 0 running with the "
-                              "same TETHER_UID_FILE?",
-                              rank, path, timeout.count()),
+                  fmt::format("rank {}: TETHER_UID_FILE '{}' ({}) did not appear within {} ms: is rank 0 running "
+                              "with the same TETHER_UID_FILE and job id?",
+                              rank, path, describeJob(job), timeout.count()),
                   rank);
     }
     std::this_thread::sleep_for(wait);
@@ -175,20 +224,28 @@ UniqueId readUidFile(const std::string& path, const std::string& job, int rank, 
 
 void writeUidFile(const std::string& path, const UniqueId& id, const std::string& job) {
   std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-  {
-    std::ofstream out(tmp);
-    out << id.toString() << "\n";
-    if (!job.empty()) out << "job " << job << "\n";
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw Error(ErrorCode::System, "rank 0: cannot write TETHER_UID_FILE temporary '" + tmp + "'", 0);
+  std::string text = id.toString() + "\n";
+  if (!job.empty()) text += "job " + job + "\n";
+  auto failed = [&](const std::string& what, int err) {
+    ::unlink(tmp.c_str());
+    return Error(ErrorCode::System, fmt::format("rank 0: {}: {}", what, errnoText(err)), 0);
+  };
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) throw failed("cannot write TETHER_UID_FILE temporary '" + tmp + "'", errno);
+  std::size_t done = 0;
+  while (done < text.size()) {
+    ssize_t put = ::write(fd, text.data() + done, text.size() - done);
+    if (put < 0 && errno == EINTR) continue;
+    if (put < 0) {
+      int err = errno;
+      ::close(fd);
+      throw failed("cannot write TETHER_UID_FILE temporary '" + tmp + "'", err);
     }
+    done += static_cast<std::size_t>(put);
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw Error(ErrorCode::System, "rank 0: cannot rename '" + tmp + "' to TETHER_UID_FILE '" + path + "'", 0);
-  }
+  if (::close(fd) != 0) throw failed("cannot write TETHER_UID_FILE temporary '" + tmp + "'", errno);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw failed("cannot rename '" + tmp + "' to TETHER_UID_FILE '" + path + "'", errno);
 }
 
 // Rank 0 removes its TETHER_UID_FILE once its construction has returned —
@@ -200,8 +257,12 @@ struct UidFileRemover {
   UidFileRemover& operator=(const UidFileRemover&) = delete;
   std::string path, idText;
   ~UidFileRemover() {
-    auto c = readContents(path);
-    if (c && c->idText == idText) std::remove(path.c_str());
+    try {
+      auto c = readContents(path, 0);
+      if (c && c->idText == idText) std::remove(path.c_str());
+    } catch (const Error&) {
+      // Replaced by something that is not an id: not ours to remove.
+    }
   }
 };
 
@@ -282,16 +343,17 @@ std::unique_ptr<TcpBootstrap> TcpBootstrap::fromEnvironment(const TcpOptions& op
   if (auto text = env::get("TETHER_UID")) {
     id = fromVariable("TETHER_UID", *text, true, [](const std::string& t) { return UniqueId::fromString(t); });
     root = "TETHER_UID";
-  } else if (auto path = env::get("TETHER_UID_FILE")) {
+  } else if (auto given = env::get("TETHER_UID_FILE")) {
     auto job = jobTag(*rs.from);
+    auto path = uidFilePath(*given, job);
     if (rs.rank == 0) {
       id = createUniqueId();
-      writeUidFile(*path, id, job);
-      remover.emplace(*path, id.toString());
+      writeUidFile(path, id, job);
+      remover.emplace(path, id.toString());
     } else {
-      id = readUidFile(*path, job, rs.rank, timeout);
+      id = readUidFile(path, job, rs.rank, timeout);
     }
-    root = fmt::format("TETHER_UID_FILE '{}' ({})", *path, describeJob(job));
+    root = fmt::format("TETHER_UID_FILE '{}' ({})", path, describeJob(job));
   } else if (auto hostPort = env::get("TETHER_ROOT")) {
     id = fromVariable("TETHER_ROOT", *hostPort, false, [](const std::string& t) { return uniqueIdFromRoot(t); });
     root = "TETHER_ROOT";

@@ -14,6 +14,7 @@
 #include "base/settings.hpp"
 #include "coll/select.hpp"
 #include "core/communicator.hpp"
+#include "core/job_identity.hpp"
 #include "core/unique_id_layout.hpp"
 #include "rendezvous/reserved_listener.hpp"
 #include "tether/detail/args.hpp"
@@ -49,7 +50,11 @@ UniqueId TcpBootstrap::uniqueIdFromRoot(const std::string& rootHostPort) {
   uid::Fields f;
   f.version = wire::kProtocolVersion;
   f.root = toPeerAddress(tcp::endpoint(resolveHost(hp.host), hp.port), 0);
-  auto secretText = env::get("TETHER_SECRET").value_or("tether-address-only:" + rootHostPort);
+  // Without TETHER_SECRET, from the address and every job id the launcher
+  // gives: two jobs at one root address then never prove each other's secret.
+  std::string derived = "tether-address-only:" + rootHostPort;
+  if (auto job = job::identity(); !job.empty()) derived += "\njob " + job;
+  auto secretText = env::get("TETHER_SECRET").value_or(derived);
   auto d = crypto::sha256(secretText.data(), secretText.size());
   std::copy_n(d.begin(), f.secret.size(), f.secret.begin());
   return uid::make(f);

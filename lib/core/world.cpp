@@ -82,7 +82,8 @@ void World::start() {
   tcp::endpoint at = cfg_.root;
   if (rank() == 0) {
     if (auto fd = reserved::take(toPeerAddress(cfg_.root, 0))) {
-      acceptor_.assign(cfg_.root.protocol(), *fd, ec);
+      acceptor_.assign(cfg_.root.protocol(), *fd, ec);  // bound by createUniqueId(), not listening yet
+      if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
     } else {
       acceptor_.open(cfg_.root.protocol(), ec);
       if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
@@ -96,11 +97,18 @@ void World::start() {
     if (!ec) acceptor_.bind(at, ec);
     if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
   }
-  if (ec)
+  if (ec) {
+    // Another process listens on the root's port: another job given the same
+    // root address, or an earlier run still closing. Never share it.
+    std::string hint = rank() == 0 && ec == asio::error::address_in_use
+                           ? " (another process listens there: another job with the same TETHER_ROOT or "
+                             "MASTER_ADDR/MASTER_PORT, or an earlier run still closing; give each job its own port)"
+                           : "";
     throw Error(ErrorCode::System,
-                fmt::format("rank {}: cannot listen on {}{}: {}", rank(), rank() == 0 ? "the root address " : "",
-                            toString(at), ec.message()),
+                fmt::format("rank {}: cannot listen on {}{}: {}{}", rank(), rank() == 0 ? "the root address " : "",
+                            toString(at), ec.message(), hint),
                 rank());
+  }
   auto local = acceptor_.local_endpoint();
   tcp::endpoint advertised = local;
   std::string override = cfg_.advertiseFor ? cfg_.advertiseFor(toString(local)) : cfg_.advertise;

@@ -170,6 +170,8 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
   void refused(const link::Refusal& refusal) override;
   bool closing() const override { return shuttingDown_; }
   bool mayRetry() const override { return !shuttingDown_ && !aborted_.load(); }
+  bool stillDialing(int peer, std::uint32_t epoch) const override;
+  std::string dialStatus(int peer) const override { return connector_.retrying(peer); }
   // rdv::Host
   void connect(int peer, const PeerAddress& at) override;
   void send(int peer, wire::Kind kind, wire::SharedBytes payload) override;

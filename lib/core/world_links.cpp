@@ -185,6 +185,11 @@ void World::connectFailed(int peer, std::uint32_t epoch, const link::ConnectFail
   l->fail(failure.reason);
 }
 
+bool World::stillDialing(int peer, std::uint32_t epoch) const {
+  const auto& l = links_[peer];
+  return l && l->epoch() == epoch && l->state() == Link::State::Dialing;
+}
+
 void World::refused(const link::Refusal& refusal) {
   if (!initComplete_) rendezvous_->onRefused(refusal);
 }

@@ -55,7 +55,7 @@ struct Watchdog {
 std::string rejectText(const wire::Reject& r) {
   switch (r.code) {
     case wire::RejectCode::BadProof:
-      return "rejected our proof of the secret (wrong UniqueId?): " + r.reason;
+      return "rejected our proof of the secret (wrong UniqueId, or another job's root at this address?): " + r.reason;
     case wire::RejectCode::WrongWorld:
       return "rejected us as a member of another world: " + r.reason;
     case wire::RejectCode::DuplicateRank:
@@ -97,6 +97,11 @@ void Connector::dial(int peer, std::uint32_t epoch, tcp::endpoint ep, DialPolicy
   }
   ++dialsInFlight_;
   asio::co_spawn(io_, dialPeer(d), asio::detached);
+}
+
+std::string Connector::retrying(int peer) const {
+  auto it = retrying_.find(peer);
+  return it == retrying_.end() ? std::string() : it->second;
 }
 
 void Connector::dialEnded() {
@@ -256,7 +261,16 @@ asio::awaitable<bool> Connector::dialOnce(const Dial& d, Clock::time_point deadl
       }
       if (r.code == wire::RejectCode::Stale) {
         log::trace(cfg_.rank, "rank {} refused our dial of connection {} as stale", peer, d.epoch);
-        co_return true;  // dialled for a link that has been closed since; nothing to do
+        // Dialled for a link that has been closed since: nothing to do. But if
+        // our link still waits for this dial, the listener there is not the
+        // peer we know — an earlier world at the same address, still draining
+        // (a re-initialised world at a fixed root): retry until the new one
+        // answers or the deadline passes.
+        if (!admission_.stillDialing(peer, d.epoch)) co_return true;
+        failure.refused = false;
+        failure.reason = rejectText(r) + " (an earlier process at this address still closing?)";
+        retriable = true;
+        co_return false;
       }
       throw std::runtime_error(rejectText(r));
     }
@@ -288,6 +302,7 @@ asio::awaitable<void> Connector::dialPeer(Dial d) {
   for (failure.attempts = 1;; ++failure.attempts) {
     bool retriable = false;
     if (co_await dialOnce(d, deadline, failure, retriable)) {
+      retrying_.erase(d.peer);
       dialEnded();
       co_return;
     }
@@ -296,18 +311,31 @@ asio::awaitable<void> Connector::dialPeer(Dial d) {
     // together from retrying in lockstep.
     jitter = jitter * 6364136223846793005ULL + 1442695040888963407ULL;
     auto wait = backoff + std::chrono::milliseconds((jitter >> 33) % (backoff.count() / 2 + 1));
-    if (!admission_.mayRetry() || Clock::now() + wait >= deadline) {
+    // A deadline means the full time: near it the waits shrink (half of what
+    // is left, at least 5 ms), so a root that comes up in the last moments is
+    // still tried; the dial gives up only once the deadline has passed.
+    const auto now = Clock::now();
+    if (!admission_.mayRetry() || now >= deadline) {
       failure.retriesExhausted = true;
       break;
     }
+    if (now + wait >= deadline)
+      wait = std::max(std::chrono::milliseconds(5),
+                      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now) / 2);
+    retrying_[d.peer] = fmt::format("{} attempts; last: {}", failure.attempts, failure.reason);
     if (failure.attempts == 1)
       log::info(cfg_.rank, "rank {} at {} not reachable yet ({}); retrying", d.peer, toString(d.ep), failure.reason);
     asio::steady_timer t(io_);
     t.expires_after(wait);
     co_await t.async_wait(asio::use_awaitable);
+    if (Clock::now() >= deadline) {
+      failure.retriesExhausted = true;
+      break;
+    }
     backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
   }
   failure.reason = fmt::format("cannot connect to rank {} at {}: {}", d.peer, toString(d.ep), failure.reason);
+  retrying_.erase(d.peer);
   dialEnded();
   admission_.connectFailed(d.peer, d.epoch, failure);
 }

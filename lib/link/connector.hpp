@@ -15,6 +15,7 @@
 #include <deque>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 #include "base/layer.hpp"
 #include "wire/handshake.hpp"
@@ -93,6 +94,9 @@ class Admission {
   virtual bool closing() const = 0;
   // Whether a dial may still be retried (not closing, not aborted).
   virtual bool mayRetry() const = 0;
+  // Whether the link of connection `epoch` to `peer` still waits for this
+  // dial (false once it is closed or linked another way).
+  virtual bool stillDialing(int peer, std::uint32_t epoch) const = 0;
 
  protected:
   ~Admission() = default;
@@ -106,6 +110,8 @@ class Connector {
   void listen(tcp::acceptor& acceptor);
   // Dials `peer` at `ep` for its connection `epoch` (at most maxDials at once).
   void dial(int peer, std::uint32_t epoch, tcp::endpoint ep, DialPolicy policy);
+  // "N attempts; last: <reason>" while a dial to `peer` retries; empty otherwise.
+  std::string retrying(int peer) const;
 
  private:
   struct Dial {
@@ -128,8 +134,9 @@ class Connector {
   Admission& admission_;
   int dialsInFlight_ = 0;
   std::deque<Dial> dialQueue_;
-  int handshakes_ = 0;               // incoming handshakes in progress
-  asio::steady_timer acceptPaused_;  // the accept loop waits here while handshakes_ is at the limit
+  std::unordered_map<int, std::string> retrying_;  // per peer, while its dial waits to retry
+  int handshakes_ = 0;                             // incoming handshakes in progress
+  asio::steady_timer acceptPaused_;                // the accept loop waits here while handshakes_ is at the limit
 };
 
 }  // namespace tether::link

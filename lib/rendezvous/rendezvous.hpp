@@ -46,6 +46,12 @@ class Host {
   // Runs `fn` on the progress thread; callable from any thread (a launcher's
   // callback thread, for a rendezvous that waits on one).
   virtual void post(std::function<void()> fn) = 0;
+  // How the dial to `peer` is going while it still retries ("3 attempts;
+  // last: Connection refused"), for a timeout's message; empty if unknown.
+  virtual std::string dialStatus(int peer) const {
+    (void)peer;
+    return {};
+  }
 
  protected:
   ~Host() = default;

@@ -33,12 +33,16 @@ PeerAddress reserve(const PeerAddress& addr) {
   int fd = ::socket(ep.protocol().family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0)
     throw Error(ErrorCode::System, std::string("cannot create the root listener socket: ") + std::strerror(errno));
+  // Bound with SO_REUSEADDR but not listening: a rank 0 in another process
+  // (a launcher that fork+execs its ranks: the descriptor is close-on-exec)
+  // can bind and listen on the port while we hold it; a program without
+  // SO_REUSEADDR, or another bind to port 0, cannot take it meanwhile.
   int one = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (::bind(fd, ep.data(), static_cast<socklen_t>(ep.size())) != 0 || ::listen(fd, SOMAXCONN) != 0) {
+  if (::bind(fd, ep.data(), static_cast<socklen_t>(ep.size())) != 0) {
     int err = errno;
     ::close(fd);
-    throw Error(ErrorCode::System, "cannot listen on root address " + toString(ep) + ": " + std::strerror(err));
+    throw Error(ErrorCode::System, "cannot bind the root address " + toString(ep) + ": " + std::strerror(err));
   }
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;

@@ -1,7 +1,9 @@
-// Listening sockets that createUniqueId() bound for a future rank 0. Keeping
-// the socket open (rather than picking a port and closing it) means no other
-// process can take the port between creating the id and rank 0 starting; a
-// forked child inherits the descriptor and adopts it.
+// Sockets that createUniqueId() bound for a future rank 0. Keeping the socket
+// bound (rather than picking a port and closing it) means no other program
+// can take the port between creating the id and rank 0 starting; a forked
+// child inherits the descriptor and adopts it. The socket does not listen and
+// has SO_REUSEADDR, so a rank 0 that cannot inherit it (the creator fork+execs
+// its ranks; the descriptor is close-on-exec) binds the same port itself.
 #pragma once
 
 #include <cstdint>
@@ -14,8 +16,8 @@ TETHER_LAYER(4, "rendezvous");
 
 namespace tether::reserved {
 
-// Binds and listens on `addr` (port 0 picks one); returns the bound address.
-// Throws Error{System} naming the address.
+// Binds `addr` (port 0 picks one), without listening; returns the bound
+// address. Throws Error{System} naming the address.
 PeerAddress reserve(const PeerAddress& addr);
 // Hands the descriptor over to the caller (rank 0), or nullopt.
 std::optional<int> take(const PeerAddress& addr);

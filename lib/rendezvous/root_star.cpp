@@ -81,11 +81,12 @@ class RootStar final : public Registration {
     if (cfg_.rank == 0)
       return failAll(ErrorCode::Timeout,
                      fmt::format("rendezvous timed out after {} ms: {}", cfg_.timeout.count(), missingText()), -1);
+    std::string dial = connectedToRoot_ ? "" : host_.dialStatus(0);
     fail(ErrorCode::Timeout,
          fmt::format(
-             "rendezvous timed out after {} ms: {} (root at {})", cfg_.timeout.count(),
+             "rendezvous timed out after {} ms: {} (root at {}{})", cfg_.timeout.count(),
              connectedToRoot_ ? "registered with the root, but not all ranks arrived" : "could not reach the root",
-             toString(toEndpoint(cfg_.root))),
+             toString(toEndpoint(cfg_.root)), dial.empty() ? "" : "; " + dial),
          0);
   }
 

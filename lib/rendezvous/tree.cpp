@@ -146,11 +146,14 @@ class Tree final : public Registration {
     if (cfg_.rank == 0)
       return failAll(ErrorCode::Timeout,
                      fmt::format("rendezvous timed out after {} ms: {}", cfg_.timeout.count(), missingText()), -1);
-    if (!connectedToRoot_)
-      return fail(ErrorCode::Timeout,
-                  fmt::format("rendezvous timed out after {} ms: could not reach the root at {}", cfg_.timeout.count(),
-                              toString(toEndpoint(cfg_.root))),
-                  0);
+    if (!connectedToRoot_) {
+      std::string dial = host_.dialStatus(0);
+      return fail(
+          ErrorCode::Timeout,
+          fmt::format("rendezvous timed out after {} ms: could not reach the root at {}{}", cfg_.timeout.count(),
+                      toString(toEndpoint(cfg_.root)), dial.empty() ? "" : " (" + dial + ")"),
+          0);
+    }
     if (!haveTable_)
       return fail(ErrorCode::Timeout,
                   fmt::format("rendezvous timed out after {} ms: registered with the root, but the table never came "
