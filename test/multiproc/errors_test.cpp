@@ -288,3 +288,29 @@ TEST_CASE("a bad algorithm setting is rejected at construction, naming the varia
     expectError(ErrorCode::InvalidArgument, variable, [&] { TcpBootstrap b(rank, 1, id, opts(5000)); });
   }));
 }
+
+TEST_CASE("a rank that enters a barrier late: every other rank's Timeout names it, and only it, as behind",
+          "[multiproc][errors]") {
+  for (int n : {4, 8}) {
+    INFO(n << " ranks, rank 3 enters barrier#2 3 s late, timeout 1 s");
+    auto res = test::runRanks(n, [n](int rank, const UniqueId& id) {
+      TcpBootstrap b(rank, n, id, opts(30000));
+      b.barrier();  // everyone is up
+      b.setTimeout(std::chrono::milliseconds(1000));
+      if (rank == 3) std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+      std::string msg;
+      try {
+        b.barrier();
+      } catch (const Error& e) {
+        msg = e.what();
+      }
+      if (rank == 3) return;  // aborted by then, or it ran the barrier alone: either is fine
+      expect(msg.find("rank 3 has not entered barrier#2") != std::string::npos,
+             "rank " + std::to_string(rank) + " does not name rank 3 as behind: '" + msg + "'");
+      for (int r = 0; r < n; ++r)
+        expect(r == 3 || msg.find("rank " + std::to_string(r) + " has not entered") == std::string::npos,
+               "rank " + std::to_string(rank) + " names innocent rank " + std::to_string(r) + ": '" + msg + "'");
+    });
+    require(res);
+  }
+}
