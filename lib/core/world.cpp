@@ -234,9 +234,9 @@ std::shared_ptr<Completion> World::start(const std::shared_ptr<Op>& op, Body bod
 void World::wait(const std::shared_ptr<Op>& op, Completion& done, Clock::time_point deadline) {
   const auto began = Clock::now();
   if (!driver_.waitUntil(done, deadline)) {
-    // The probe for who is behind: a tenth of the call's time, 0.2 s to 1 s.
+    // The probe for who is behind: a tenth of the call's time, 0.5 s to 1 s.
     const auto budget = std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - began) / 10,
-                                   std::chrono::milliseconds(200), std::chrono::milliseconds(1000));
+                                   std::chrono::milliseconds(500), std::chrono::milliseconds(1000));
     asio::post(io_, [this, op, budget] { timeOut(op, budget); });
     driver_.wait(done);
   }
