@@ -46,6 +46,9 @@ asio::awaitable<StallProbe::Finding> StallProbe::findBehind(std::uint64_t comm, 
                                       answer->doing, via()),
                           cur};
       case wire::StallState::Finished:
+        if (!answer->doing.empty())  // it failed there: its own error (maybe its own probe's finding)
+          co_return Finding{fmt::format("rank {} gave up on it{}: {}", cur, via(), answer->doing),
+                            answer->waitsOn == wire::kNoRank ? -1 : static_cast<int>(answer->waitsOn)};
         co_return Finding{fmt::format("rank {} has finished {}{}", cur, collName, via()), -1};
       case wire::StallState::Running:
         break;

@@ -130,6 +130,18 @@ void World::endOp(Op& op, std::exception_ptr& e) {
       }
     }
   }
+  if (e && op.seq) {
+    op.seq->failedColl = op.coll;
+    try {
+      std::rethrow_exception(e);
+    } catch (const Error& err) {
+      op.seq->failedWhat = err.what();
+      op.seq->failedPeer = err.peer();
+    } catch (const std::exception& other) {
+      op.seq->failedWhat = other.what();
+      op.seq->failedPeer = -1;
+    }
+  }
   if (e && !op.error) failOp(op, e);  // withdraw what it still had posted
   if (e && op.seq && op.comm == cfg_.worldId) abortAfterFailedCollective(e);
   activeOps_.erase(&op);

@@ -69,7 +69,13 @@ wire::StatusAnswer World::statusOf(const wire::StatusQuery& q) const {
     return a;
   }
   a.state = q.coll > seq.started ? wire::StallState::NotEntered : wire::StallState::Finished;
-  a.doing = calls();
+  if (a.state == wire::StallState::Finished && seq.failedColl == q.coll) {
+    // It gave up on it (its own timeout, a loss): its error says why.
+    a.doing = seq.failedWhat;
+    if (seq.failedPeer >= 0) a.waitsOn = static_cast<std::uint32_t>(seq.failedPeer);
+    return a;
+  }
+  a.doing = a.state == wire::StallState::Finished ? std::string() : calls();
   return a;
 }
 

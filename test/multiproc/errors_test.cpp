@@ -314,3 +314,35 @@ TEST_CASE("a rank that enters a barrier late: every other rank's Timeout names i
     require(res);
   }
 }
+
+TEST_CASE("a rank late in a child communicator's barrier: each rank's own Timeout finds it through the waits",
+          "[multiproc][errors]") {
+  for (int n : {4, 8}) {
+    INFO(n << " ranks, rank 3 enters the child's barrier 3 s late, timeout 1 s");
+    // A child communicator's timeout does not abort the world: every rank
+    // runs its own probe, most through a rank that waits like itself.
+    auto res = test::runRanks(n, [n](int rank, const UniqueId& id) {
+      TcpBootstrap b(rank, n, id, opts(30000));
+      auto sub = b.split(0, rank);
+      sub->barrier();
+      sub->setTimeout(std::chrono::milliseconds(1000));
+      if (rank == 3) std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+      std::string msg;
+      try {
+        sub->barrier();
+      } catch (const Error& e) {
+        expect(rank == 3 || e.code() == ErrorCode::Timeout, std::string("not a Timeout: ") + e.what());
+        expect(rank == 3 || e.peer() == 3, "peer() " + std::to_string(e.peer()) + ": " + e.what());
+        msg = e.what();
+      }
+      b.barrier();  // the world is fine: nobody leaves while another still probes
+      if (rank == 3) return;
+      expect(msg.find("rank 3 has not entered barrier#2") != std::string::npos,
+             "rank " + std::to_string(rank) + " does not name rank 3 as behind: '" + msg + "'");
+      for (int r = 0; r < n; ++r)
+        expect(r == 3 || msg.find("rank " + std::to_string(r) + " has not entered") == std::string::npos,
+               "rank " + std::to_string(rank) + " names innocent rank " + std::to_string(r) + ": '" + msg + "'");
+    });
+    require(res);
+  }
+}

@@ -47,8 +47,7 @@ std::vector<int> spread(int n, int origin, const std::set<int>& known, const std
 
 }  // namespace
 
-TEST_CASE("the abort tree reaches every live rank from any origin, around dead ranks, each once",
-          "[unit][abort]") {
+TEST_CASE("the abort tree reaches every live rank from any origin, around dead ranks, each once", "[unit][abort]") {
   for (int n : {2, 3, 9, 64, 65, 256, 1024}) {
     for (int origin : {0, 1, n / 2, n - 1}) {
       for (int lost : {-1, 0, 1, n - 1, n / 3}) {
