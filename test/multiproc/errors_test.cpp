@@ -45,6 +45,16 @@ void require(const std::vector<test::RankResult>& res) {
   REQUIRE(test::allOk(res));
 }
 
+// A timed-out barrier#2's message on `rank` names rank 3, and no other rank,
+// as not having entered it.
+void expectBehindIsRank3(int rank, int n, const std::string& msg) {
+  expect(msg.find("rank 3 has not entered barrier#2") != std::string::npos,
+         "rank " + std::to_string(rank) + " does not name rank 3 as behind: '" + msg + "'");
+  for (int r = 0; r < n; ++r)
+    expect(r == 3 || msg.find("rank " + std::to_string(r) + " has not entered") == std::string::npos,
+           "rank " + std::to_string(rank) + " names innocent rank " + std::to_string(r) + ": '" + msg + "'");
+}
+
 }  // namespace
 
 TEST_CASE("a rank that never shows up: Timeout on the others, naming it", "[multiproc][errors]") {
@@ -305,11 +315,7 @@ TEST_CASE("a rank that enters a barrier late: every other rank's Timeout names i
         msg = e.what();
       }
       if (rank == 3) return;  // aborted by then, or it ran the barrier alone: either is fine
-      expect(msg.find("rank 3 has not entered barrier#2") != std::string::npos,
-             "rank " + std::to_string(rank) + " does not name rank 3 as behind: '" + msg + "'");
-      for (int r = 0; r < n; ++r)
-        expect(r == 3 || msg.find("rank " + std::to_string(r) + " has not entered") == std::string::npos,
-               "rank " + std::to_string(rank) + " names innocent rank " + std::to_string(r) + ": '" + msg + "'");
+      expectBehindIsRank3(rank, n, msg);
     });
     require(res);
   }
@@ -337,11 +343,7 @@ TEST_CASE("a rank late in a child communicator's barrier: each rank's own Timeou
       }
       b.barrier();  // the world is fine: nobody leaves while another still probes
       if (rank == 3) return;
-      expect(msg.find("rank 3 has not entered barrier#2") != std::string::npos,
-             "rank " + std::to_string(rank) + " does not name rank 3 as behind: '" + msg + "'");
-      for (int r = 0; r < n; ++r)
-        expect(r == 3 || msg.find("rank " + std::to_string(r) + " has not entered") == std::string::npos,
-               "rank " + std::to_string(rank) + " names innocent rank " + std::to_string(r) + ": '" + msg + "'");
+      expectBehindIsRank3(rank, n, msg);
     });
     require(res);
   }
