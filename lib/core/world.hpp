@@ -6,7 +6,9 @@
 // needs). Everything below "progress thread" runs only on the thread that
 // runs the event loop, so it needs no locks. Methods are split by concern:
 // world.cpp (lifecycle, calls, abort), world_links.cpp (links and control
-// frames), world_ops.cpp (sending, receiving, matching).
+// frames), world_ops.cpp (sending, receiving, matching), world_stall.cpp
+// (timeouts and the stall probe). The abort state and where notices go are
+// the AbortChannel's; finding who is behind a timeout is the StallProbe's.
 //
 // Why one class of about 700 lines of methods (over the ~400 this project
 // aims at): the state it holds — links, mailbox, operations, abort and
