@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <exception>
 #include <map>
+#include <string>
 
 #include "base/layer.hpp"
 
@@ -20,6 +21,10 @@ struct CollectiveSeq {
   std::uint64_t started = 0;             // highest collective id started on this rank
   std::map<std::uint64_t, Op*> running;  // started and not yet ended
   std::exception_ptr poison;             // a protocol error seen while none ran
+  // The latest collective that failed here, for a peer's stall probe.
+  std::uint64_t failedColl = 0;
+  std::string failedWhat;
+  int failedPeer = -1;  // the rank its error named
 
   bool finished(std::uint64_t coll) const { return coll <= started && running.find(coll) == running.end(); }
 };

@@ -43,7 +43,11 @@ World::World(WorldConfig config)
       epoch_(cfg_.nranks, 0),
       dialDeferred_(cfg_.nranks, 0),
       predecessorWaits_(cfg_.nranks),
-      peers_(cfg_.nranks) {
+      peers_(cfg_.nranks),
+      abort_(cfg_.rank, cfg_.nranks),
+      probe_(io_, cfg_.rank, [this](int peer, wire::Kind kind, const std::vector<unsigned char>& payload) {
+        return sendControlTo(peer, kind, payload);
+      }) {
   rdv::Config rc{cfg_.rank, cfg_.nranks, toPeerAddress(cfg_.root, 0), cfg_.timeout};
   rendezvous_ = rdv::make(*this, rc, env::get("TETHER_RENDEZVOUS").value_or("auto"));
 }
@@ -177,10 +181,13 @@ void World::shutdownOnProgress(const std::shared_ptr<Completion>& done, std::chr
     if (l) current.push_back(l);
   for (auto& l : current) {
     // Links still dialling carry queued frames too (a last small send is
-    // fire-and-forget): they get the goodbye behind them and are waited for.
-    // After a failed rendezvous or an abort nothing queued is worth waiting for.
-    if (l->state() == link::Link::State::Dialing && (!initOk_ || abortHandled_)) {
-      l->fail("shutting down after a failed rendezvous or an abort");
+    // fire-and-forget, an abort notice): they get the goodbye behind them and
+    // are waited for. After a failed rendezvous nothing queued is worth
+    // waiting for. Not after an abort either: the peer may have admitted the
+    // dial already, and a connection closed without a goodbye would make it
+    // report this (healthy) rank as lost.
+    if (l->state() == link::Link::State::Dialing && (!initOk_ || unavailable(l->peer()))) {
+      l->fail("shutting down after a failed rendezvous");
       continue;
     }
     l->sendGoodbye(wire::GoodbyeMode::Final);
@@ -215,10 +222,10 @@ std::shared_ptr<Completion> World::start(const std::shared_ptr<Op>& op, Body bod
   if (closed_.load())
     throw Error(ErrorCode::InvalidArgument, fmt::format("rank {}: {}: the bootstrap was closed", rank(), op->name()),
                 rank());
-  if (aborted_.load()) throw abortedError(op->name());
+  if (abort_.aborted()) throw abortedError(op->name());
   auto done = std::make_shared<Completion>();
   asio::post(io_, [this, op, body = std::move(body), done]() mutable {
-    if (abortHandled_) return done->complete(std::make_exception_ptr(abortedError(op->name())));
+    if (abort_.handled()) return done->complete(std::make_exception_ptr(abortedError(op->name())));
     activeOps_.insert(op.get());
     op->active = true;
     asio::co_spawn(io_, body(*op), [this, op, done](std::exception_ptr e) {
@@ -233,14 +240,12 @@ std::shared_ptr<Completion> World::start(const std::shared_ptr<Op>& op, Body bod
 }
 
 void World::wait(const std::shared_ptr<Op>& op, Completion& done, Clock::time_point deadline) {
+  const auto began = Clock::now();
   if (!driver_.waitUntil(done, deadline)) {
-    asio::post(io_, [this, op] {
-      if (!op->active) return;
-      failOp(*op, std::make_exception_ptr(
-                      Error(ErrorCode::Timeout,
-                            fmt::format("rank {}: {}: timed out {}", rank(), op->name(), pendingDescription(*op)),
-                            rank(), op->posted.empty() ? -1 : static_cast<int>(op->posted.front().src))));
-    });
+    // The probe for who is behind: a tenth of the call's time, 0.5 s to 1 s.
+    const auto budget = std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - began) / 10,
+                                   std::chrono::milliseconds(500), std::chrono::milliseconds(1000));
+    asio::post(io_, [this, op, budget] { timeOut(op, budget); });
     driver_.wait(done);
   }
   done.rethrowIfFailed();
@@ -259,7 +264,8 @@ bool World::cancel(const std::shared_ptr<Op>& op) {
       // Peers already run this collective and will never get our steps: on
       // the world communicator they are told at once (as after any failed
       // collective); a child communicator's peers fail at their deadline.
-      if (op->kind() == Op::Kind::Collective && op->comm == cfg_.worldId) abortOnProgress(rank(), what, true);
+      if (op->kind() == Op::Kind::Collective && op->comm == cfg_.worldId)
+        abortOnProgress({static_cast<std::uint32_t>(rank()), what, wire::kNoRank}, true);
     }
     answer->complete(nullptr);
   });
@@ -268,48 +274,56 @@ bool World::cancel(const std::shared_ptr<Op>& op) {
 }
 
 void World::abort(int origin, const std::string& reason) {
-  {
-    std::lock_guard lock(abortMutex_);
-    if (!aborted_.load()) {
-      abortOrigin_ = origin;
-      abortReason_ = reason;
-      aborted_.store(true);
-    }
-  }
-  asio::post(io_, [this, origin, reason] { abortOnProgress(origin, reason, true); });
+  const wire::AbortNotice n{static_cast<std::uint32_t>(origin), reason, wire::kNoRank};
+  abort_.record(n);
+  asio::post(io_, [this, n] { abortOnProgress(n, true); });
 }
 
-Error World::abortedError(const std::string& opName) const {
-  std::lock_guard lock(abortMutex_);
-  std::string by =
-      abortOrigin_ == rank() ? std::string("aborted on this rank") : fmt::format("aborted by rank {}", abortOrigin_);
-  return Error(ErrorCode::Aborted, fmt::format("rank {}: {}: {}: {}", rank(), opName, by, abortReason_), rank(),
-               abortOrigin_);
-}
-
-void World::abortOnProgress(int origin, const std::string& reason, bool notifyPeers) {
-  if (abortHandled_) return;
-  abortHandled_ = true;
-  {
-    std::lock_guard lock(abortMutex_);
-    if (!aborted_.load()) {
-      abortOrigin_ = origin;
-      abortReason_ = reason;
-      aborted_.store(true);
-    }
-  }
-  if (origin != rank()) log::warn(rank(), "rank {} aborted: {}", origin, reason);
-  if (notifyPeers) {
-    std::vector<unsigned char> payload;
-    ByteWriter w(payload);
-    w.u32(static_cast<std::uint32_t>(origin));
-    w.str(reason);
-    for (auto& l : links_)
-      if (l && !l->goodbyeSent() && l->peer() != origin) sendControl(*l, wire::Kind::Abort, payload);
-  }
+void World::abortOnProgress(const wire::AbortNotice& n, bool notifyPeers, int from) {
+  if (!abort_.beginHandling(n)) return;
+  const int origin = static_cast<int>(n.origin);
+  if (origin != rank()) log::warn(rank(), "rank {} aborted: {}", origin, n.reason);
+  if (notifyPeers) sendAbortNotice(from);
   std::vector<Op*> ops(activeOps_.begin(), activeOps_.end());
   for (Op* op : ops) failOp(*op, std::make_exception_ptr(abortedError(op->name())));
   if (!initComplete_) finishInit(std::make_exception_ptr(abortedError("rendezvous")));
+}
+
+// Over every open link (fast, as far as they reach), then down the abort tree
+// (AbortChannel) so that it reaches every rank whatever the link budget has
+// closed. Needs the rendezvous table to dial; before it, open links only.
+void World::sendAbortNotice(int from) {
+  const auto n = abort_.notice();
+  const auto payload = wire::encode(n);
+  const int origin = static_cast<int>(n.origin);
+  for (int r : {origin, from})
+    if (r >= 0 && r < nranks()) abort_.markSent(r);  // it has the notice and forwards it itself
+  // A copy: a write that fails at once closes its link and changes links_.
+  const auto current = links_;
+  for (const auto& l : current)
+    if (l && !l->goodbyeSent() && l->peer() != origin && l->peer() != from) {
+      abort_.markSent(l->peer());
+      sendControl(*l, wire::Kind::Abort, payload);
+    }
+  if (!initComplete_ || !initOk_) return;
+  for (int t : abort_.treeTargets(origin == rank(), [this](int r) { return unavailable(r); }))
+    sendAbortNoticeTo(t, payload);
+}
+
+void World::sendAbortNoticeTo(int peer, const std::vector<unsigned char>& payload) {
+  auto l = linkFor(peer);
+  if (!l || l->goodbyeSent()) return;
+  log::trace(rank(), "abort notice to rank {} down the abort tree", peer);
+  sendControl(*l, wire::Kind::Abort, payload);
+  if (shuttingDown_) {  // a link opened while closing: it closes behind the notice
+    l->sendGoodbye(wire::GoodbyeMode::Final);
+    if (l->state() == link::Link::State::Closing) setAside(*l);
+  }
+}
+
+bool World::unavailable(int peer) const {
+  const auto& st = peers_[static_cast<std::size_t>(peer)];
+  return st.gone || st.leaving || static_cast<std::uint32_t>(peer) == abort_.notice().lost;
 }
 
 // A world collective that failed here leaves every other rank waiting for
@@ -318,12 +332,15 @@ void World::abortOnProgress(int origin, const std::string& reason, bool notifyPe
 // deadline. Only the world communicator: a child communicator's failure must
 // not stop ranks outside it, and point-to-point failures concern two ranks.
 void World::abortAfterFailedCollective(std::exception_ptr e) {
-  if (abortHandled_) return;
+  if (abort_.handled()) return;
   try {
     std::rethrow_exception(e);
   } catch (const Error& err) {
-    if (err.code() == ErrorCode::PeerLost || err.code() == ErrorCode::Protocol || err.code() == ErrorCode::Timeout)
-      abortOnProgress(rank(), err.what(), true);
+    const bool lost = err.code() == ErrorCode::PeerLost && err.peer() >= 0 && err.peer() < nranks();
+    if (lost || err.code() == ErrorCode::Protocol || err.code() == ErrorCode::Timeout)
+      abortOnProgress({static_cast<std::uint32_t>(rank()), err.what(),
+                       lost ? static_cast<std::uint32_t>(err.peer()) : wire::kNoRank},
+                      true);
   } catch (...) {
   }
 }

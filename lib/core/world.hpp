@@ -6,7 +6,9 @@
 // needs). Everything below "progress thread" runs only on the thread that
 // runs the event loop, so it needs no locks. Methods are split by concern:
 // world.cpp (lifecycle, calls, abort), world_links.cpp (links and control
-// frames), world_ops.cpp (sending, receiving, matching).
+// frames), world_ops.cpp (sending, receiving, matching), world_stall.cpp
+// (timeouts and the stall probe). The abort state and where notices go are
+// the AbortChannel's; finding who is behind a timeout is the StallProbe's.
 //
 // Why one class of about 700 lines of methods (over the ~400 this project
 // aims at): the state it holds — links, mailbox, operations, abort and
@@ -34,10 +36,12 @@
 #include <vector>
 
 #include "base/layer.hpp"
+#include "core/abort_channel.hpp"
 #include "core/completion.hpp"
 #include "core/driver.hpp"
 #include "core/op.hpp"
 #include "core/sequence.hpp"
+#include "core/stall_probe.hpp"
 #include "link/connector.hpp"
 #include "link/link.hpp"
 #include "match/mailbox.hpp"
@@ -169,7 +173,7 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
   void connectFailed(int peer, std::uint32_t epoch, const link::ConnectFailure& failure) override;
   void refused(const link::Refusal& refusal) override;
   bool closing() const override { return shuttingDown_; }
-  bool mayRetry() const override { return !shuttingDown_ && !aborted_.load(); }
+  bool mayRetry() const override { return !shuttingDown_ && !abort_.aborted(); }
   bool stillDialing(int peer, std::uint32_t epoch) const override;
   std::string dialStatus(int peer) const override { return connector_.retrying(peer); }
   // rdv::Host
@@ -178,7 +182,9 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
   bool release(int peer) override;
   void post(std::function<void()> fn) override;
   void finished(std::exception_ptr error) override { finishInit(std::move(error)); }
-  void abortAll(const std::string& reason) override { abortOnProgress(rank(), reason, true); }
+  void abortAll(const std::string& reason) override {
+    abortOnProgress({static_cast<std::uint32_t>(rank()), reason, wire::kNoRank}, true);
+  }
 
   // Links (world_links.cpp).
   link::Link& newLink(int peer);
@@ -202,6 +208,8 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
       for (const auto& l : peer) f(*l);
   }
   void sendControl(link::Link& link, wire::Kind kind, const std::vector<unsigned char>& payload);
+  // To `peer` over its current link, dialling if needed; false if it is gone.
+  bool sendControlTo(int peer, wire::Kind kind, const std::vector<unsigned char>& payload);
   void checkDrained();
 
   // Operations (world.cpp, world_ops.cpp).
@@ -225,11 +233,29 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
   void checkLeftovers(Op& op);
   void reportProtocol(std::uint64_t comm, const Error& e);
   std::string pendingDescription(const Op& op) const;
+  // The rank `op` waits for (a receive posted, or a send that cannot be
+  // written); -1 if none.
+  int waitsOn(const Op& op) const;
+
+  // Timeouts (world_stall.cpp): the op timed out; a collective first asks
+  // who is behind (StallProbe), then fails with Timeout saying so.
+  void timeOut(const std::shared_ptr<Op>& op, std::chrono::milliseconds probeBudget);
+  asio::awaitable<void> probeThenFail(std::shared_ptr<Op> op, std::string what, int peer,
+                                      std::chrono::milliseconds budget);
+  // This rank's answer to a StatusQuery: where it is in that collective.
+  wire::StatusAnswer statusOf(const wire::StatusQuery& q) const;
+  void answerStatus(link::Link& link, const wire::StatusQuery& q);
 
   // Abort.
-  void abortOnProgress(int origin, const std::string& reason, bool notifyPeers);
+  // `from`: the rank whose notice this is (-1: decided here).
+  void abortOnProgress(const wire::AbortNotice& n, bool notifyPeers, int from = -1);
   void abortAfterFailedCollective(std::exception_ptr e);
-  Error abortedError(const std::string& opName) const;
+  Error abortedError(const std::string& opName) const { return abort_.abortedError(opName); }
+  // Sends the abort notice over every open link and down the abort tree.
+  void sendAbortNotice(int from);
+  void sendAbortNoticeTo(int peer, const std::vector<unsigned char>& payload);
+  // Dead or gone: the abort tree routes around it.
+  bool unavailable(int peer) const;
   Error peerGoneError(int peer, const std::string& opName) const;
 
   WorldConfig cfg_;
@@ -270,7 +296,6 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
   bool shuttingDown_ = false;
   bool initComplete_ = false;
   bool initOk_ = false;
-  bool abortHandled_ = false;
   std::optional<asio::steady_timer> drainTimer_;  // close() waits on it
   bool drained_ = false;                          // every link closed after its goodbye
   Clock::time_point drainLimit_{};                // a drain making progress ends by then
@@ -278,11 +303,9 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
   bool drainProgress_ = false;                    // a link closed since the drain timer was armed
   Completion initDone_;
 
-  // Abort state, readable from calling threads.
-  std::atomic<bool> aborted_{false};
-  mutable std::mutex abortMutex_;
-  int abortOrigin_ = -1;
-  std::string abortReason_;
+  // Abort state (readable from calling threads) and where notices go.
+  AbortChannel abort_;
+  StallProbe probe_;
   std::atomic<bool> closed_{false};
   int linksOpened_ = 0;  // over the run, reopened ones included (INFO at close)
   int peakLinks_ = 0;    // most links open at once

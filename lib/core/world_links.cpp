@@ -14,6 +14,7 @@
 #include "base/endpoint.hpp"
 #include "base/log.hpp"
 #include "core/world.hpp"
+#include "wire/notice.hpp"
 
 namespace tether {
 
@@ -86,6 +87,14 @@ void World::enforceBudget() {
 
 void World::sendControl(Link& link, wire::Kind kind, const std::vector<unsigned char>& payload) {
   link.enqueue(link::controlFrame(kind, payload));
+}
+
+bool World::sendControlTo(int peer, wire::Kind kind, const std::vector<unsigned char>& payload) {
+  if (peer < 0 || peer >= nranks() || peer == rank()) return false;
+  auto l = linkFor(peer);
+  if (!l || l->goodbyeSent()) return false;
+  sendControl(*l, kind, payload);
+  return true;
 }
 
 std::string World::describeRank(int worldRank) const {
@@ -230,6 +239,10 @@ void World::onLinkDown(Link& link, const std::string& reason, bool graceful) {
     dialDeferred_[p] = 0;
     dial(p);  // R3: our goodbye is acknowledged (or the old connection failed); also while shutting down
   }
+  // A rank the abort notice was sent to down the tree is gone: its children
+  // get the notice from here instead.
+  if (abort_.handled() && st.gone && initOk_)
+    for (int t : abort_.reroute(p, [this](int r) { return unavailable(r); })) sendAbortNoticeTo(t, abort_.payload());
   if (shuttingDown_) return checkDrained();
   if (!clean && !st.graceful) {
     if (link.remote().empty())
@@ -278,16 +291,21 @@ void World::onControlFrame(Link& link, const wire::FrameHeader& h, std::vector<u
   try {
     switch (h.kind) {
       case wire::Kind::Abort: {
-        ByteReader r(payload.data(), payload.size());
-        int origin = static_cast<int>(r.u32());
-        std::string reason = r.str();
+        auto n = wire::decodeAbortNotice(payload);
+        if (n.origin >= static_cast<std::uint32_t>(nranks()) ||
+            (n.lost != wire::kNoRank && n.lost >= static_cast<std::uint32_t>(nranks())))
+          throw std::invalid_argument("rank out of range");
         peers_[link.peer()].aborted = true;
-        abortOnProgress(origin, reason, true);
+        abortOnProgress(n, true, link.peer());
         if (shuttingDown_) checkDrained();
         return;
       }
       case wire::Kind::Heartbeat:
         return;
+      case wire::Kind::StatusQuery:
+        return answerStatus(link, wire::decodeStatusQuery(payload));
+      case wire::Kind::StatusAnswer:
+        return probe_.onAnswer(link.peer(), wire::decodeStatusAnswer(payload));
       default:  // the rendezvous' own frames (Register, Table)
         if (rendezvous_->onFrame(link.peer(), h.kind, std::make_shared<const wire::Bytes>(std::move(payload)))) return;
         link.fail(fmt::format("unexpected {} frame on an established link", wire::kindName(h.kind)));

@@ -139,6 +139,18 @@ void World::endOp(Op& op, std::exception_ptr& e) {
       }
     }
   }
+  if (e && op.seq) {
+    op.seq->failedColl = op.coll;
+    try {
+      std::rethrow_exception(e);
+    } catch (const Error& err) {
+      op.seq->failedWhat = err.what();
+      op.seq->failedPeer = err.peer();
+    } catch (const std::exception& other) {
+      op.seq->failedWhat = other.what();
+      op.seq->failedPeer = -1;
+    }
+  }
   if (e && !op.error) failOp(op, e);  // withdraw what it still had posted
   if (e && op.seq && op.comm == cfg_.worldId) abortAfterFailedCollective(e);
   activeOps_.erase(&op);
@@ -267,7 +279,7 @@ link::Target World::onDataHeader(link::Link& link, const wire::FrameHeader& h, b
   // posts its receives when it enters the call, while a point-to-point
   // message may be received after the sender's next one (and a sender must
   // not wait for its receiver to post).
-  if (mayWait && h.kind == wire::Kind::Collective && h.length > cfg_.eagerBytes && !aborted_.load())
+  if (mayWait && h.kind == wire::Kind::Collective && h.length > cfg_.eagerBytes && !abort_.aborted())
     return link::Target{link::Target::Where::Wait, nullptr, nullptr};
   return link::Target{link::Target::Where::Stash, nullptr, nullptr};
 }

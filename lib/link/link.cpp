@@ -28,7 +28,7 @@ constexpr std::size_t kReadAheadStart = 1024;
 // it on this stream is read (an abort notice, a status query, a goodbye), and
 // because Linux ends a connection whose zero window outlasts TCP_USER_TIMEOUT
 // (16 s by default): the sender would see a healthy peer as lost.
-constexpr auto kParkLimit = std::chrono::milliseconds(500);
+constexpr auto kParkLimit = std::chrono::milliseconds(250);
 constexpr std::size_t kMaxGather = 64;  // frames per writev
 }  // namespace
 

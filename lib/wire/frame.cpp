@@ -33,11 +33,15 @@ const char* kindName(Kind k) {
       return "heartbeat";
     case Kind::GoodbyeAck:
       return "goodbye-ack";
+    case Kind::StatusQuery:
+      return "status-query";
+    case Kind::StatusAnswer:
+      return "status-answer";
   }
   return "unknown";
 }
 
-bool isKnownKind(std::uint8_t k) { return k >= 1 && k <= 12; }
+bool isKnownKind(std::uint8_t k) { return k >= 1 && k <= 14; }
 
 void encodeHeader(const FrameHeader& h, unsigned char* out) {
   le::store<std::uint32_t>(out + 0, kMagic);

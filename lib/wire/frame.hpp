@@ -25,18 +25,20 @@ inline constexpr std::size_t kHeaderBytes = 40;
 inline constexpr std::uint64_t kMaxControlPayload = 64 * 1024;
 
 enum class Kind : std::uint8_t {
-  Challenge = 1,    // acceptor -> dialer: nonce
-  Hello = 2,        // dialer -> acceptor: who I am + proof of the secret
-  Welcome = 3,      // acceptor -> dialer: proof of the secret, link is up
-  Reject = 4,       // acceptor -> dialer: why the link is refused
-  Register = 5,     // rank -> root: my listen address
-  Table = 6,        // root -> rank: every rank's listen address
-  P2P = 7,          // user send/recv
-  Collective = 8,   // one step of a collective
-  Abort = 9,        // the sender aborted; payload is the reason
-  Goodbye = 10,     // orderly close follows
-  Heartbeat = 11,   // liveness; no payload
-  GoodbyeAck = 12,  // every frame before the goodbye has been read; the sender may close
+  Challenge = 1,      // acceptor -> dialer: nonce
+  Hello = 2,          // dialer -> acceptor: who I am + proof of the secret
+  Welcome = 3,        // acceptor -> dialer: proof of the secret, link is up
+  Reject = 4,         // acceptor -> dialer: why the link is refused
+  Register = 5,       // rank -> root: my listen address
+  Table = 6,          // root -> rank: every rank's listen address
+  P2P = 7,            // user send/recv
+  Collective = 8,     // one step of a collective
+  Abort = 9,          // the world is aborted: origin, reason, lost rank (wire/notice.hpp)
+  Goodbye = 10,       // orderly close follows
+  Heartbeat = 11,     // liveness; no payload
+  GoodbyeAck = 12,    // every frame before the goodbye has been read; the sender may close
+  StatusQuery = 13,   // a timed-out collective asks where the peer is (wire/notice.hpp)
+  StatusAnswer = 14,  // the answer
 };
 
 // Collective operation codes, carried in the tag field of Collective frames so a

@@ -1,6 +1,7 @@
 // libFuzzer target: the handshake and rendezvous messages a stranger can send
 // before proving anything (challenge, hello, welcome, reject) and those a
-// member sends (register, table), plus a frame stream split as readFrame does.
+// member sends (register, table; abort notices and status queries in a frame
+// stream), plus a frame stream split as readFrame does.
 // Decoders may only throw std::exception (std::out_of_range /
 // std::invalid_argument); what decodes must re-encode to the same bytes.
 #include <cstdint>
@@ -10,6 +11,7 @@
 
 #include "wire/frame.hpp"
 #include "wire/handshake.hpp"
+#include "wire/notice.hpp"
 
 using namespace tether;
 using namespace tether::wire;
@@ -55,6 +57,15 @@ void splitFrames(const std::uint8_t* p, std::size_t n) {
           break;
         case Kind::Table:
           (void)decodeTable(payload, 4);
+          break;
+        case Kind::Abort:
+          if (encode(decodeAbortNotice(payload)) != payload) std::abort();
+          break;
+        case Kind::StatusQuery:
+          if (encode(decodeStatusQuery(payload)) != payload) std::abort();
+          break;
+        case Kind::StatusAnswer:
+          if (encode(decodeStatusAnswer(payload)) != payload) std::abort();
           break;
         default:
           break;

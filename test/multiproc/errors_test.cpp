@@ -45,6 +45,16 @@ void require(const std::vector<test::RankResult>& res) {
   REQUIRE(test::allOk(res));
 }
 
+// A timed-out barrier#2's message on `rank` names rank 3, and no other rank,
+// as not having entered it.
+void expectBehindIsRank3(int rank, int n, const std::string& msg) {
+  expect(msg.find("rank 3 has not entered barrier#2") != std::string::npos,
+         "rank " + std::to_string(rank) + " does not name rank 3 as behind: '" + msg + "'");
+  for (int r = 0; r < n; ++r)
+    expect(r == 3 || msg.find("rank " + std::to_string(r) + " has not entered") == std::string::npos,
+           "rank " + std::to_string(rank) + " names innocent rank " + std::to_string(r) + ": '" + msg + "'");
+}
+
 }  // namespace
 
 TEST_CASE("a rank that never shows up: Timeout on the others, naming it", "[multiproc][errors]") {
@@ -287,4 +297,54 @@ TEST_CASE("a bad algorithm setting is rejected at construction, naming the varia
     std::string variable(setting, std::strchr(setting, '='));
     expectError(ErrorCode::InvalidArgument, variable, [&] { TcpBootstrap b(rank, 1, id, opts(5000)); });
   }));
+}
+
+TEST_CASE("a rank that enters a barrier late: every other rank's Timeout names it, and only it, as behind",
+          "[multiproc][errors]") {
+  for (int n : {4, 8}) {
+    INFO(n << " ranks, rank 3 enters barrier#2 3 s late, timeout 1 s");
+    auto res = test::runRanks(n, [n](int rank, const UniqueId& id) {
+      TcpBootstrap b(rank, n, id, opts(30000));
+      b.barrier();  // everyone is up
+      b.setTimeout(std::chrono::milliseconds(1000));
+      if (rank == 3) std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+      std::string msg;
+      try {
+        b.barrier();
+      } catch (const Error& e) {
+        msg = e.what();
+      }
+      if (rank == 3) return;  // aborted by then, or it ran the barrier alone: either is fine
+      expectBehindIsRank3(rank, n, msg);
+    });
+    require(res);
+  }
+}
+
+TEST_CASE("a rank late in a child communicator's barrier: each rank's own Timeout finds it through the waits",
+          "[multiproc][errors]") {
+  for (int n : {4, 8}) {
+    INFO(n << " ranks, rank 3 enters the child's barrier 3 s late, timeout 1 s");
+    // A child communicator's timeout does not abort the world: every rank
+    // runs its own probe, most through a rank that waits like itself.
+    auto res = test::runRanks(n, [n](int rank, const UniqueId& id) {
+      TcpBootstrap b(rank, n, id, opts(30000));
+      auto sub = b.split(0, rank);
+      sub->barrier();
+      sub->setTimeout(std::chrono::milliseconds(1000));
+      if (rank == 3) std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+      std::string msg;
+      try {
+        sub->barrier();
+      } catch (const Error& e) {
+        expect(rank == 3 || e.code() == ErrorCode::Timeout, std::string("not a Timeout: ") + e.what());
+        expect(rank == 3 || e.peer() == 3, "peer() " + std::to_string(e.peer()) + ": " + e.what());
+        msg = e.what();
+      }
+      b.barrier();  // the world is fine: nobody leaves while another still probes
+      if (rank == 3) return;
+      expectBehindIsRank3(rank, n, msg);
+    });
+    require(res);
+  }
 }

@@ -53,7 +53,7 @@ TEST_CASE("a large all-gather holds no second copy of a block on any rank", "[mu
         TcpBootstrap b(rank, n, id, o);
         std::vector<unsigned char> buf(n * bytes, 0);
         std::memset(buf.data() + rank * bytes, rank + 1, bytes);
-        // A parked block waits at most 500 ms for its receive (lib/link/link.cpp
+        // A parked block waits at most 250 ms for its receive (lib/link/link.cpp
         // kParkLimit); the late rank comes 100 ms late. On a loaded host it can
         // come later than the limit, so up to three tries: the copy this test
         // guards against (every late block stashed) shows in every try.
@@ -114,7 +114,7 @@ TEST_CASE("a receive posted behind a parked collective frame still completes", "
   REQUIRE(test::allOk(res));
 }
 
-// A parked frame waits at most the park limit (500 ms). Parked for good, a
+// A parked frame waits at most the park limit (250 ms). Parked for good, a
 // receiver that enters late would leave its sender with a zero window, and
 // Linux ends such a connection once TCP_USER_TIMEOUT passes (keepalive idle +
 // interval x count: 2 s here): the sender would fail with PeerLost naming a

@@ -7,6 +7,7 @@
 #include "base/crypto.hpp"
 #include "wire/frame.hpp"
 #include "wire/handshake.hpp"
+#include "wire/notice.hpp"
 
 using namespace tether;
 using namespace tether::wire;
@@ -61,7 +62,7 @@ TEST_CASE("frame header: decoder rejects what is not a frame", "[unit][wire]") {
   CHECK_FALSE(decodeHeader(b.data(), 1 << 20, &why));
   CHECK(why.find("protocol version 1 (this side speaks 2)") != std::string::npos);
 
-  for (unsigned char kind : {0, 13, 255}) {
+  for (unsigned char kind : {0, 15, 255}) {
     b = good;
     b[6] = kind;
     CHECK_FALSE(decodeHeader(b.data(), 1 << 20, &why));
@@ -150,4 +151,35 @@ TEST_CASE("handshake proofs: bound to secret, nonces and ranks", "[unit][wire]")
   h2 = h;
   h2.nranks = 5;
   CHECK(p != helloProof(secret, c, h2));
+}
+
+TEST_CASE("abort notices and status probes round-trip and reject truncation", "[unit][wire]") {
+  AbortNotice a{5, "rank 5: allgather#3: lost rank 9: connection closed by peer (EOF)", 9};
+  auto ab = encode(a);
+  CHECK(ab.size() == 4 + 2 + a.reason.size() + 4);
+  auto ad = decodeAbortNotice(ab);
+  CHECK(ad.origin == 5);
+  CHECK(ad.reason == a.reason);
+  CHECK(ad.lost == 9);
+  CHECK(decodeAbortNotice(encode(AbortNotice{1, "x", kNoRank})).lost == kNoRank);
+  auto cut = ab;
+  cut.pop_back();
+  CHECK_THROWS(decodeAbortNotice(cut));
+
+  auto q = decodeStatusQuery(encode(StatusQuery{7, 0x1234, 42}));
+  CHECK(q.id == 7);
+  CHECK(q.comm == 0x1234);
+  CHECK(q.coll == 42);
+  auto qb = encode(StatusQuery{});
+  qb.push_back(0);
+  CHECK_THROWS(decodeStatusQuery(qb));
+
+  auto s = decodeStatusAnswer(encode(StatusAnswer{7, StallState::Running, 3, "in barrier#2"}));
+  CHECK(s.id == 7);
+  CHECK(s.state == StallState::Running);
+  CHECK(s.waitsOn == 3);
+  CHECK(s.doing == "in barrier#2");
+  auto sb = encode(StatusAnswer{});
+  sb[4] = 9;  // no such state
+  CHECK_THROWS(decodeStatusAnswer(sb));
 }

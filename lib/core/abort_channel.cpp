@@ -1,0 +1,59 @@
+#include "core/abort_channel.hpp"
+
+#include <fmt/format.h>
+
+#include "rendezvous/rendezvous.hpp"
+
+namespace tether {
+
+void AbortChannel::record(const wire::AbortNotice& n) {
+  std::lock_guard lock(mutex_);
+  if (aborted_.load()) return;
+  notice_ = n;
+  aborted_.store(true);
+}
+
+Error AbortChannel::abortedError(const std::string& opName) const {
+  std::lock_guard lock(mutex_);
+  const int origin = static_cast<int>(notice_.origin);
+  std::string by = origin == rank_ ? std::string("aborted on this rank") : fmt::format("aborted by rank {}", origin);
+  return Error(ErrorCode::Aborted, fmt::format("rank {}: {}: {}: {}", rank_, opName, by, notice_.reason), rank_,
+               origin);
+}
+
+bool AbortChannel::beginHandling(const wire::AbortNotice& n) {
+  if (handled_) return false;
+  handled_ = true;
+  record(n);
+  return true;
+}
+
+std::vector<unsigned char> AbortChannel::payload() const {
+  std::lock_guard lock(mutex_);
+  return wire::encode(notice_);
+}
+
+void AbortChannel::addAround(int r, const std::function<bool(int)>& unavailable, std::vector<int>& out) {
+  if (r == rank_) return;
+  if (!unavailable(r)) {
+    if (!sentTo(r)) markSent(r), out.push_back(r);
+    return;
+  }
+  for (int c : rdv::treeChildren(r, nranks_, kRadix)) addAround(c, unavailable, out);
+}
+
+std::vector<int> AbortChannel::treeTargets(bool started, const std::function<bool(int)>& unavailable) {
+  std::vector<int> out;
+  if (started && rank_ != 0) addAround(0, unavailable, out);
+  for (int c : rdv::treeChildren(rank_, nranks_, kRadix)) addAround(c, unavailable, out);
+  return out;
+}
+
+std::vector<int> AbortChannel::reroute(int peer, const std::function<bool(int)>& unavailable) {
+  std::vector<int> out;
+  if (!handled_ || !sentTo(peer)) return out;
+  for (int c : rdv::treeChildren(peer, nranks_, kRadix)) addAround(c, unavailable, out);
+  return out;
+}
+
+}  // namespace tether

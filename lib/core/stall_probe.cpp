@@ -1,0 +1,73 @@
+#include "core/stall_probe.hpp"
+
+#include <fmt/format.h>
+
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <algorithm>
+
+namespace tether {
+
+namespace asio = boost::asio;
+
+asio::awaitable<StallProbe::Finding> StallProbe::findBehind(std::uint64_t comm, std::uint64_t coll,
+                                                            std::string collName, int first,
+                                                            std::chrono::milliseconds budget) {
+  const auto deadline = std::chrono::steady_clock::now() + budget;
+  std::vector<int> chain;
+  auto via = [&] {
+    if (chain.size() < 2) return std::string();
+    std::string path = "this rank waits for rank " + std::to_string(chain.front());
+    for (std::size_t i = 1; i < chain.size(); ++i) path += fmt::format(", which waits for rank {}", chain[i]);
+    return " (" + path + ")";
+  };
+  for (int cur = first;;) {
+    chain.push_back(cur);
+    const std::uint32_t id = nextId_++;
+    if (!send_(cur, wire::Kind::StatusQuery, wire::encode(wire::StatusQuery{id, comm, coll})))
+      co_return Finding{fmt::format("rank {} is unreachable{}", cur, via()), cur};
+    auto timer = std::make_shared<asio::steady_timer>(io_, deadline);
+    pending_[id] = Pending{cur, timer, std::nullopt};
+    boost::system::error_code ignored;
+    co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    auto answer = std::move(pending_[id].answer);
+    pending_.erase(id);
+    if (!answer)
+      co_return Finding{fmt::format("rank {} did not answer where it is within {} ms (unreachable, or not making "
+                                    "progress){}",
+                                    cur, budget.count(), via()),
+                        cur};
+    switch (answer->state) {
+      case wire::StallState::NotEntered:
+        co_return Finding{fmt::format("rank {} has not entered {} (it is {}){}", cur, collName, answer->doing, via()),
+                          cur};
+      case wire::StallState::NoComm:
+        co_return Finding{fmt::format("rank {} has not entered {} (it has no such communicator: {}){}", cur, collName,
+                                      answer->doing, via()),
+                          cur};
+      case wire::StallState::Finished:
+        if (!answer->doing.empty())  // it failed there: its own error (maybe its own probe's finding)
+          co_return Finding{fmt::format("rank {} gave up on it{}: {}", cur, via(), answer->doing),
+                            answer->waitsOn == wire::kNoRank ? -1 : static_cast<int>(answer->waitsOn)};
+        co_return Finding{fmt::format("rank {} has finished {}{}", cur, collName, via()), -1};
+      case wire::StallState::Running:
+        break;
+    }
+    const int next = answer->waitsOn == wire::kNoRank ? -1 : static_cast<int>(answer->waitsOn);
+    if (next < 0) co_return Finding{fmt::format("rank {} is {}{}", cur, answer->doing, via()), -1};
+    if (next == rank_ || std::find(chain.begin(), chain.end(), next) != chain.end()) {
+      chain.push_back(next);
+      co_return Finding{fmt::format("no rank found behind: the ranks wait on each other in {}{}", collName, via()), -1};
+    }
+    cur = next;
+  }
+}
+
+void StallProbe::onAnswer(int peer, const wire::StatusAnswer& a) {
+  auto it = pending_.find(a.id);
+  if (it == pending_.end() || it->second.peer != peer || it->second.answer) return;  // late, or not ours
+  it->second.answer = a;
+  it->second.timer->cancel();
+}
+
+}  // namespace tether

@@ -1,0 +1,64 @@
+// Who is behind, when a collective times out (docs/troubleshooting.md, "A
+// collective timed out"). Before the call fails, this rank asks the rank it
+// waits on where that rank is in the same collective (a StatusQuery frame,
+// wire/notice.hpp); a rank that runs it too says whom it waits on, and the
+// probe asks that rank next, until it finds a rank that has not entered the
+// collective, one that does not answer, or a cycle — all within a bounded
+// time. The answer names ranks, never guesses: a rank is called "behind" only
+// on its own word that it has not entered the collective. Progress thread.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "base/layer.hpp"
+#include "wire/frame.hpp"
+#include "wire/notice.hpp"
+
+TETHER_LAYER(6, "core");
+
+namespace tether {
+
+class StallProbe {
+ public:
+  // Sends a control frame to `peer` (dialling if needed); false if it cannot.
+  using Send = std::function<bool(int peer, wire::Kind kind, const std::vector<unsigned char>& payload)>;
+
+  struct Finding {
+    std::string text;  // "rank 3 has not entered barrier#7 (it is in allgather#6)"
+    int behind = -1;   // the rank found behind (or not answering), if any
+  };
+
+  StallProbe(boost::asio::io_context& io, int rank, Send send) : io_(io), rank_(rank), send_(std::move(send)) {}
+
+  // Follows the waits of collective `coll` of communicator `comm` (named
+  // `collName` here) from `first`, the rank this rank waits on, for at most `budget`.
+  boost::asio::awaitable<Finding> findBehind(std::uint64_t comm, std::uint64_t coll, std::string collName, int first,
+                                             std::chrono::milliseconds budget);
+  // A StatusAnswer from `peer` arrived.
+  void onAnswer(int peer, const wire::StatusAnswer& a);
+
+ private:
+  struct Pending {
+    int peer = -1;
+    std::shared_ptr<boost::asio::steady_timer> timer;
+    std::optional<wire::StatusAnswer> answer;
+  };
+
+  boost::asio::io_context& io_;
+  const int rank_;
+  Send send_;
+  std::uint32_t nextId_ = 1;
+  std::unordered_map<std::uint32_t, Pending> pending_;
+};
+
+}  // namespace tether

@@ -1,0 +1,77 @@
+#include "wire/notice.hpp"
+
+#include <stdexcept>
+
+#include "base/bytes.hpp"
+
+namespace tether::wire {
+namespace {
+
+void checkFullyRead(const ByteReader& r, const char* what) {
+  if (r.remaining() != 0) throw std::invalid_argument(std::string(what) + " has trailing bytes");
+}
+
+}  // namespace
+
+std::vector<unsigned char> encode(const AbortNotice& m) {
+  std::vector<unsigned char> out;
+  ByteWriter w(out);
+  w.u32(m.origin);
+  w.str(m.reason);
+  w.u32(m.lost);
+  return out;
+}
+
+std::vector<unsigned char> encode(const StatusQuery& m) {
+  std::vector<unsigned char> out;
+  ByteWriter w(out);
+  w.u32(m.id);
+  w.u64(m.comm);
+  w.u64(m.coll);
+  return out;
+}
+
+std::vector<unsigned char> encode(const StatusAnswer& m) {
+  std::vector<unsigned char> out;
+  ByteWriter w(out);
+  w.u32(m.id);
+  w.u8(static_cast<std::uint8_t>(m.state));
+  w.u32(m.waitsOn);
+  w.str(m.doing);
+  return out;
+}
+
+AbortNotice decodeAbortNotice(const std::vector<unsigned char>& b) {
+  ByteReader r(b.data(), b.size());
+  AbortNotice m;
+  m.origin = r.u32();
+  m.reason = r.str();
+  m.lost = r.u32();
+  checkFullyRead(r, "abort notice");
+  return m;
+}
+
+StatusQuery decodeStatusQuery(const std::vector<unsigned char>& b) {
+  ByteReader r(b.data(), b.size());
+  StatusQuery m;
+  m.id = r.u32();
+  m.comm = r.u64();
+  m.coll = r.u64();
+  checkFullyRead(r, "status query");
+  return m;
+}
+
+StatusAnswer decodeStatusAnswer(const std::vector<unsigned char>& b) {
+  ByteReader r(b.data(), b.size());
+  StatusAnswer m;
+  m.id = r.u32();
+  auto s = r.u8();
+  if (s > static_cast<std::uint8_t>(StallState::NoComm)) throw std::invalid_argument("status answer: unknown state");
+  m.state = static_cast<StallState>(s);
+  m.waitsOn = r.u32();
+  m.doing = r.str();
+  checkFullyRead(r, "status answer");
+  return m;
+}
+
+}  // namespace tether::wire

@@ -1,0 +1,56 @@
+// Payloads of the world's own control frames after the rendezvous: the abort
+// notice (Kind::Abort) and the stall probe (Kind::StatusQuery/StatusAnswer)
+// that a timed-out collective uses to name the rank that is behind. Byte
+// layout: docs/wire-protocol.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/layer.hpp"
+
+TETHER_LAYER(1, "wire");
+
+namespace tether::wire {
+
+inline constexpr std::uint32_t kNoRank = 0xffffffffu;
+
+// The world is aborted: `origin` decided it (it saw the loss, or abort() was
+// called there); `lost`, if not kNoRank, is the rank whose loss caused it.
+struct AbortNotice {
+  std::uint32_t origin = 0;
+  std::string reason;
+  std::uint32_t lost = kNoRank;
+};
+
+// "Where are you in collective `coll` of communicator `comm`?"
+struct StatusQuery {
+  std::uint32_t id = 0;  // the asker's number, echoed in the answer
+  std::uint64_t comm = 0;
+  std::uint64_t coll = 0;
+};
+
+enum class StallState : std::uint8_t {
+  NotEntered = 0,  // the answerer has not started `coll` yet
+  Running = 1,     // it runs `coll`
+  Finished = 2,    // it has finished `coll`
+  NoComm = 3,      // it has no such communicator (not created yet, or freed)
+};
+
+struct StatusAnswer {
+  std::uint32_t id = 0;
+  StallState state = StallState::NotEntered;
+  std::uint32_t waitsOn = kNoRank;  // Running: the world rank it waits for, if one
+  std::string doing;                // what it is doing, in words ("in allgather#6")
+};
+
+std::vector<unsigned char> encode(const AbortNotice& m);
+std::vector<unsigned char> encode(const StatusQuery& m);
+std::vector<unsigned char> encode(const StatusAnswer& m);
+// Throw std::out_of_range / std::invalid_argument on malformed input.
+AbortNotice decodeAbortNotice(const std::vector<unsigned char>& b);
+StatusQuery decodeStatusQuery(const std::vector<unsigned char>& b);
+StatusAnswer decodeStatusAnswer(const std::vector<unsigned char>& b);
+
+}  // namespace tether::wire
