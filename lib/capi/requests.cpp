@@ -68,8 +68,14 @@ tether_result_t tether_irecv(tether_comm_t* comm, void* data, size_t bytes, int 
 tether_result_t tether_test(tether_request_t* req, int* done) {
   return guarded("tether_test", [&] {
     require(req, "tether_test", "req");
-    *require(done, "tether_test", "done") = 0;
-    *done = req->req.test() ? 1 : 0;
+    int& out = *require(done, "tether_test", "done");
+    out = 0;
+    try {
+      out = req->req.test() ? 1 : 0;
+    } catch (...) {
+      out = 1;  // a call that failed is done: the result is its error
+      throw;
+    }
   });
 }
 

@@ -75,7 +75,13 @@ int capi_bad_arguments(int rank, int nranks, const tether_unique_id_t* id, char*
   FAILS(tether_send(comm, block, 4, 0, -1), TETHER_ERR_INVALID_ARGUMENT, "negative tag");
   FAILS(tether_broadcast(comm, block, 4, nranks), TETHER_ERR_INVALID_ARGUMENT, "broadcast");
   FAILS(tether_barrier_subset(comm, NULL, 2), TETHER_ERR_INVALID_ARGUMENT, "ranks is NULL");
-  FAILS(tether_set_timeout(comm, 0), TETHER_ERR_INVALID_ARGUMENT, "timeout_ms 0");
+  FAILS(tether_set_timeout(comm, -5), TETHER_ERR_INVALID_ARGUMENT, "timeout_ms -5 is negative");
+  /* 0 restores the default (TETHER_TIMEOUT_MS=20000 in this test), as configuration.md says */
+  int64_t timeout = 0;
+  OK(tether_set_timeout(comm, 1234));
+  OK(tether_set_timeout(comm, 0));
+  OK(tether_get_timeout(comm, &timeout));
+  EXPECT(timeout == 20000, "timeout after tether_set_timeout(0) is %lld, not the default", (long long)timeout);
   FAILS(tether_comm_rank(comm, NULL), TETHER_ERR_INVALID_ARGUMENT, "rank is NULL");
   FAILS(tether_split(comm, 0, 0, NULL), TETHER_ERR_INVALID_ARGUMENT, "child is NULL");
   /* rejected arguments do not spoil the communicator */
