@@ -20,6 +20,11 @@
 //    never a silently wrong payload.
 //  * A failed collective leaves the communicator unusable for further
 //    collectives (the ranks no longer agree on where they are).
+//  * Caller mistakes are Error{InvalidArgument} before a byte is sent or a
+//    collective id is taken: bad ranks, tags and roots, null buffers, and
+//    sizes no buffer can have — a total (bytesPerRank x size(), a
+//    displacement + count) that overflows size_t, or a buffer that runs past
+//    the end of the address space.
 #pragma once
 
 #include <chrono>

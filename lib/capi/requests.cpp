@@ -6,6 +6,7 @@
 
 #include "capi/guard.hpp"
 #include "tether/bootstrap.hpp"
+#include "tether/detail/args.hpp"
 #include "tether/tether.h"
 
 // The same definition as in comm.cpp.
@@ -108,6 +109,7 @@ int tether_oob_allgather(void* sbuf, void* rbuf, size_t msglen, void* coll_info,
     require(req, "tether_oob_allgather", "req");
     if (msglen && (!sbuf || !rbuf))
       invalid("rank " + std::to_string(b.rank()) + ": tether_oob_allgather: sbuf or rbuf is NULL");
+    tether::detail::args::allgather(b.rank(), b.size(), "tether_oob_allgather", rbuf, msglen);
     auto* mine = static_cast<unsigned char*>(rbuf) + static_cast<size_t>(b.rank()) * msglen;
     if (msglen && mine != sbuf) std::memmove(mine, sbuf, msglen);
     auto out = std::make_unique<tether_request>();

@@ -145,7 +145,7 @@ void TcpBootstrap::recv(void* data, std::size_t bytes, int peer, int tag) {
 // ---- collectives ----
 
 void TcpBootstrap::allgather(void* allData, std::size_t bytesPerRank) {
-  args::buffer(rank(), "allgather", allData, bytesPerRank);
+  args::allgather(rank(), size(), "allgather", allData, bytesPerRank);
   dc::Call call;
   call.op = dc::Op::Allgather;
   call.bytes = bytesPerRank;
@@ -224,7 +224,7 @@ Request TcpBootstrap::irecv(void* data, std::size_t bytes, int peer, int tag) {
 }
 
 Request TcpBootstrap::iallgather(void* allData, std::size_t bytesPerRank) {
-  args::buffer(rank(), "iallgather", allData, bytesPerRank);
+  args::allgather(rank(), size(), "iallgather", allData, bytesPerRank);
   dc::Call call;
   call.op = dc::Op::Allgather;
   call.bytes = bytesPerRank;
@@ -232,7 +232,7 @@ Request TcpBootstrap::iallgather(void* allData, std::size_t bytesPerRank) {
 }
 
 Request TcpBootstrap::ialltoall(const void* sendData, void* recvData, std::size_t bytesPerRank) {
-  args::alltoall(rank(), size(), sendData, recvData, bytesPerRank);
+  args::alltoall(rank(), size(), sendData, recvData, bytesPerRank, "ialltoall");
   const auto n = static_cast<std::size_t>(size());
   std::vector<std::size_t> counts(n, bytesPerRank), displs(n);
   for (std::size_t i = 0; i < n; ++i) displs[i] = i * bytesPerRank;

@@ -2,6 +2,7 @@
 // give the same error codes as TcpBootstrap, with messages naming rank, peer
 // and operation.
 #include <chrono>
+#include <cstdint>
 #include <thread>
 #include <vector>
 
@@ -369,6 +370,19 @@ TEST_CASE("invalid arguments are InvalidArgument naming rank, peer and operation
   expectInvalid(errorFrom([&] { b->barrier({2, 7}); }), "subset barrier: rank 7 is out of range");
   expectInvalid(errorFrom([&] { b->split(-5, 0); }), "rank 2: split: negative color -5");
   expectInvalid(errorFrom([&] { b->setTimeout(milliseconds(-1)); }), "rank 2: setTimeout: negative timeout");
+  // Totals that overflow size_t, and buffers past the end of the address space.
+  const std::size_t huge = SIZE_MAX / 4 + 2;  // x 4 ranks wraps
+  expectInvalid(errorFrom([&] { b->allgather(buffer.data(), huge); }),
+                "rank 2: allgather: bytesPerRank x ranks = " + std::to_string(huge) + " x 4 overflows size_t");
+  expectInvalid(errorFrom([&] { b->alltoall(buffer.data(), buffer.data(), huge); }),
+                "rank 2: alltoall: bytesPerRank x ranks");
+  std::size_t counts[4] = {1, 1, 1, 1}, displs[4] = {0, 1, 2, SIZE_MAX};
+  expectInvalid(errorFrom([&] { b->alltoallv(buffer.data(), counts, displs, buffer.data() + 4, counts, counts); }),
+                "rank 2: alltoallv: sendDispls[3] + sendCounts[3] = " + std::to_string(SIZE_MAX) + " + 1 overflows");
+  expectInvalid(
+      errorFrom([&] { b->broadcast(buffer.data(), SIZE_MAX - 8, 0); }),
+      "rank 2: broadcast: a buffer of " + std::to_string(SIZE_MAX - 8) + " bytes does not fit in the address space");
+  expectInvalid(errorFrom([&] { b->send(buffer.data(), SIZE_MAX - 8, 1, 0); }), "rank 2: send: a buffer of");
   REQUIRE(errorFrom([&] { b->send(&value, 4, 9, 0); }).peer() == 9);
   REQUIRE(errorFrom([] { InProcessWorld bad(0); }).code() == ErrorCode::InvalidArgument);
   REQUIRE(errorFrom([] { InProcessWorld bad(2, 3); }).code() == ErrorCode::InvalidArgument);

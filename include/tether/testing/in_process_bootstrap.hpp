@@ -90,7 +90,7 @@ class InProcessBootstrap : public Bootstrap {
   }
 
   void allgather(void* allData, std::size_t bytesPerRank) override {
-    tether::detail::args::buffer(rank(), "allgather", allData, bytesPerRank);
+    tether::detail::args::allgather(rank(), size(), "allgather", allData, bytesPerRank);
     Call call;
     call.op = Op::Allgather;
     call.bytes = bytesPerRank;
