@@ -19,7 +19,9 @@
  *    pending and future call on every rank with TETHER_ERR_ABORTED.
  *  - Threading and ordering are those of tether::Bootstrap: send/recv are
  *    thread-safe; collectives of one communicator are called in the same order
- *    on every rank, one at a time. */
+ *    on every rank, one at a time (one called while another thread's collective
+ *    on the same communicator is in progress is TETHER_ERR_INVALID_ARGUMENT;
+ *    docs/design.md, "Threads"). */
 #ifndef TETHER_TETHER_H
 #define TETHER_TETHER_H
 

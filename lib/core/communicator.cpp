@@ -175,12 +175,14 @@ std::unique_ptr<Request::Impl> Communicator::startRecv(void* data, std::size_t b
 
 std::unique_ptr<Request::Impl> Communicator::startCollective(dc::Call call, const void* in, void* out,
                                                              std::vector<unsigned char> keep) {
+  detail::CallSlot::Scope scope(calling_, rank(), dc::opName(call.op));
   std::lock_guard lock(collMutex_);
   auto [op, done] = launchCollective(*this, call, in, out);
   return makeRequest(shared_from_this(), op, done, std::move(keep));
 }
 
 void Communicator::collective(dc::Call call, const void* in, void* out) {
+  detail::CallSlot::Scope scope(calling_, rank(), dc::opName(call.op));
   std::lock_guard lock(collMutex_);
   runCollective(*this, call, in, out);
 }
@@ -196,6 +198,7 @@ std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> Communicator::launch
                             op->name(), brokenBy_),
                 rank());
   ++on.nextColl_;
+  calling_.rename(op->name());
   op->members = on.group_.worldRanks;
   op->seq = on.seq_;
   const dc::Shape shape = coll::shape(on.group_.rank, on.group_.size, world_->topology().cpuBound);
@@ -232,6 +235,7 @@ void Communicator::markBroken(const std::string& why) {
 }
 
 void Communicator::subsetBarrier(const std::vector<int>& sorted) {
+  detail::CallSlot::Scope scope(calling_, rank(), "subset barrier");
   std::lock_guard lock(collMutex_);
   auto& sub = subsets_[sorted];
   if (!sub) {
@@ -253,6 +257,7 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
   pairs[2 * rank() + 1] = key;
   std::uint64_t splitNo;
   {
+    detail::CallSlot::Scope scope(calling_, rank(), "split");
     std::lock_guard lock(collMutex_);
     splitNo = ++splits_;
     dc::Call call;
