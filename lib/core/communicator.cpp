@@ -29,24 +29,53 @@ class CallTransport final : public coll::Transport {
  public:
   CallTransport(World& w, Op& op, const Group& g) : w_(w), op_(op), g_(g) {}
 
+  // A frame larger than TETHER_MAX_PAYLOAD_BYTES (the largest a receiver
+  // accepts) goes in parts of at most that size, numbered in the tag
+  // (wire::collectiveTag); the receiver, which knows the size, posts the same
+  // parts. So a valid call never fails on the limit, whatever an algorithm
+  // combines into one frame.
   void postSend(int peer, std::uint32_t step, const void* data, std::size_t bytes) override {
     wire::FrameHeader h;
     h.kind = wire::Kind::Collective;
     h.comm = g_.comm;
     h.coll = op_.coll;
     h.step = step;
-    h.tag = op_.code;
-    h.length = bytes;
-    w_.sendFrame(op_, g_.worldRanks[peer], h, data, /*reference=*/true);
+    forEachPart(bytes, [&](std::uint64_t part, std::size_t offset, std::size_t len) {
+      h.tag = wire::collectiveTag(op_.code, part);
+      h.length = len;
+      w_.sendFrame(op_, g_.worldRanks[peer], h, static_cast<const unsigned char*>(data) + offset, /*reference=*/true);
+    });
   }
   void postRecv(int peer, std::uint32_t step, void* data, std::size_t bytes) override {
-    match::Key k{
-        static_cast<std::uint32_t>(g_.worldRanks[peer]), g_.comm, wire::Kind::Collective, op_.coll, step, op_.code};
-    w_.postRecv(op_, k, data, bytes);
+    forEachPart(bytes, [&](std::uint64_t part, std::size_t offset, std::size_t len) {
+      match::Key k{static_cast<std::uint32_t>(g_.worldRanks[peer]),
+                   g_.comm,
+                   wire::Kind::Collective,
+                   op_.coll,
+                   step,
+                   wire::collectiveTag(op_.code, part)};
+      w_.postRecv(op_, k, static_cast<unsigned char*>(data) + offset, len);
+    });
   }
   asio::awaitable<void> settle() override { return w_.settle(op_); }
 
  private:
+  template <class F>
+  void forEachPart(std::size_t bytes, F&& f) {
+    const std::uint64_t max = std::max<std::uint64_t>(1, w_.config().maxPayload);
+    const std::uint64_t parts = bytes <= max ? 1 : (bytes + max - 1) / max;
+    if (parts > wire::kMaxParts)
+      throw Error(ErrorCode::InvalidArgument,
+                  fmt::format("rank {}: {}: a frame of {} bytes needs {} parts of TETHER_MAX_PAYLOAD_BYTES={} (at "
+                              "most {}); raise TETHER_MAX_PAYLOAD_BYTES",
+                              g_.rank, op_.name(), bytes, parts, max, wire::kMaxParts),
+                  g_.rank);
+    for (std::uint64_t i = 0; i < parts; ++i) {
+      const std::size_t offset = static_cast<std::size_t>(i * max);
+      f(i, offset, static_cast<std::size_t>(std::min<std::uint64_t>(max, bytes - offset)));
+    }
+  }
+
   World& w_;
   Op& op_;
   const Group& g_;

@@ -132,6 +132,7 @@ void TcpBootstrap::send(const void* data, std::size_t bytes, int peer, int tag) 
   args::peer(rank(), size(), "send", peer);
   args::tag(rank(), "send", tag);
   args::buffer(rank(), "send", data, bytes);
+  args::payload(rank(), "send", bytes, impl_->world().config().maxPayload);
   impl_->send(data, bytes, peer, tag);
 }
 
@@ -139,6 +140,7 @@ void TcpBootstrap::recv(void* data, std::size_t bytes, int peer, int tag) {
   args::peer(rank(), size(), "recv", peer);
   args::tag(rank(), "recv", tag);
   args::buffer(rank(), "recv", data, bytes);
+  args::payload(rank(), "recv", bytes, impl_->world().config().maxPayload);
   impl_->recv(data, bytes, peer, tag);
 }
 
@@ -213,6 +215,7 @@ Request TcpBootstrap::isend(const void* data, std::size_t bytes, int peer, int t
   args::peer(rank(), size(), "isend", peer);
   args::tag(rank(), "isend", tag);
   args::buffer(rank(), "isend", data, bytes);
+  args::payload(rank(), "isend", bytes, impl_->world().config().maxPayload);
   return Request(impl_->startSend(data, bytes, peer, tag));
 }
 
@@ -220,6 +223,7 @@ Request TcpBootstrap::irecv(void* data, std::size_t bytes, int peer, int tag) {
   args::peer(rank(), size(), "irecv", peer);
   args::tag(rank(), "irecv", tag);
   args::buffer(rank(), "irecv", data, bytes);
+  args::payload(rank(), "irecv", bytes, impl_->world().config().maxPayload);
   return Request(impl_->startRecv(data, bytes, peer, tag));
 }
 

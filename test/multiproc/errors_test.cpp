@@ -316,6 +316,27 @@ TEST_CASE("sizes whose total overflows are InvalidArgument before a byte is sent
   }));
 }
 
+TEST_CASE("a message over TETHER_MAX_PAYLOAD_BYTES is InvalidArgument at the sender, naming the variable",
+          "[multiproc][errors]") {
+  require(test::runRanks(2, [](int rank, const UniqueId& id) {
+    ::putenv(const_cast<char*>("TETHER_MAX_PAYLOAD_BYTES=65536"));
+    TcpBootstrap b(rank, 2, id, opts(10000));
+    std::vector<unsigned char> big(65537, 1);
+    const std::string r = "rank " + std::to_string(rank) + ": ";
+    const std::string what = " 65537 bytes is more than TETHER_MAX_PAYLOAD_BYTES=65536";
+    if (rank == 0) {
+      expectError(ErrorCode::InvalidArgument, r + "send:" + what, [&] { b.send(big.data(), big.size(), 1, 3); });
+      expectError(ErrorCode::InvalidArgument, r + "isend:" + what, [&] { b.isend(big.data(), big.size(), 1, 3); });
+      b.send(big.data(), 65536, 1, 3);  // at the limit: delivered
+    } else {
+      // No sender could send it: refused at the receiver too, not left to its deadline.
+      expectError(ErrorCode::InvalidArgument, r + "recv:" + what, [&] { b.recv(big.data(), big.size(), 0, 3); });
+      b.recv(big.data(), 65536, 0, 3);
+    }
+    b.barrier();  // nobody was blamed: the communicator still works
+  }));
+}
+
 TEST_CASE("a bad algorithm setting is rejected at construction, naming the variable", "[multiproc][errors]") {
   const char* setting = GENERATE("TETHER_TREE_RADIX=1", "TETHER_ALGO_ALLGATHER=fastest");
   INFO(setting);

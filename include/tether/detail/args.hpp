@@ -106,6 +106,17 @@ inline void alltoallv(int rank, int size, const void* send, const std::size_t* s
   if (overlap(send, sendExtent, recv, recvExtent)) invalid(rank, op, "send and receive buffers overlap");
 }
 
+// A point-to-point message travels as one frame: larger than the receiver's
+// TETHER_MAX_PAYLOAD_BYTES (`limit`, the same on every rank) it could never
+// be accepted, so it is refused here, at either end.
+inline void payload(int rank, const std::string& op, std::size_t bytes, std::uint64_t limit) {
+  if (bytes > limit)
+    invalid(rank, op,
+            std::to_string(bytes) + " bytes is more than TETHER_MAX_PAYLOAD_BYTES=" + std::to_string(limit) +
+                ", the largest message a receiver accepts (send it in parts, or raise TETHER_MAX_PAYLOAD_BYTES on "
+                "every rank)");
+}
+
 inline void root(int rank, int size, int root) { inRange(rank, size, "broadcast", "root", root); }
 
 // A subset barrier's list, sorted; checked for range, duplicates and the caller.
