@@ -261,8 +261,11 @@ TEST_CASE("a mismatch is noticed even from a peer we are not waiting on", "[test
     b.setTimeout(milliseconds(2000));
     int data[3] = {0, 0, 0};
     try {
-      // Rank 2 broadcasts from root 0, which never calls; rank 1 thinks the
-      // root is 1 and sends. Rank 2 notices while still waiting on rank 0.
+      // Rank 2 broadcasts from root 0, which never calls (it waits in a
+      // recv, ended by rank 2's abort: a rank whose body returned would fail
+      // rank 2 at once); rank 1 thinks the root is 1 and sends. Rank 2
+      // notices while still waiting on rank 0.
+      if (b.rank() == 0) b.recv(data, sizeof(int), 2, 99);
       if (b.rank() != 0) b.broadcast(data, sizeof(int), b.rank() == 1 ? 1 : 0);
     } catch (const Error& e) {
       outcomes[b.rank()].record(e);
@@ -393,4 +396,58 @@ TEST_CASE("invalid arguments are InvalidArgument naming rank, peer and operation
     rank.allgather(all.data() + 0, 0);
     rank.barrier();
   });
+}
+
+// As TcpBootstrap fails the peers of a rank that closed its bootstrap ("lost
+// rank 2: it closed its bootstrap"), a rank whose body returned fails the
+// ranks still waiting for it at once, not at their deadline.
+TEST_CASE("a rank whose body returns early fails its peers at once with PeerLost, as TcpBootstrap does",
+          "[testing-api]") {
+  InProcessWorld world(3);
+  std::vector<Outcome> outcomes(3);
+  std::vector<long long> elapsedMs(3, 0);
+  int early = -1;
+  world.run([&](Bootstrap& b) {
+    b.setTimeout(milliseconds(60000));
+    if (b.rank() == 2) {
+      int token = 7;
+      b.send(&token, sizeof token, 1, 5);  // sent before leaving: still delivered
+      return;
+    }
+    const auto start = Clock::now();
+    try {
+      if (b.rank() == 1) {
+        int token = 0;
+        b.recv(&token, sizeof token, 2, 5);
+        early = token;
+        b.recv(&token, sizeof token, 2, 5);  // never sent
+      } else {
+        int token = 0;
+        b.recv(&token, sizeof token, 2, 6);  // never sent
+      }
+    } catch (const Error& e) {
+      outcomes[static_cast<std::size_t>(b.rank())].record(e);
+    }
+    elapsedMs[static_cast<std::size_t>(b.rank())] =
+        std::chrono::duration_cast<milliseconds>(Clock::now() - start).count();
+  });
+  CAPTURE(outcomes[1].message, outcomes[0].message);
+  REQUIRE(early == 7);
+  REQUIRE(outcomes[1].code == ErrorCode::PeerLost);
+  REQUIRE(outcomes[1].peer == 2);
+  REQUIRE(contains(outcomes[1].message, "rank 1: recv from rank 2 tag 5: lost rank 2: it closed its bootstrap"));
+  REQUIRE(elapsedMs[1] < 20000);  // well before the 60 s deadline
+  REQUIRE(outcomes[0].code == ErrorCode::PeerLost);
+  REQUIRE(contains(outcomes[0].message, "rank 0: recv from rank 2 tag 6: lost rank 2: it closed its bootstrap"));
+  REQUIRE(elapsedMs[0] < 20000);
+  // A world collective waiting for it fails the same way (and, as over TCP, aborts the world).
+  auto e = errorFrom([&] {
+    world.run([](Bootstrap& b) {
+      b.setTimeout(milliseconds(60000));
+      if (b.rank() != 2) b.barrier();
+    });
+  });
+  CAPTURE(e.what());
+  REQUIRE((e.code() == ErrorCode::PeerLost || e.code() == ErrorCode::Aborted));
+  REQUIRE(contains(e.what(), "barrier#1: lost rank 2: it closed its bootstrap"));
 }
