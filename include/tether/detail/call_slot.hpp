@@ -9,7 +9,6 @@
 // world), so the rule and its words are the same everywhere. Header-only, C++17.
 #pragma once
 
-#include <atomic>
 #include <mutex>
 #include <string>
 
@@ -24,21 +23,22 @@ class CallSlot {
   class Scope {
    public:
     Scope(CallSlot& slot, int rank, const std::string& op) : slot_(slot) {
-      if (slot.held_.exchange(true, std::memory_order_acq_rel)) {
-        std::string other = slot.name();
+      std::lock_guard<std::mutex> lock(slot.mutex_);  // taking the slot and naming the call are one step
+      if (slot.held_) {
         throw Error(ErrorCode::InvalidArgument,
-                    "rank " + std::to_string(rank) + ": " + op + ": called while " +
-                        (other.empty() ? std::string("another collective") : other) +
+                    "rank " + std::to_string(rank) + ": " + op + ": called while " + slot.name_ +
                         " of this communicator is in flight on this rank (another thread's call): collectives of "
                         "one communicator must be called one at a time, in the same order on every rank; give each "
                         "thread its own communicator (split())",
                     rank);
       }
-      slot.rename(op);
+      slot.held_ = true;
+      slot.name_ = op;
     }
     ~Scope() {
-      slot_.rename("");
-      slot_.held_.store(false, std::memory_order_release);
+      std::lock_guard<std::mutex> lock(slot_.mutex_);
+      slot_.name_.clear();
+      slot_.held_ = false;
     }
     Scope(const Scope&) = delete;
     Scope& operator=(const Scope&) = delete;
@@ -54,14 +54,9 @@ class CallSlot {
   }
 
  private:
-  std::string name() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return name_;
-  }
-
-  std::atomic<bool> held_{false};
-  std::mutex mutex_;  // guards name_
-  std::string name_;
+  std::mutex mutex_;  // guards the two below
+  bool held_ = false;
+  std::string name_;  // the holder's call
 };
 
 }  // namespace detail
