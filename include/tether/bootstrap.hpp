@@ -14,12 +14,20 @@
 //    tag. send() returns once the payload has been handed to the transport, so
 //    the caller's buffer may be reused; it does not wait for the matching recv.
 //  * Collectives must be called in the same order on every rank of the
-//    communicator, one at a time per communicator. Each call gets the next
+//    communicator, one at a time per communicator: a collective called while
+//    another thread's collective call on the same communicator is in progress
+//    fails at once with Error{InvalidArgument} (use one communicator per
+//    thread, from split()). The threading contract: docs/design.md, "Threads". Each call gets the next
 //    collective id; a peer that calls a different collective, or one with a
 //    different size, produces tether::Error{Protocol} naming both operations —
 //    never a silently wrong payload.
 //  * A failed collective leaves the communicator unusable for further
 //    collectives (the ranks no longer agree on where they are).
+//  * Caller mistakes are Error{InvalidArgument} before a byte is sent or a
+//    collective id is taken: bad ranks, tags and roots, null buffers, and
+//    sizes no buffer can have — a total (bytesPerRank x size(), a
+//    displacement + count) that overflows size_t, or a buffer that runs past
+//    the end of the address space.
 #pragma once
 
 #include <chrono>

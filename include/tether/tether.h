@@ -19,7 +19,9 @@
  *    pending and future call on every rank with TETHER_ERR_ABORTED.
  *  - Threading and ordering are those of tether::Bootstrap: send/recv are
  *    thread-safe; collectives of one communicator are called in the same order
- *    on every rank, one at a time. */
+ *    on every rank, one at a time (one called while another thread's collective
+ *    on the same communicator is in progress is TETHER_ERR_INVALID_ARGUMENT;
+ *    docs/design.md, "Threads"). */
 #ifndef TETHER_TETHER_H
 #define TETHER_TETHER_H
 
@@ -168,7 +170,9 @@ tether_result_t tether_split_by_node(tether_comm_t* comm, tether_comm_t** child)
  * peers (they fail with TETHER_ERR_ABORTED naming this rank and `reason`). */
 tether_result_t tether_abort(tether_comm_t* comm, const char* reason);
 
-/* Deadline of each blocking call on this communicator, milliseconds (> 0). */
+/* Deadline of each blocking call on this communicator, milliseconds; 0
+ * restores the default (TETHER_TIMEOUT_MS, else 300000); negative is
+ * TETHER_ERR_INVALID_ARGUMENT. */
 tether_result_t tether_set_timeout(tether_comm_t* comm, int64_t timeout_ms);
 tether_result_t tether_get_timeout(const tether_comm_t* comm, int64_t* timeout_ms);
 
@@ -187,7 +191,8 @@ tether_result_t tether_isend(tether_comm_t* comm, const void* data, size_t bytes
                              tether_request_t** req);
 tether_result_t tether_irecv(tether_comm_t* comm, void* data, size_t bytes, int peer, int tag, tether_request_t** req);
 /* Makes progress without blocking; *done = 1 once the call is done, else 0.
- * A failed call returns its error (again on every later test or wait). */
+ * A failed call is done: *done = 1 and its error is returned (again on every
+ * later test or wait). */
 tether_result_t tether_test(tether_request_t* req, int* done);
 /* Blocks (sleeping) until done; timeout_ms 0: the communicator's timeout;
  * when it passes the call fails with TETHER_ERR_TIMEOUT. */

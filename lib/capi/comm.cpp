@@ -233,9 +233,9 @@ tether_result_t tether_abort(tether_comm_t* comm, const char* reason) {
 tether_result_t tether_set_timeout(tether_comm_t* comm, int64_t timeout_ms) {
   return guarded("tether_set_timeout", [&] {
     auto& b = boot(comm, "tether_set_timeout");
-    if (timeout_ms <= 0)
+    if (timeout_ms < 0)
       invalid("rank " + std::to_string(b.rank()) + ": tether_set_timeout: timeout_ms " + std::to_string(timeout_ms) +
-              " is not positive");
+              " is negative (0 means the default: TETHER_TIMEOUT_MS, else 300000)");
     b.setTimeout(std::chrono::milliseconds(timeout_ms));
   });
 }

@@ -6,6 +6,7 @@
 
 #include "capi/guard.hpp"
 #include "tether/bootstrap.hpp"
+#include "tether/detail/args.hpp"
 #include "tether/tether.h"
 
 // The same definition as in comm.cpp.
@@ -68,8 +69,14 @@ tether_result_t tether_irecv(tether_comm_t* comm, void* data, size_t bytes, int 
 tether_result_t tether_test(tether_request_t* req, int* done) {
   return guarded("tether_test", [&] {
     require(req, "tether_test", "req");
-    *require(done, "tether_test", "done") = 0;
-    *done = req->req.test() ? 1 : 0;
+    int& out = *require(done, "tether_test", "done");
+    out = 0;
+    try {
+      out = req->req.test() ? 1 : 0;
+    } catch (...) {
+      out = 1;  // a call that failed is done: the result is its error
+      throw;
+    }
   });
 }
 
@@ -120,6 +127,7 @@ int tether_oob_allgather(void* sbuf, void* rbuf, size_t msglen, void* coll_info,
     require(req, "tether_oob_allgather", "req");
     if (msglen && (!sbuf || !rbuf))
       invalid("rank " + std::to_string(b.rank()) + ": tether_oob_allgather: sbuf or rbuf is NULL");
+    tether::detail::args::allgather(b.rank(), b.size(), "tether_oob_allgather", rbuf, msglen);
     auto* mine = static_cast<unsigned char*>(rbuf) + static_cast<size_t>(b.rank()) * msglen;
     if (msglen && mine != sbuf) std::memmove(mine, sbuf, msglen);
     auto out = std::make_unique<tether_request>();

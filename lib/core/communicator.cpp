@@ -29,24 +29,53 @@ class CallTransport final : public coll::Transport {
  public:
   CallTransport(World& w, Op& op, const Group& g) : w_(w), op_(op), g_(g) {}
 
+  // A frame larger than TETHER_MAX_PAYLOAD_BYTES (the largest a receiver
+  // accepts) goes in parts of at most that size, numbered in the tag
+  // (wire::collectiveTag); the receiver, which knows the size, posts the same
+  // parts. So a valid call never fails on the limit, whatever an algorithm
+  // combines into one frame.
   void postSend(int peer, std::uint32_t step, const void* data, std::size_t bytes) override {
     wire::FrameHeader h;
     h.kind = wire::Kind::Collective;
     h.comm = g_.comm;
     h.coll = op_.coll;
     h.step = step;
-    h.tag = op_.code;
-    h.length = bytes;
-    w_.sendFrame(op_, g_.worldRanks[peer], h, data, /*reference=*/true);
+    forEachPart(bytes, [&](std::uint64_t part, std::size_t offset, std::size_t len) {
+      h.tag = wire::collectiveTag(op_.code, part);
+      h.length = len;
+      w_.sendFrame(op_, g_.worldRanks[peer], h, static_cast<const unsigned char*>(data) + offset, /*reference=*/true);
+    });
   }
   void postRecv(int peer, std::uint32_t step, void* data, std::size_t bytes) override {
-    match::Key k{
-        static_cast<std::uint32_t>(g_.worldRanks[peer]), g_.comm, wire::Kind::Collective, op_.coll, step, op_.code};
-    w_.postRecv(op_, k, data, bytes);
+    forEachPart(bytes, [&](std::uint64_t part, std::size_t offset, std::size_t len) {
+      match::Key k{static_cast<std::uint32_t>(g_.worldRanks[peer]),
+                   g_.comm,
+                   wire::Kind::Collective,
+                   op_.coll,
+                   step,
+                   wire::collectiveTag(op_.code, part)};
+      w_.postRecv(op_, k, static_cast<unsigned char*>(data) + offset, len);
+    });
   }
   asio::awaitable<void> settle() override { return w_.settle(op_); }
 
  private:
+  template <class F>
+  void forEachPart(std::size_t bytes, F&& f) {
+    const std::uint64_t max = std::max<std::uint64_t>(1, w_.config().maxPayload);
+    const std::uint64_t parts = bytes <= max ? 1 : (bytes + max - 1) / max;
+    if (parts > wire::kMaxParts)
+      throw Error(ErrorCode::InvalidArgument,
+                  fmt::format("rank {}: {}: a frame of {} bytes needs {} parts of TETHER_MAX_PAYLOAD_BYTES={} (at "
+                              "most {}); raise TETHER_MAX_PAYLOAD_BYTES",
+                              g_.rank, op_.name(), bytes, parts, max, wire::kMaxParts),
+                  g_.rank);
+    for (std::uint64_t i = 0; i < parts; ++i) {
+      const std::size_t offset = static_cast<std::size_t>(i * max);
+      f(i, offset, static_cast<std::size_t>(std::min<std::uint64_t>(max, bytes - offset)));
+    }
+  }
+
   World& w_;
   Op& op_;
   const Group& g_;
@@ -175,12 +204,14 @@ std::unique_ptr<Request::Impl> Communicator::startRecv(void* data, std::size_t b
 
 std::unique_ptr<Request::Impl> Communicator::startCollective(dc::Call call, const void* in, void* out,
                                                              std::vector<unsigned char> keep) {
+  detail::CallSlot::Scope scope(calling_, rank(), dc::opName(call.op));
   std::lock_guard lock(collMutex_);
   auto [op, done] = launchCollective(*this, call, in, out);
   return makeRequest(shared_from_this(), op, done, std::move(keep));
 }
 
 void Communicator::collective(dc::Call call, const void* in, void* out) {
+  detail::CallSlot::Scope scope(calling_, rank(), dc::opName(call.op));
   std::lock_guard lock(collMutex_);
   runCollective(*this, call, in, out);
 }
@@ -196,6 +227,7 @@ std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> Communicator::launch
                             op->name(), brokenBy_),
                 rank());
   ++on.nextColl_;
+  calling_.rename(op->name());
   op->members = on.group_.worldRanks;
   op->seq = on.seq_;
   const dc::Shape shape = coll::shape(on.group_.rank, on.group_.size, world_->topology().cpuBound);
@@ -232,6 +264,7 @@ void Communicator::markBroken(const std::string& why) {
 }
 
 void Communicator::subsetBarrier(const std::vector<int>& sorted) {
+  detail::CallSlot::Scope scope(calling_, rank(), "subset barrier");
   std::lock_guard lock(collMutex_);
   auto& sub = subsets_[sorted];
   if (!sub) {
@@ -253,6 +286,7 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
   pairs[2 * rank() + 1] = key;
   std::uint64_t splitNo;
   {
+    detail::CallSlot::Scope scope(calling_, rank(), "split");
     std::lock_guard lock(collMutex_);
     splitNo = ++splits_;
     dc::Call call;

@@ -16,6 +16,7 @@
 
 #include "base/layer.hpp"
 #include "core/world.hpp"
+#include "tether/detail/call_slot.hpp"
 #include "tether/detail/coll/table.hpp"
 #include "tether/request.hpp"
 
@@ -85,9 +86,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   int ranksPerNode_ = 1, localRank_ = 0, nodeId_ = 0, nnodes_ = 1;
   std::atomic<std::int64_t> timeoutMs_;
 
-  // Collectives of one communicator are serialized by contract; the mutex
-  // turns a violation into ordered calls instead of corrupt state.
-  std::mutex collMutex_;
+  // One collective call at a time (tether/detail/call_slot.hpp).
+  detail::CallSlot calling_;
+  std::mutex collMutex_;  // guards the state below (markBroken comes from requests)
   std::uint64_t nextColl_ = 1;
   std::uint64_t splits_ = 0;
   std::map<std::vector<int>, std::shared_ptr<Communicator>> subsets_;

@@ -138,6 +138,7 @@ void TcpBootstrap::send(const void* data, std::size_t bytes, int peer, int tag) 
   args::peer(rank(), size(), "send", peer);
   args::tag(rank(), "send", tag);
   args::buffer(rank(), "send", data, bytes);
+  args::payload(rank(), "send", bytes, impl_->world().config().maxPayload);
   impl_->send(data, bytes, peer, tag);
 }
 
@@ -145,13 +146,14 @@ void TcpBootstrap::recv(void* data, std::size_t bytes, int peer, int tag) {
   args::peer(rank(), size(), "recv", peer);
   args::tag(rank(), "recv", tag);
   args::buffer(rank(), "recv", data, bytes);
+  args::payload(rank(), "recv", bytes, impl_->world().config().maxPayload);
   impl_->recv(data, bytes, peer, tag);
 }
 
 // ---- collectives ----
 
 void TcpBootstrap::allgather(void* allData, std::size_t bytesPerRank) {
-  args::buffer(rank(), "allgather", allData, bytesPerRank);
+  args::allgather(rank(), size(), "allgather", allData, bytesPerRank);
   dc::Call call;
   call.op = dc::Op::Allgather;
   call.bytes = bytesPerRank;
@@ -219,6 +221,7 @@ Request TcpBootstrap::isend(const void* data, std::size_t bytes, int peer, int t
   args::peer(rank(), size(), "isend", peer);
   args::tag(rank(), "isend", tag);
   args::buffer(rank(), "isend", data, bytes);
+  args::payload(rank(), "isend", bytes, impl_->world().config().maxPayload);
   return Request(impl_->startSend(data, bytes, peer, tag));
 }
 
@@ -226,11 +229,12 @@ Request TcpBootstrap::irecv(void* data, std::size_t bytes, int peer, int tag) {
   args::peer(rank(), size(), "irecv", peer);
   args::tag(rank(), "irecv", tag);
   args::buffer(rank(), "irecv", data, bytes);
+  args::payload(rank(), "irecv", bytes, impl_->world().config().maxPayload);
   return Request(impl_->startRecv(data, bytes, peer, tag));
 }
 
 Request TcpBootstrap::iallgather(void* allData, std::size_t bytesPerRank) {
-  args::buffer(rank(), "iallgather", allData, bytesPerRank);
+  args::allgather(rank(), size(), "iallgather", allData, bytesPerRank);
   dc::Call call;
   call.op = dc::Op::Allgather;
   call.bytes = bytesPerRank;
@@ -238,7 +242,7 @@ Request TcpBootstrap::iallgather(void* allData, std::size_t bytesPerRank) {
 }
 
 Request TcpBootstrap::ialltoall(const void* sendData, void* recvData, std::size_t bytesPerRank) {
-  args::alltoall(rank(), size(), sendData, recvData, bytesPerRank);
+  args::alltoall(rank(), size(), sendData, recvData, bytesPerRank, "ialltoall");
   const auto n = static_cast<std::size_t>(size());
   std::vector<std::size_t> counts(n, bytesPerRank), displs(n);
   for (std::size_t i = 0; i < n; ++i) displs[i] = i * bytesPerRank;

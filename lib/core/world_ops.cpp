@@ -263,7 +263,7 @@ link::Target World::onDataHeader(link::Link& link, const wire::FrameHeader& h, b
         return link::Target{};
       }
       auto run = seq.running.find(h.coll);
-      if (run != seq.running.end() && h.tag != run->second->code) {
+      if (run != seq.running.end() && wire::opCodeOf(h.tag) != run->second->code) {
         reportProtocol(
             h.comm, Error(ErrorCode::Protocol,
                           fmt::format("rank {}: {}: rank {} is in {} — the ranks called different collectives", rank(),
@@ -332,7 +332,7 @@ void World::checkStashedAgainst(Op& op) {
   std::optional<Error> mismatch;
   mailbox_.forEachStashed([&](const match::Key& k, const match::Stashed& s) {
     if (mismatch || k.kind != wire::Kind::Collective || k.comm != op.comm || k.coll != op.coll) return;
-    if (k.tag != op.code)
+    if (wire::opCodeOf(k.tag) != op.code)
       mismatch = Error(ErrorCode::Protocol,
                        fmt::format("rank {}: {}: rank {} is in {} — the ranks called different collectives", rank(),
                                    op.name(), k.src, wire::describe(s.header)),

@@ -88,6 +88,9 @@ std::optional<FrameHeader> decodeHeader(const unsigned char* in, std::uint64_t m
 }
 
 std::string describe(const FrameHeader& h) {
+  if (h.kind == Kind::Collective && partOf(h.tag))
+    return fmt::format("{}#{} step {} part {} ({} bytes)", opName(static_cast<OpCode>(opCodeOf(h.tag))), h.coll, h.step,
+                       partOf(h.tag), h.length);
   if (h.kind == Kind::Collective)
     return fmt::format("{}#{} step {} ({} bytes)", opName(static_cast<OpCode>(h.tag)), h.coll, h.step, h.length);
   if (h.kind == Kind::P2P) return fmt::format("send tag {} ({} bytes)", h.tag, h.length);

@@ -46,6 +46,17 @@ enum class Kind : std::uint8_t {
 using OpCode = detail::coll::Op;
 using detail::coll::opName;
 
+// The tag of a Collective frame: the operation code in the low 8 bits and,
+// above them, the part number of a frame sent in parts because it is larger
+// than TETHER_MAX_PAYLOAD_BYTES (docs/wire-protocol.md). 0 for a whole frame.
+inline constexpr std::uint32_t kPartShift = 8;
+inline constexpr std::uint64_t kMaxParts = 1ULL << (32 - kPartShift);
+inline std::uint32_t opCodeOf(std::uint32_t tag) { return tag & ((1u << kPartShift) - 1); }
+inline std::uint32_t partOf(std::uint32_t tag) { return tag >> kPartShift; }
+inline std::uint32_t collectiveTag(std::uint32_t code, std::uint64_t part) {
+  return code | static_cast<std::uint32_t>(part << kPartShift);
+}
+
 const char* kindName(Kind k);
 bool isKnownKind(std::uint8_t k);
 

@@ -74,8 +74,32 @@ int capi_bad_arguments(int rank, int nranks, const tether_unique_id_t* id, char*
   FAILS(tether_recv(comm, block, 4, -3, 1), TETHER_ERR_INVALID_ARGUMENT, "peer -3");
   FAILS(tether_send(comm, block, 4, 0, -1), TETHER_ERR_INVALID_ARGUMENT, "negative tag");
   FAILS(tether_broadcast(comm, block, 4, nranks), TETHER_ERR_INVALID_ARGUMENT, "broadcast");
+  /* sizes whose total overflows: rejected before a byte is sent, no peer blamed */
+  FAILS(tether_allgather(comm, block, SIZE_MAX / 2 + 2), TETHER_ERR_INVALID_ARGUMENT, "overflows size_t");
+  FAILS(tether_alltoall(comm, block, block, SIZE_MAX / 2 + 2), TETHER_ERR_INVALID_ARGUMENT, "overflows size_t");
+  {
+    size_t big_displs[8] = {0};
+    size_t one[8] = {0};
+    for (int i = 0; i < nranks; ++i) one[i] = 1;
+    big_displs[nranks - 1] = SIZE_MAX;
+    FAILS(tether_alltoallv(comm, block, one, big_displs, block + 4, one, one), TETHER_ERR_INVALID_ARGUMENT,
+          "overflows size_t");
+  }
+  FAILS(tether_broadcast(comm, block, SIZE_MAX - 8, 0), TETHER_ERR_INVALID_ARGUMENT, "address space");
+  {
+    void* none = NULL;
+    EXPECT(tether_oob_allgather(block, block, SIZE_MAX / 2 + 2, comm, &none) == -TETHER_ERR_INVALID_ARGUMENT &&
+               none == NULL,
+           "oob allgather with an overflowing size: %s", tether_last_error());
+  }
   FAILS(tether_barrier_subset(comm, NULL, 2), TETHER_ERR_INVALID_ARGUMENT, "ranks is NULL");
-  FAILS(tether_set_timeout(comm, 0), TETHER_ERR_INVALID_ARGUMENT, "timeout_ms 0");
+  FAILS(tether_set_timeout(comm, -5), TETHER_ERR_INVALID_ARGUMENT, "timeout_ms -5 is negative");
+  /* 0 restores the default (TETHER_TIMEOUT_MS=20000 in this test), as configuration.md says */
+  int64_t timeout = 0;
+  OK(tether_set_timeout(comm, 1234));
+  OK(tether_set_timeout(comm, 0));
+  OK(tether_get_timeout(comm, &timeout));
+  EXPECT(timeout == 20000, "timeout after tether_set_timeout(0) is %lld, not the default", (long long)timeout);
   FAILS(tether_comm_rank(comm, NULL), TETHER_ERR_INVALID_ARGUMENT, "rank is NULL");
   FAILS(tether_split(comm, 0, 0, NULL), TETHER_ERR_INVALID_ARGUMENT, "child is NULL");
   /* rejected arguments do not spoil the communicator */

@@ -97,6 +97,10 @@ int capi_nonblocking(int rank, int nranks, const tether_unique_id_t* id, char* e
   OK(tether_irecv(comm, &lost, sizeof lost, prev, 12, &cr));
   OK(tether_cancel(cr, &cancelled));
   EXPECT(cancelled == 1, "irecv not cancelled");
+  /* a failed call is done: tether_test says so together with its error */
+  done = 0;
+  FAILS(tether_test(cr, &done), TETHER_ERR_ABORTED, "cancelled");
+  EXPECT(done == 1, "tether_test after a cancelled irecv: done=%d with its error", done);
   FAILS(tether_wait(cr, 0), TETHER_ERR_ABORTED, "cancelled");
   OK(tether_request_free(cr));
   FAILS(tether_ibarrier(comm, NULL), TETHER_ERR_INVALID_ARGUMENT, "req is NULL");

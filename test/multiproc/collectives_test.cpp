@@ -208,6 +208,42 @@ TEST_CASE("broadcast with each algorithm forced", "[multiproc][broadcast]") {
   runChecked(5, checkBroadcast, env);
 }
 
+TEST_CASE(
+    "frames an algorithm combines past TETHER_MAX_PAYLOAD_BYTES go in parts: every algorithm, a valid call never fails",
+    "[multiproc][allgather][alltoall][broadcast]") {
+  // 8 ranks, 300,000 B blocks, a 1 MiB limit: every block is under it, but
+  // bruck (allgather and alltoall) combines up to 4 blocks, the trees send
+  // whole buffers (2.4 MB) and the binomial broadcast sends 2.4 MB whole
+  // (the pipeline's 256 KiB chunks stay under the limit).
+  const char* algorithm =
+      GENERATE("TETHER_ALGO_ALLGATHER=ring", "TETHER_ALGO_ALLGATHER=bruck", "TETHER_ALGO_ALLGATHER=tree",
+               "TETHER_ALGO_ALLGATHER=linear", "TETHER_ALGO_ALLTOALL=bruck", "TETHER_ALGO_ALLTOALL=tree",
+               "TETHER_ALGO_ALLTOALL=pairwise", "TETHER_ALGO_ALLTOALL=linear", "TETHER_ALGO_BROADCAST=binomial",
+               "TETHER_ALGO_BROADCAST=pipeline");
+  INFO(algorithm);
+  constexpr std::size_t kBlock = 300000;
+  runChecked(
+      8,
+      [](TcpBootstrap& b) {
+        const int n = b.size(), r = b.rank();
+        std::vector<unsigned char> all(n * kBlock);
+        for (std::size_t i = 0; i < kBlock; ++i) all[r * kBlock + i] = pattern(r, 0, i);
+        b.allgather(all.data(), kBlock);
+        for (int src = 0; src < n; ++src)
+          for (std::size_t i = 0; i < kBlock; ++i)
+            if (all[src * kBlock + i] != pattern(src, 0, i))
+              expect(false, "allgather block " + std::to_string(src) + " byte " + std::to_string(i));
+        checkAlltoallSizes(b, {kBlock});
+        std::vector<unsigned char> data(n * kBlock);
+        if (r == 3)
+          for (std::size_t i = 0; i < data.size(); ++i) data[i] = pattern(3, 1, i);
+        b.broadcast(data.data(), data.size(), 3);
+        for (std::size_t i = 0; i < data.size(); ++i)
+          if (data[i] != pattern(3, 1, i)) expect(false, "broadcast byte " + std::to_string(i));
+      },
+      algorithm, "TETHER_MAX_PAYLOAD_BYTES=1048576");
+}
+
 TEST_CASE("barrier: no rank leaves before every rank has entered", "[multiproc][barrier]") {
   int n = GENERATE(1, 2, 3, 5, 8, 16);
   const char* env = GENERATE("TETHER_ALGO_BARRIER=dissemination", "TETHER_ALGO_BARRIER=tree");

@@ -2,6 +2,7 @@
 // tether::Error, never a hang or a wrong payload.
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -286,6 +287,64 @@ TEST_CASE("invalid arguments are rejected before anything is sent", "[multiproc]
     msg = e.what();
   }
   CHECK(msg.find("rank 3 of 2") != std::string::npos);
+}
+
+TEST_CASE("sizes whose total overflows are InvalidArgument before a byte is sent, never a blamed peer",
+          "[multiproc][errors]") {
+  require(test::runRanks(2, [](int rank, const UniqueId& id) {
+    TcpBootstrap b(rank, 2, id, opts(10000));
+    std::vector<std::size_t> buf(8);
+    const std::size_t huge = SIZE_MAX / 2 + 2;  // x 2 ranks wraps to 2
+    const std::string r = "rank " + std::to_string(rank) + ": ";
+    expectError(ErrorCode::InvalidArgument,
+                r + "allgather: bytesPerRank x ranks = " + std::to_string(huge) + " x 2 overflows size_t",
+                [&] { b.allgather(buf.data(), huge); });
+    expectError(ErrorCode::InvalidArgument, r + "iallgather: bytesPerRank x ranks",
+                [&] { b.iallgather(buf.data(), huge); });
+    expectError(ErrorCode::InvalidArgument, r + "alltoall: bytesPerRank x ranks",
+                [&] { b.alltoall(buf.data(), buf.data(), huge); });
+    expectError(ErrorCode::InvalidArgument, r + "ialltoall: bytesPerRank x ranks",
+                [&] { b.ialltoall(buf.data(), buf.data() + 4, huge); });
+    std::size_t counts[2] = {4, 4}, displs[2] = {0, SIZE_MAX - 1};
+    expectError(ErrorCode::InvalidArgument, "alltoallv: sendDispls[1] + sendCounts[1] = ", [&] {
+      b.alltoallv(buf.data(), counts, displs, buf.data() + 4, counts, counts);
+    });
+    expectError(ErrorCode::InvalidArgument, "alltoallv: recvDispls[1] + recvCounts[1]",
+                [&] { b.alltoallv(buf.data(), counts, counts, buf.data() + 4, counts, displs); });
+    expectError(
+        ErrorCode::InvalidArgument,
+        r + "broadcast: a buffer of " + std::to_string(SIZE_MAX - 8) + " bytes does not fit in the address space",
+        [&] { b.broadcast(buf.data(), SIZE_MAX - 8, 0); });
+    expectError(ErrorCode::InvalidArgument, r + "send: a buffer of",
+                [&] { b.send(buf.data(), SIZE_MAX - 8, 1 - rank, 0); });
+    expectError(ErrorCode::InvalidArgument, r + "recv: a buffer of",
+                [&] { b.recv(buf.data(), SIZE_MAX - 8, 1 - rank, 0); });
+    // None took a collective id or sent a byte: the communicator still agrees.
+    buf[static_cast<std::size_t>(rank)] = 40 + static_cast<std::size_t>(rank);
+    b.allgather(buf.data(), sizeof(std::size_t));
+    expect(buf[0] == 40 && buf[1] == 41, "allgather after the rejected calls");
+  }));
+}
+
+TEST_CASE("a message over TETHER_MAX_PAYLOAD_BYTES is InvalidArgument at the sender, naming the variable",
+          "[multiproc][errors]") {
+  require(test::runRanks(2, [](int rank, const UniqueId& id) {
+    ::putenv(const_cast<char*>("TETHER_MAX_PAYLOAD_BYTES=65536"));
+    TcpBootstrap b(rank, 2, id, opts(10000));
+    std::vector<unsigned char> big(65537, 1);
+    const std::string r = "rank " + std::to_string(rank) + ": ";
+    const std::string what = " 65537 bytes is more than TETHER_MAX_PAYLOAD_BYTES=65536";
+    if (rank == 0) {
+      expectError(ErrorCode::InvalidArgument, r + "send:" + what, [&] { b.send(big.data(), big.size(), 1, 3); });
+      expectError(ErrorCode::InvalidArgument, r + "isend:" + what, [&] { b.isend(big.data(), big.size(), 1, 3); });
+      b.send(big.data(), 65536, 1, 3);  // at the limit: delivered
+    } else {
+      // No sender could send it: refused at the receiver too, not left to its deadline.
+      expectError(ErrorCode::InvalidArgument, r + "recv:" + what, [&] { b.recv(big.data(), big.size(), 0, 3); });
+      b.recv(big.data(), 65536, 0, 3);
+    }
+    b.barrier();  // nobody was blamed: the communicator still works
+  }));
 }
 
 TEST_CASE("a bad algorithm setting is rejected at construction, naming the variable", "[multiproc][errors]") {

@@ -59,6 +59,10 @@ TEST_CASE("nonblocking: ibarrier, iallgather and ialltoall while an irecv is pen
     std::vector<int> out(n, -1), in(n);
     for (int i = 0; i < n; ++i) in[i] = r * 10 + i;
     Request a2a = b.ialltoall(in.data(), out.data(), sizeof(int));
+    // A blocking collective while this thread's nonblocking ones are in
+    // flight stays legal (docs/design.md, "Threads"): only a call made while
+    // another thread's collective call is in progress is refused.
+    b.barrier();
     // Waited for in the reverse order of starting: completion order is free.
     a2a.wait();
     gather.wait();

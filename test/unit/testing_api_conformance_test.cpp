@@ -1,7 +1,10 @@
 // The same scenarios, asserted inside the rank bodies, run over InProcessWorld
 // (threads) and over TcpBootstrap (forked ranks): the testing API must keep the
 // contract of the real implementation — contents, matching, error codes.
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <functional>
 #include <memory>
 #include <string>
@@ -26,7 +29,7 @@ using tether::testing::InProcessWorld;
 namespace {
 
 struct Scenario {
-  const char* name;
+  std::string name;
   int nranks;
   std::function<void(Bootstrap&)> body;  // throws when the rank sees something unexpected
 };
@@ -71,6 +74,86 @@ void expectMismatchEndsWorld(Bootstrap& b, const std::function<void()>& call, bo
   int value = 0;
   auto after = errorFrom([&] { b.recv(&value, sizeof value, 1 - b.rank(), 77); });
   expectCode(after, ErrorCode::Aborted, "a receive after the mismatch");
+}
+
+// The two threads of a rank meet before each call, so that their calls
+// overlap (unsynchronised, one thread often ran all its calls first).
+class Meeting {
+ public:
+  void meet() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (over_) return;
+    const long round = round_;
+    if (++arrived_ == 2) {
+      arrived_ = 0;
+      ++round_;
+      wake_.notify_all();
+      return;
+    }
+    wake_.wait(lock, [&] { return round_ != round || over_; });
+  }
+  void leave() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    over_ = true;
+    wake_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  int arrived_ = 0;
+  long round_ = 0;
+  bool over_ = false;
+};
+
+// One rank of "two threads, 30 all-gathers each, on one communicator": the
+// threads' calls have no order every rank shares. Before the check no call
+// failed and results held the peer's other thread's payload; now a rank
+// whose threads' calls met reports it — InvalidArgument to the caller, then
+// the abort (naming it) of every rank — and no result is wrong in silence.
+void twoThreadsOnOneCommunicator(Bootstrap& b) {
+  constexpr int kCalls = 30;
+  const int me = b.rank(), peer = 1 - me;
+  b.setTimeout(milliseconds(10000));  // a misuse must not hang a test
+  std::mutex mutex;
+  std::vector<std::string> errors;
+  int done = 0, wrong = 0;
+  Meeting meeting;
+  auto caller = [&](int thread) {
+    for (int i = 0; i < kCalls; ++i) {
+      meeting.meet();
+      std::vector<int> all(2, -1);
+      all[static_cast<std::size_t>(me)] = me * 10 + thread;
+      try {
+        b.allgather(all.data(), sizeof(int));
+      } catch (const tether::Error& e) {
+        {
+          std::lock_guard<std::mutex> lock(mutex);
+          errors.push_back(std::string(tether::toString(e.code())) + ": " + e.what());
+        }
+        if (e.code() == ErrorCode::InvalidArgument) b.abort(std::string("misuse: ") + e.what());
+        meeting.leave();
+        return;
+      }
+      std::lock_guard<std::mutex> lock(mutex);
+      ++done;
+      if (all[static_cast<std::size_t>(peer)] != peer * 10 + thread) ++wrong;
+    }
+    meeting.leave();
+  };
+  std::thread first(caller, 0), second(caller, 1);
+  first.join();
+  second.join();
+  check(!errors.empty() || wrong == 0, "no error, and " + std::to_string(wrong) + " of " + std::to_string(done) +
+                                           " results hold the peer's other thread's payload");
+  if (errors.empty()) return;  // the calls never met here or on the peer
+  bool named = false;
+  for (const auto& e : errors) {
+    if (contains(e, "called while allgather") && contains(e, "give each thread its own communicator (split())"))
+      named = true;
+    check(!contains(e, "InvalidArgument") || contains(e, "(split())"), "an InvalidArgument without the rule: " + e);
+  }
+  check(named, "no error names the misuse: " + errors.front());
 }
 
 std::vector<Scenario> scenarios() {
@@ -289,6 +372,57 @@ std::vector<Scenario> scenarios() {
                           std::string("timeout text: ") + e.what());
                     check(e.peer() == 1, "peer() names the rank waited for");
                   }});
+  list.push_back({"a collective while another thread's collective is in flight fails at once, naming both and split()",
+                  2, [](Bootstrap& b) {
+                    const int me = b.rank();
+                    if (me == 1) {
+                      int go = 0;
+                      b.recv(&go, sizeof go, 0, 41);  // rank 0 has seen the refusal
+                      std::vector<int> all = {-1, 11};
+                      b.allgather(all.data(), sizeof(int));
+                      check(all[0] == 10, "rank 1's allgather pairs with rank 0's call that went ahead");
+                    } else {
+                      // Rank 1 joins only once the second call was refused: the
+                      // first stays in flight meanwhile, whichever thread it is.
+                      std::vector<int> mine = {10, -1}, other = {10, -1};
+                      std::string refused;
+                      auto call = [&](std::vector<int>& buf) {
+                        try {
+                          b.allgather(buf.data(), sizeof(int));
+                          return true;
+                        } catch (const tether::Error& e) {
+                          refused = e.what();
+                          expectCode(e, ErrorCode::InvalidArgument, "the concurrent collective");
+                          int go = 1;
+                          b.send(&go, sizeof go, 1, 41);  // point-to-point from any thread stays allowed
+                          return false;
+                        }
+                      };
+                      bool threadOk = false;
+                      std::thread thread([&] { threadOk = call(mine); });
+                      std::this_thread::sleep_for(milliseconds(100));
+                      const bool mainOk = call(other);
+                      thread.join();
+                      check(threadOk != mainOk, "exactly one of the two calls is refused");
+                      check(contains(refused, "rank 0: allgather: called while allgather") &&
+                                contains(refused,
+                                         "of this communicator is in flight on this rank (another thread's "
+                                         "call)") &&
+                                contains(refused, "give each thread its own communicator (split())"),
+                            "refusal text: " + refused);
+                      check((threadOk ? mine : other)[1] == 11, "the call that went ahead got rank 1's block");
+                    }
+                    // The refused call took no collective id: the ranks still agree.
+                    std::vector<int> all = {-1, -1};
+                    all[static_cast<std::size_t>(me)] = 20 + me;
+                    b.allgather(all.data(), sizeof(int));
+                    check(all[0] == 20 && all[1] == 21, "allgather after the refusal");
+                  }});
+  for (const char* trial : {"1", "2", "3", "4", "5"})
+    list.push_back({(std::string("two threads x 30 all-gathers on one communicator: the misuse is reported on "
+                                 "every rank (trial ") +
+                     trial + " of 5)"),
+                    2, twoThreadsOnOneCommunicator});
   return list;
 }
 

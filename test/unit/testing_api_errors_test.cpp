@@ -2,6 +2,7 @@
 // give the same error codes as TcpBootstrap, with messages naming rank, peer
 // and operation.
 #include <chrono>
+#include <cstdint>
 #include <thread>
 #include <vector>
 
@@ -260,8 +261,11 @@ TEST_CASE("a mismatch is noticed even from a peer we are not waiting on", "[test
     b.setTimeout(milliseconds(2000));
     int data[3] = {0, 0, 0};
     try {
-      // Rank 2 broadcasts from root 0, which never calls; rank 1 thinks the
-      // root is 1 and sends. Rank 2 notices while still waiting on rank 0.
+      // Rank 2 broadcasts from root 0, which never calls (it waits in a
+      // recv, ended by rank 2's abort: a rank whose body returned would fail
+      // rank 2 at once); rank 1 thinks the root is 1 and sends. Rank 2
+      // notices while still waiting on rank 0.
+      if (b.rank() == 0) b.recv(data, sizeof(int), 2, 99);
       if (b.rank() != 0) b.broadcast(data, sizeof(int), b.rank() == 1 ? 1 : 0);
     } catch (const Error& e) {
       outcomes[b.rank()].record(e);
@@ -369,6 +373,19 @@ TEST_CASE("invalid arguments are InvalidArgument naming rank, peer and operation
   expectInvalid(errorFrom([&] { b->barrier({2, 7}); }), "subset barrier: rank 7 is out of range");
   expectInvalid(errorFrom([&] { b->split(-5, 0); }), "rank 2: split: negative color -5");
   expectInvalid(errorFrom([&] { b->setTimeout(milliseconds(-1)); }), "rank 2: setTimeout: negative timeout");
+  // Totals that overflow size_t, and buffers past the end of the address space.
+  const std::size_t huge = SIZE_MAX / 4 + 2;  // x 4 ranks wraps
+  expectInvalid(errorFrom([&] { b->allgather(buffer.data(), huge); }),
+                "rank 2: allgather: bytesPerRank x ranks = " + std::to_string(huge) + " x 4 overflows size_t");
+  expectInvalid(errorFrom([&] { b->alltoall(buffer.data(), buffer.data(), huge); }),
+                "rank 2: alltoall: bytesPerRank x ranks");
+  std::size_t counts[4] = {1, 1, 1, 1}, displs[4] = {0, 1, 2, SIZE_MAX};
+  expectInvalid(errorFrom([&] { b->alltoallv(buffer.data(), counts, displs, buffer.data() + 4, counts, counts); }),
+                "rank 2: alltoallv: sendDispls[3] + sendCounts[3] = " + std::to_string(SIZE_MAX) + " + 1 overflows");
+  expectInvalid(
+      errorFrom([&] { b->broadcast(buffer.data(), SIZE_MAX - 8, 0); }),
+      "rank 2: broadcast: a buffer of " + std::to_string(SIZE_MAX - 8) + " bytes does not fit in the address space");
+  expectInvalid(errorFrom([&] { b->send(buffer.data(), SIZE_MAX - 8, 1, 0); }), "rank 2: send: a buffer of");
   REQUIRE(errorFrom([&] { b->send(&value, 4, 9, 0); }).peer() == 9);
   REQUIRE(errorFrom([] { InProcessWorld bad(0); }).code() == ErrorCode::InvalidArgument);
   REQUIRE(errorFrom([] { InProcessWorld bad(2, 3); }).code() == ErrorCode::InvalidArgument);
@@ -379,4 +396,58 @@ TEST_CASE("invalid arguments are InvalidArgument naming rank, peer and operation
     rank.allgather(all.data() + 0, 0);
     rank.barrier();
   });
+}
+
+// As TcpBootstrap fails the peers of a rank that closed its bootstrap ("lost
+// rank 2: it closed its bootstrap"), a rank whose body returned fails the
+// ranks still waiting for it at once, not at their deadline.
+TEST_CASE("a rank whose body returns early fails its peers at once with PeerLost, as TcpBootstrap does",
+          "[testing-api]") {
+  InProcessWorld world(3);
+  std::vector<Outcome> outcomes(3);
+  std::vector<long long> elapsedMs(3, 0);
+  int early = -1;
+  world.run([&](Bootstrap& b) {
+    b.setTimeout(milliseconds(60000));
+    if (b.rank() == 2) {
+      int token = 7;
+      b.send(&token, sizeof token, 1, 5);  // sent before leaving: still delivered
+      return;
+    }
+    const auto start = Clock::now();
+    try {
+      if (b.rank() == 1) {
+        int token = 0;
+        b.recv(&token, sizeof token, 2, 5);
+        early = token;
+        b.recv(&token, sizeof token, 2, 5);  // never sent
+      } else {
+        int token = 0;
+        b.recv(&token, sizeof token, 2, 6);  // never sent
+      }
+    } catch (const Error& e) {
+      outcomes[static_cast<std::size_t>(b.rank())].record(e);
+    }
+    elapsedMs[static_cast<std::size_t>(b.rank())] =
+        std::chrono::duration_cast<milliseconds>(Clock::now() - start).count();
+  });
+  CAPTURE(outcomes[1].message, outcomes[0].message);
+  REQUIRE(early == 7);
+  REQUIRE(outcomes[1].code == ErrorCode::PeerLost);
+  REQUIRE(outcomes[1].peer == 2);
+  REQUIRE(contains(outcomes[1].message, "rank 1: recv from rank 2 tag 5: lost rank 2: it closed its bootstrap"));
+  REQUIRE(elapsedMs[1] < 20000);  // well before the 60 s deadline
+  REQUIRE(outcomes[0].code == ErrorCode::PeerLost);
+  REQUIRE(contains(outcomes[0].message, "rank 0: recv from rank 2 tag 6: lost rank 2: it closed its bootstrap"));
+  REQUIRE(elapsedMs[0] < 20000);
+  // A world collective waiting for it fails the same way (and, as over TCP, aborts the world).
+  auto e = errorFrom([&] {
+    world.run([](Bootstrap& b) {
+      b.setTimeout(milliseconds(60000));
+      if (b.rank() != 2) b.barrier();
+    });
+  });
+  CAPTURE(e.what());
+  REQUIRE((e.code() == ErrorCode::PeerLost || e.code() == ErrorCode::Aborted));
+  REQUIRE(contains(e.what(), "barrier#1: lost rank 2: it closed its bootstrap"));
 }

@@ -37,8 +37,28 @@ inline void tag(int rank, const std::string& op, int tag) {
   if (tag < 0) invalid(rank, op, "negative tag " + std::to_string(tag));
 }
 
+// A buffer of `bytes` at `data`: present, and not running past the end of
+// the address space (a size no buffer can have, e.g. a negative count cast
+// to size_t).
 inline void buffer(int rank, const std::string& op, const void* data, std::size_t bytes) {
   if (!data && bytes) invalid(rank, op, "null buffer for " + std::to_string(bytes) + " bytes");
+  if (data && bytes > UINTPTR_MAX - reinterpret_cast<std::uintptr_t>(data))
+    invalid(rank, op, "a buffer of " + std::to_string(bytes) + " bytes does not fit in the address space");
+}
+
+// `count` blocks of `bytes`: their total, or InvalidArgument if it overflows
+// size_t (`what` names the product, e.g. "bytesPerRank x ranks").
+inline std::size_t product(int rank, const std::string& op, std::size_t bytes, std::size_t count, const char* what) {
+  if (count != 0 && bytes > SIZE_MAX / count)
+    invalid(rank, op,
+            std::string(what) + " = " + std::to_string(bytes) + " x " + std::to_string(count) + " overflows size_t");
+  return bytes * count;
+}
+
+// allgather: the buffer holds every rank's block.
+inline void allgather(int rank, int size, const std::string& op, const void* data, std::size_t bytesPerRank) {
+  buffer(rank, op, data, bytesPerRank);
+  buffer(rank, op, data, product(rank, op, bytesPerRank, static_cast<std::size_t>(size), "bytesPerRank x ranks"));
 }
 
 inline bool overlap(const void* a, std::size_t aBytes, const void* b, std::size_t bBytes) {
@@ -48,12 +68,13 @@ inline bool overlap(const void* a, std::size_t aBytes, const void* b, std::size_
 }
 
 // alltoall: the same buffer for both (in place) is allowed; a partial overlap is not.
-inline void alltoall(int rank, int size, const void* send, const void* recv, std::size_t bytesPerRank) {
-  const std::size_t total = bytesPerRank * static_cast<std::size_t>(size);
-  buffer(rank, "alltoall", send, total);
-  buffer(rank, "alltoall", recv, total);
+inline void alltoall(int rank, int size, const void* send, const void* recv, std::size_t bytesPerRank,
+                     const std::string& op = "alltoall") {
+  const std::size_t total = product(rank, op, bytesPerRank, static_cast<std::size_t>(size), "bytesPerRank x ranks");
+  buffer(rank, op, send, total);
+  buffer(rank, op, recv, total);
   if (send != recv && overlap(send, total, recv, total))
-    invalid(rank, "alltoall", "send and receive buffers overlap (pass the same pointer for in place)");
+    invalid(rank, op, "send and receive buffers overlap (pass the same pointer for in place)");
 }
 
 // alltoallv: counts and displacements present, this rank's block to itself
@@ -64,9 +85,17 @@ inline void alltoallv(int rank, int size, const void* send, const std::size_t* s
   const char* op = "alltoallv";
   if (!sendCounts || !sendDispls || !recvCounts || !recvDispls) invalid(rank, op, "null count or displacement array");
   std::size_t sendExtent = 0, recvExtent = 0;
+  auto end = [&](const char* side, const std::size_t* displs, const std::size_t* counts, int p) {
+    if (displs[p] > SIZE_MAX - counts[p])
+      invalid(rank, op,
+              std::string(side) + "Displs[" + std::to_string(p) + "] + " + side + "Counts[" + std::to_string(p) +
+                  "] = " + std::to_string(displs[p]) + " + " + std::to_string(counts[p]) + " overflows size_t",
+              p);
+    return displs[p] + counts[p];
+  };
   for (int p = 0; p < size; ++p) {
-    if (sendCounts[p]) sendExtent = std::max(sendExtent, sendDispls[p] + sendCounts[p]);
-    if (recvCounts[p]) recvExtent = std::max(recvExtent, recvDispls[p] + recvCounts[p]);
+    if (sendCounts[p]) sendExtent = std::max(sendExtent, end("send", sendDispls, sendCounts, p));
+    if (recvCounts[p]) recvExtent = std::max(recvExtent, end("recv", recvDispls, recvCounts, p));
   }
   if (sendCounts[rank] != recvCounts[rank])
     invalid(rank, op,
@@ -75,6 +104,17 @@ inline void alltoallv(int rank, int size, const void* send, const std::size_t* s
   buffer(rank, op, send, sendExtent);
   buffer(rank, op, recv, recvExtent);
   if (overlap(send, sendExtent, recv, recvExtent)) invalid(rank, op, "send and receive buffers overlap");
+}
+
+// A point-to-point message travels as one frame: larger than the receiver's
+// TETHER_MAX_PAYLOAD_BYTES (`limit`, the same on every rank) it could never
+// be accepted, so it is refused here, at either end.
+inline void payload(int rank, const std::string& op, std::size_t bytes, std::uint64_t limit) {
+  if (bytes > limit)
+    invalid(rank, op,
+            std::to_string(bytes) + " bytes is more than TETHER_MAX_PAYLOAD_BYTES=" + std::to_string(limit) +
+                ", the largest message a receiver accepts (send it in parts, or raise TETHER_MAX_PAYLOAD_BYTES on "
+                "every rank)");
 }
 
 inline void root(int rank, int size, int root) { inRange(rank, size, "broadcast", "root", root); }

@@ -78,9 +78,11 @@ class InProcessWorld {
     std::vector<std::pair<int, std::exception_ptr>> failures;  // in the order they happened
     std::vector<std::thread> threads;
     threads.reserve(ranks_.size());
+    for (int r = 0; r < size(); ++r) state_->setLeft(r, false);
     auto rankMain = [&](int r) {
       try {
         body(*ranks_[static_cast<std::size_t>(r)]);
+        state_->setLeft(r, true);  // like a closed TcpBootstrap: peers waiting on it fail at once
       } catch (...) {
         {
           std::lock_guard<std::mutex> lock(failuresMutex);
@@ -97,6 +99,9 @@ class InProcessWorld {
       throw;
     }
     for (auto& thread : threads) thread.join();
+    // Ranks "left" only while the run lasts: after it, the bootstraps may be
+    // driven from the caller's own threads again.
+    for (int r = 0; r < size(); ++r) state_->setLeft(r, false);
     if (failures.empty()) return;
 
     // The failure to report is the first one that is not merely the abort

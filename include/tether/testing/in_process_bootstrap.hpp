@@ -22,6 +22,7 @@
 
 #include "tether/bootstrap.hpp"
 #include "tether/detail/args.hpp"
+#include "tether/detail/call_slot.hpp"
 #include "tether/detail/coll/settings.hpp"
 #include "tether/detail/coll/table.hpp"
 #include "tether/error.hpp"
@@ -90,7 +91,7 @@ class InProcessBootstrap : public Bootstrap {
   }
 
   void allgather(void* allData, std::size_t bytesPerRank) override {
-    tether::detail::args::buffer(rank(), "allgather", allData, bytesPerRank);
+    tether::detail::args::allgather(rank(), size(), "allgather", allData, bytesPerRank);
     Call call;
     call.op = Op::Allgather;
     call.bytes = bytesPerRank;
@@ -142,6 +143,7 @@ class InProcessBootstrap : public Bootstrap {
 
   void barrier(const std::vector<int>& ranks) override {
     const std::vector<int> group = tether::detail::args::subset(rank(), size(), ranks);
+    tether::detail::CallSlot::Scope scope(calling_, rank(), "subset barrier");
     std::uint64_t groupId = group.size(), count;
     for (int r : group) groupId = detail::mix(groupId, static_cast<std::uint64_t>(r));
     {
@@ -151,6 +153,7 @@ class InProcessBootstrap : public Bootstrap {
     detail::OpStamp op;
     op.name = nameOf(Op::SubsetBarrier);
     op.id = count;
+    calling_.rename(op.call());
     detail::ChannelKey key;
     key.channel = detail::Channel::SubsetBarrier;
     key.group = groupId;
@@ -224,6 +227,7 @@ class InProcessBootstrap : public Bootstrap {
   // Numbers the call, replays its plan, and marks the communicator unusable
   // if it fails (the ranks no longer agree on where they are). Returns the id.
   std::uint64_t collective(const Call& call, const void* in, void* out) {
+    tether::detail::CallSlot::Scope scope(calling_, rank(), nameOf(call.op));
     detail::OpStamp op;
     op.name = nameOf(call.op);
     op.root = call.op == Op::Broadcast ? call.root : -1;
@@ -232,6 +236,7 @@ class InProcessBootstrap : public Bootstrap {
       std::lock_guard<std::mutex> lock(stateMutex_);
       op.id = nextCollectiveId_++;
     }
+    calling_.rename(op.call());
     detail::ChannelKey key;
     key.channel = detail::Channel::Collective;
     key.sequence = op.id;
@@ -339,7 +344,8 @@ class InProcessBootstrap : public Bootstrap {
   }
 
   detail::Endpoint endpoint_;
-  std::mutex stateMutex_;  // guards the counters below
+  tether::detail::CallSlot calling_;  // one collective call at a time (call_slot.hpp)
+  std::mutex stateMutex_;             // guards the counters below
   std::uint64_t nextCollectiveId_ = 1;
   std::string brokenBy_;  // first failed collective's message; empty while usable
   std::map<std::vector<int>, std::uint64_t> subsetBarriers_;

@@ -176,6 +176,14 @@ class Endpoint {
          "aborted by rank " + std::to_string(box.abortedBy) + ": " + box.abortReason);
   }
 
+  // `peer` (a rank here) left, as TcpBootstrap says of a peer that closed its
+  // bootstrap: PeerLost "lost rank P: it closed its bootstrap".
+  void throwIfLeftLocked(const std::string& where, int peer) const {
+    if (peer < 0 || peer >= size() || !world_->left[static_cast<std::size_t>(worldRankOf(peer))]) return;
+    fail(ErrorCode::PeerLost, where, peer,
+         "lost rank " + std::to_string(peer) + ": it closed its bootstrap (its body returned)");
+  }
+
   // Sleeps on this rank's condition variable until ready(), an abort, or the deadline.
   template <class Ready>
   void waitLocked(std::unique_lock<std::mutex>& lock, Clock::time_point until, const std::string& where, int peer,
@@ -184,6 +192,7 @@ class Endpoint {
     for (;;) {
       throwIfAbortedLocked(where);
       if (ready()) return;
+      throwIfLeftLocked(where, peer);
       if (box.wake.wait_until(lock, until) == std::cv_status::timeout) {
         throwIfAbortedLocked(where);
         if (ready()) return;

@@ -49,6 +49,9 @@ struct WorldState {
   const std::chrono::milliseconds defaultTimeout;
   std::mutex mutex;
   std::vector<std::unique_ptr<RankMailbox>> mailboxes;  // by world rank
+  // By world rank: its body returned (InProcessWorld::run), as a TcpBootstrap
+  // that was closed — a peer waiting for what it never sent fails at once.
+  std::vector<char> left = std::vector<char>(static_cast<std::size_t>(nranks), 0);
 
   int nodeOf(int worldRank) const { return worldRank / nranksPerNode; }
 
@@ -57,6 +60,14 @@ struct WorldState {
     RankMailbox& box = *mailboxes[static_cast<std::size_t>(dstWorld)];
     box.inbox[key].push_back(std::move(message));
     box.wake.notify_all();
+  }
+
+  // `worldRank` left (its body returned) or, with gone = false, is back for a
+  // new run; wakes every waiter.
+  void setLeft(int worldRank, bool gone) {
+    std::lock_guard<std::mutex> lock(mutex);
+    left[static_cast<std::size_t>(worldRank)] = gone ? 1 : 0;
+    for (auto& box : mailboxes) box->wake.notify_all();
   }
 
   // Marks every rank aborted (the first reason wins per rank) and wakes all
