@@ -89,6 +89,10 @@ class ByteReader {
     return std::string(reinterpret_cast<const char*>(b), n);
   }
   std::size_t remaining() const { return n_ - off_; }
+  // A decoded message must use every byte: trailing ones are an error naming `what`.
+  void expectEnd(const char* what) const {
+    if (remaining() != 0) throw std::invalid_argument(std::string(what) + " has trailing bytes");
+  }
 
  private:
   const unsigned char* take(std::size_t n) {

@@ -7,10 +7,6 @@
 namespace tether::wire {
 namespace {
 
-void checkFullyRead(const ByteReader& r, const char* what) {
-  if (r.remaining() != 0) throw std::invalid_argument(std::string(what) + " has trailing bytes");
-}
-
 void putAddress(ByteWriter& w, const PeerAddress& a) {
   w.u8(a.family);
   w.bytes(a.addr.data(), a.addr.size());
@@ -101,7 +97,7 @@ Challenge decodeChallenge(const std::vector<unsigned char>& b) {
   Challenge m;
   m.rank = r.u32();
   r.bytes(m.nonce.data(), m.nonce.size());
-  checkFullyRead(r, "challenge");
+  r.expectEnd("challenge");
   return m;
 }
 
@@ -114,7 +110,7 @@ Hello decodeHello(const std::vector<unsigned char>& b) {
   m.epoch = r.u32();
   r.bytes(m.nonce.data(), m.nonce.size());
   r.bytes(m.proof.data(), m.proof.size());
-  checkFullyRead(r, "hello");
+  r.expectEnd("hello");
   return m;
 }
 
@@ -122,7 +118,7 @@ Welcome decodeWelcome(const std::vector<unsigned char>& b) {
   ByteReader r(b.data(), b.size());
   Welcome m;
   r.bytes(m.proof.data(), m.proof.size());
-  checkFullyRead(r, "welcome");
+  r.expectEnd("welcome");
   return m;
 }
 
@@ -131,7 +127,7 @@ Reject decodeReject(const std::vector<unsigned char>& b) {
   Reject m;
   m.code = static_cast<RejectCode>(r.u16());
   m.reason = r.str();
-  checkFullyRead(r, "reject");
+  r.expectEnd("reject");
   return m;
 }
 
@@ -140,7 +136,7 @@ Register decodeRegister(const std::vector<unsigned char>& b) {
   Register m;
   m.rank = r.u32();
   m.address = getAddress(r);
-  checkFullyRead(r, "register");
+  r.expectEnd("register");
   return m;
 }
 

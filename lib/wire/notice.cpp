@@ -5,13 +5,6 @@
 #include "base/bytes.hpp"
 
 namespace tether::wire {
-namespace {
-
-void checkFullyRead(const ByteReader& r, const char* what) {
-  if (r.remaining() != 0) throw std::invalid_argument(std::string(what) + " has trailing bytes");
-}
-
-}  // namespace
 
 std::vector<unsigned char> encode(const AbortNotice& m) {
   std::vector<unsigned char> out;
@@ -47,7 +40,7 @@ AbortNotice decodeAbortNotice(const std::vector<unsigned char>& b) {
   m.origin = r.u32();
   m.reason = r.str();
   m.lost = r.u32();
-  checkFullyRead(r, "abort notice");
+  r.expectEnd("abort notice");
   return m;
 }
 
@@ -57,7 +50,7 @@ StatusQuery decodeStatusQuery(const std::vector<unsigned char>& b) {
   m.id = r.u32();
   m.comm = r.u64();
   m.coll = r.u64();
-  checkFullyRead(r, "status query");
+  r.expectEnd("status query");
   return m;
 }
 
@@ -70,7 +63,7 @@ StatusAnswer decodeStatusAnswer(const std::vector<unsigned char>& b) {
   m.state = static_cast<StallState>(s);
   m.waitsOn = r.u32();
   m.doing = r.str();
-  checkFullyRead(r, "status answer");
+  r.expectEnd("status answer");
   return m;
 }
 
