@@ -88,7 +88,7 @@ int capi_bad_arguments(int rank, int nranks, const tether_unique_id_t* id, char*
   FAILS(tether_broadcast(comm, block, SIZE_MAX - 8, 0), TETHER_ERR_INVALID_ARGUMENT, "address space");
   {
     void* none = NULL;
-    EXPECT(tether_oob_allgather(block, block, SIZE_MAX / 2 + 2, comm, &none) == -TETHER_ERR_INVALID_ARGUMENT &&
+    EXPECT(tether_oob_allgather(block, block, SIZE_MAX / 2 + 2, comm, &none) == TETHER_OOB_ERR_INVALID_PARAM &&
                none == NULL,
            "oob allgather with an overflowing size: %s", tether_last_error());
   }
