@@ -18,6 +18,7 @@ import subprocess
 import sys
 
 MAX_PLUGIN_LIBS = 9
+SANITIZER_RUNTIMES = ("libasan.so", "libubsan.so", "libtsan.so", "liblsan.so")
 LAZY = ("libpmix", "libibverbs", "libhwloc", "libmunge", "libevent", "libnl-", "libudev")
 ALLOWED = re.compile(
     r"^(?:(?:vtable|VTT|typeinfo|typeinfo name|guard variable) for |(?:non-)?virtual thunk to )?tether::"
@@ -58,7 +59,12 @@ def check_library(path, api=True):
 
 def check_plugin(path):
     out = subprocess.run(["ldd", path], check=True, capture_output=True, text=True).stdout
-    libs = [line.split()[0] for line in out.splitlines() if line.strip() and "linux-vdso" not in line]
+    # The vDSO and a sanitizer's runtime (ASan/UBSan/TSan builds) are not the plug-in's own.
+    libs = [
+        line.split()[0]
+        for line in out.splitlines()
+        if line.strip() and "linux-vdso" not in line and not line.split()[0].startswith(SANITIZER_RUNTIMES)
+    ]
     lazy = [lib for lib in libs if lib.startswith(LAZY)]
     if lazy:
         fail(f"{path} loads {', '.join(lazy)} at dlopen; they must be opened on first use")

@@ -93,8 +93,17 @@ class Endpoint {
     PostedRecvGuard guard{box, key, ticket};
 
     const std::string waitingFor = "a message with tag " + std::to_string(tag) + " from rank " + std::to_string(peer);
-    waitLocked(lock, until, where, peer, waitingFor,
-               [&] { return box.postedRecvs[key].front() == ticket && box.inbox.count(key) != 0; });
+    // Messages already here for the receives ahead of this one and for it:
+    // the sender leaving does not take them away.
+    auto queuedForUs = [&] {
+      const auto& queue = box.postedRecvs[key];
+      const auto ahead = static_cast<std::size_t>(std::find(queue.begin(), queue.end(), ticket) - queue.begin());
+      auto in = box.inbox.find(key);
+      return in != box.inbox.end() && in->second.size() > ahead;
+    };
+    waitLocked(
+        lock, until, where, peer, waitingFor,
+        [&] { return box.postedRecvs[key].front() == ticket && box.inbox.count(key) != 0; }, queuedForUs);
     Message message = popLocked(box, key);
     if (message.payload.size() != bytes) {
       fail(ErrorCode::Protocol, where, peer,
@@ -184,21 +193,28 @@ class Endpoint {
          "lost rank " + std::to_string(peer) + ": it closed its bootstrap (its body returned)");
   }
 
-  // Sleeps on this rank's condition variable until ready(), an abort, or the deadline.
-  template <class Ready>
+  // Sleeps on this rank's condition variable until ready(), an abort, or the
+  // deadline. A peer that left fails the wait unless queued(): what it waits
+  // for is already here (behind another thread's receive).
+  template <class Ready, class Queued>
   void waitLocked(std::unique_lock<std::mutex>& lock, Clock::time_point until, const std::string& where, int peer,
-                  const std::string& waitingFor, Ready ready) const {
+                  const std::string& waitingFor, Ready ready, Queued queued) const {
     RankMailbox& box = mailbox();
     for (;;) {
       throwIfAbortedLocked(where);
       if (ready()) return;
-      throwIfLeftLocked(where, peer);
+      if (!queued()) throwIfLeftLocked(where, peer);
       if (box.wake.wait_until(lock, until) == std::cv_status::timeout) {
         throwIfAbortedLocked(where);
         if (ready()) return;
         fail(ErrorCode::Timeout, where, peer, "timed out waiting for " + waitingFor);
       }
     }
+  }
+  template <class Ready>
+  void waitLocked(std::unique_lock<std::mutex>& lock, Clock::time_point until, const std::string& where, int peer,
+                  const std::string& waitingFor, Ready ready) const {
+    waitLocked(lock, until, where, peer, waitingFor, ready, [] { return false; });
   }
 
   static bool sameCall(const ChannelKey& a, const ChannelKey& b) {
