@@ -10,6 +10,11 @@ namespace tether {
 
 namespace asio = boost::asio;
 
+namespace {
+// How long to wait before asking a rank again that answered "running, waiting for nothing".
+constexpr auto kAskAgain = std::chrono::milliseconds(20);
+}  // namespace
+
 asio::awaitable<StallProbe::Finding> StallProbe::findBehind(std::uint64_t comm, std::uint64_t coll,
                                                             std::string collName, int first,
                                                             std::chrono::milliseconds budget) {
@@ -54,7 +59,17 @@ asio::awaitable<StallProbe::Finding> StallProbe::findBehind(std::uint64_t comm, 
         break;
     }
     const int next = answer->waitsOn == wire::kNoRank ? -1 : static_cast<int>(answer->waitsOn);
-    if (next < 0) co_return Finding{fmt::format("rank {} is {}{}", cur, answer->doing, via()), -1};
+    if (next < 0) {
+      // Between two steps (nothing posted, nothing queued): ask again shortly
+      // while the budget lasts; a rank that is behind shows up as a wait.
+      if (std::chrono::steady_clock::now() + kAskAgain < deadline) {
+        chain.pop_back();
+        asio::steady_timer pause(io_, kAskAgain);
+        co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+        continue;
+      }
+      co_return Finding{fmt::format("rank {} is {}{}", cur, answer->doing, via()), -1};
+    }
     if (next == rank_ || std::find(chain.begin(), chain.end(), next) != chain.end()) {
       chain.push_back(next);
       co_return Finding{fmt::format("no rank found behind: the ranks wait on each other in {}{}", collName, via()), -1};
