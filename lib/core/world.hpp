@@ -207,6 +207,12 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
     for (const auto& peer : lingering_)
       for (const auto& l : peer) f(*l);
   }
+  // The current and lingering links to one peer.
+  template <class F>
+  void forEachLinkTo(int peer, F&& f) const {
+    if (const auto& l = links_[static_cast<std::size_t>(peer)]) f(*l);
+    for (const auto& l : lingering_[static_cast<std::size_t>(peer)]) f(*l);
+  }
   void sendControl(link::Link& link, wire::Kind kind, const std::vector<unsigned char>& payload);
   // To `peer` over its current link, dialling if needed; false if it is gone.
   bool sendControlTo(int peer, wire::Kind kind, const std::vector<unsigned char>& payload);

@@ -80,8 +80,8 @@ void World::postRecv(Op& op, const match::Key& key, void* buf, std::size_t len) 
   // A frame parked on a link from key.src: read it into this receive if it is
   // this receive's, else into the stash (this receive comes behind it).
   if (!self)
-    forEachLink([&](link::Link& l) {
-      if (l.peer() == static_cast<int>(key.src) && l.parked()) l.unpark(match::keyOf(key.src, *l.parked()) != key);
+    forEachLinkTo(static_cast<int>(key.src), [&](link::Link& l) {
+      if (l.parked()) l.unpark(match::keyOf(key.src, *l.parked()) != key);
     });
 }
 
