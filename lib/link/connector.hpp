@@ -105,7 +105,6 @@ class Admission {
 class Connector {
  public:
   Connector(asio::io_context& io, ConnectorConfig config, Admission& admission);
-  const ConnectorConfig& config() const { return cfg_; }
   // Accepts on `acceptor` (owned by the caller) until it is closed.
   void listen(tcp::acceptor& acceptor);
   // Dials `peer` at `ep` for its connection `epoch` (at most maxDials at once).

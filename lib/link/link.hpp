@@ -63,8 +63,6 @@ class Link : public std::enable_shared_from_this<Link> {
   int peer() const { return peer_; }
   std::uint32_t epoch() const { return epoch_; }
   State state() const { return state_; }
-  // Dialing or Up: the link frames to this peer go to.
-  bool current() const { return state_ == State::Dialing || state_ == State::Up; }
   const std::string& remote() const { return remote_; }
   // Nothing queued or being written.
   bool idle() const { return queue_.empty() && inFlight_ == 0; }
@@ -90,9 +88,6 @@ class Link : public std::enable_shared_from_this<Link> {
   // link becomes Closing at once; a Dialing one when it attaches.
   void sendGoodbye(wire::GoodbyeMode mode);
   bool goodbyeSent() const { return goodbyeSent_; }
-  bool goodbyeRead() const { return goodbyeRead_; }
-  bool finalGoodbyeRead() const { return goodbyeRead_ && readMode_ == wire::GoodbyeMode::Final; }
-  bool finalGoodbyeSent() const { return goodbyeSent_ && sentMode_ == wire::GoodbyeMode::Final; }
   // Our goodbye has been acknowledged (everything we wrote was read).
   bool ackRead() const { return ackRead_; }
   // Closed by the goodbye exchange (R2), not by an error.
