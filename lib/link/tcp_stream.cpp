@@ -1,0 +1,124 @@
+#include "link/tcp_stream.hpp"
+
+#include <netinet/tcp.h>
+
+#include <boost/asio/read.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <stdexcept>
+
+#include "base/endpoint.hpp"
+
+namespace tether::link {
+namespace {
+
+class TcpStream final : public Stream {
+ public:
+  TcpStream(tcp::socket socket, TcpOptions options, std::string peer)
+      : socket_(std::move(socket)), options_(options), peer_(std::move(peer)) {}
+
+  asio::awaitable<void> connect(const Endpoint& to) override {
+    if (to.kind != "tcp") throw std::invalid_argument("a TCP stream cannot connect to a '" + to.kind + "' endpoint");
+    auto hp = parseHostPort(to.address);
+    peer_ = to.address;
+    co_await socket_.async_connect(tcp::endpoint(asio::ip::make_address(hp.host), hp.port), asio::use_awaitable);
+    configure();
+  }
+
+  // Keepalive and TCP_USER_TIMEOUT bound how long a vanished host goes
+  // unnoticed; non-blocking mode lets Link try reads and writes directly
+  // (they report would_block instead of waiting).
+  void configure() {
+    boost::system::error_code ignored;
+    socket_.set_option(tcp::no_delay(true), ignored);
+    socket_.set_option(asio::socket_base::keep_alive(true), ignored);
+    int fd = socket_.native_handle();
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &options_.keepaliveIdleS, sizeof(int));
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &options_.keepaliveIntervalS, sizeof(int));
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &options_.keepaliveCount, sizeof(int));
+    // Unacknowledged data to a vanished host fails within the same bound.
+    unsigned userTimeoutMs =
+        static_cast<unsigned>((options_.keepaliveIdleS + options_.keepaliveIntervalS * options_.keepaliveCount) * 1000);
+    ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &userTimeoutMs, sizeof userTimeoutMs);
+    socket_.non_blocking(true, ignored);
+  }
+
+  std::size_t readSomeNow(asio::mutable_buffer buf, boost::system::error_code& ec) override {
+    std::size_t got = socket_.read_some(buf, ec);
+    if (ec == asio::error::try_again) ec = asio::error::would_block;
+    return got;
+  }
+  asio::awaitable<void> readable() override {
+    co_await socket_.async_wait(tcp::socket::wait_read, asio::use_awaitable);
+  }
+  asio::awaitable<void> read(asio::mutable_buffer buf) override {
+    co_await asio::async_read(socket_, buf, asio::use_awaitable);
+  }
+
+  std::size_t writeSomeNow(std::span<const asio::const_buffer> bufs, boost::system::error_code& ec) override {
+    std::size_t written = socket_.write_some(bufs, ec);
+    if (ec == asio::error::try_again) ec = asio::error::would_block;
+    return written;
+  }
+  asio::awaitable<void> write(std::vector<asio::const_buffer> bufs) override {
+    co_await asio::async_write(socket_, bufs, asio::use_awaitable);
+  }
+
+  void close() override {
+    boost::system::error_code ignored;
+    socket_.shutdown(tcp::socket::shutdown_both, ignored);
+    socket_.close(ignored);
+  }
+  const std::string& peer() const override { return peer_; }
+  asio::any_io_executor executor() override { return socket_.get_executor(); }
+
+ private:
+  tcp::socket socket_;
+  const TcpOptions options_;
+  std::string peer_;
+};
+
+}  // namespace
+
+Endpoint tcpEndpoint(const tcp::endpoint& ep) { return Endpoint{"tcp", toString(ep)}; }
+Endpoint tcpEndpoint(const PeerAddress& a) { return tcpEndpoint(toEndpoint(a)); }
+
+std::shared_ptr<Stream> TcpDialer::open() { return std::make_shared<TcpStream>(tcp::socket(io_), options_, "?"); }
+
+std::shared_ptr<TcpListener> TcpListener::open(asio::io_context& io, TcpOptions options, const tcp::endpoint& at,
+                                               bool reuseAddress, std::optional<int> adopted,
+                                               boost::system::error_code& ec) {
+  auto l = std::make_shared<TcpListener>(io, options);
+  auto& a = l->acceptor_;
+  if (adopted) {
+    a.assign(at.protocol(), *adopted, ec);
+  } else {
+    a.open(at.protocol(), ec);
+    if (!ec && reuseAddress) a.set_option(tcp::acceptor::reuse_address(true), ec);
+    if (!ec) a.bind(at, ec);
+  }
+  if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return nullptr;
+  return l;
+}
+
+asio::awaitable<std::shared_ptr<Stream>> TcpListener::accept() {
+  tcp::endpoint from;  // filled by accept(2): still known if the peer resets at once
+  tcp::socket s = co_await acceptor_.async_accept(from, asio::use_awaitable);
+  auto stream = std::make_shared<TcpStream>(std::move(s), options_, toString(from));
+  stream->configure();
+  co_return stream;
+}
+
+Endpoint TcpListener::address() const {
+  boost::system::error_code ec;
+  auto ep = acceptor_.local_endpoint(ec);
+  return ec ? Endpoint{"tcp", "?"} : tcpEndpoint(ep);
+}
+
+void TcpListener::close() {
+  boost::system::error_code ignored;
+  acceptor_.close(ignored);
+}
+
+}  // namespace tether::link
