@@ -13,6 +13,7 @@
 #include "base/endpoint.hpp"
 #include "base/env.hpp"
 #include "base/log.hpp"
+#include "link/tcp_stream.hpp"
 #include "rendezvous/reserved_listener.hpp"
 
 namespace tether {
@@ -25,19 +26,17 @@ link::ConnectorConfig connectorConfig(const WorldConfig& c) {
   k.secret = c.secret;
   k.worldId = c.worldId;
   k.handshakeTimeout = c.handshakeTimeout;
-  k.keepaliveIdleS = c.keepaliveIdleS;
-  k.keepaliveIntervalS = c.keepaliveIntervalS;
-  k.keepaliveCount = c.keepaliveCount;
   k.maxDials = c.maxDials;
   return k;
 }
+
+link::TcpOptions tcpOptions(const WorldConfig& c) { return {c.keepaliveIdleS, c.keepaliveIntervalS, c.keepaliveCount}; }
 
 }  // namespace
 
 World::World(WorldConfig config)
     : cfg_(std::move(config)),
-      acceptor_(io_),
-      connector_(io_, connectorConfig(cfg_), *this),
+      connector_(io_, connectorConfig(cfg_), *this, std::make_unique<link::TcpDialer>(io_, tcpOptions(cfg_))),
       links_(cfg_.nranks),
       lingering_(cfg_.nranks),
       epoch_(cfg_.nranks, 0),
@@ -84,22 +83,15 @@ void World::start() {
   // Listener first: peers may dial us as soon as the root publishes the table.
   boost::system::error_code ec;
   tcp::endpoint at = cfg_.root;
+  std::shared_ptr<link::TcpListener> listener;
   if (rank() == 0) {
-    if (auto fd = reserved::take(toPeerAddress(cfg_.root, 0))) {
-      acceptor_.assign(cfg_.root.protocol(), *fd, ec);  // bound by createUniqueId(), not listening yet
-      if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
-    } else {
-      acceptor_.open(cfg_.root.protocol(), ec);
-      if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
-      if (!ec) acceptor_.bind(cfg_.root, ec);
-      if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
-    }
+    // An adopted socket was bound by createUniqueId() (not listening yet).
+    auto fd = reserved::take(toPeerAddress(cfg_.root, 0));
+    listener = link::TcpListener::open(io_, tcpOptions(cfg_), cfg_.root, /*reuseAddress=*/true, fd, ec);
   } else {
     reserved::release(toPeerAddress(cfg_.root, 0));  // an inherited reservation is rank 0's, not ours
     at = tcp::endpoint(chooseListenAddress(cfg_.root.address(), cfg_.listenHost, rank()), 0);
-    acceptor_.open(at.protocol(), ec);
-    if (!ec) acceptor_.bind(at, ec);
-    if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+    listener = link::TcpListener::open(io_, tcpOptions(cfg_), at, /*reuseAddress=*/false, std::nullopt, ec);
   }
   if (ec) {
     // Another process listens on the root's port: another job given the same
@@ -113,7 +105,8 @@ void World::start() {
                             toString(at), ec.message(), hint),
                 rank());
   }
-  auto local = acceptor_.local_endpoint();
+  auto local = listener->localEndpoint();
+  listener_ = listener;
   tcp::endpoint advertised = local;
   std::string override = cfg_.advertiseFor ? cfg_.advertiseFor(toString(local)) : cfg_.advertise;
   if (!override.empty()) {
@@ -127,7 +120,7 @@ void World::start() {
   work_.emplace(io_.get_executor());
   driver_.start();
   asio::post(io_, [this] {
-    connector_.listen(acceptor_);
+    connector_.listen(listener_);
     rendezvous_->start(self_);
   });
 }
@@ -209,8 +202,7 @@ void World::armDrain(const std::shared_ptr<Completion>& done, std::chrono::milli
   drainTimer_->expires_after(drain);
   drainTimer_->async_wait([this, done, drain](boost::system::error_code) {
     if (!drained_ && drainProgress_ && Clock::now() + drain <= drainLimit_) return armDrain(done, drain);
-    boost::system::error_code ignored;
-    acceptor_.close(ignored);
+    if (listener_) listener_->close();
     std::vector<std::shared_ptr<link::Link>> all;
     forEachLink([&](link::Link& l) { all.push_back(l.shared_from_this()); });
     for (auto& l : all) l->fail("shutting down");

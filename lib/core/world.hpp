@@ -169,7 +169,7 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
   // link::Admission
   link::Verdict admit(int peer, std::uint32_t epoch, const std::string& remote) override;
   asio::awaitable<void> predecessorClosed(int peer, link::Clock::time_point deadline) override;
-  void connected(int peer, std::uint32_t epoch, tcp::socket socket, bool dialedByUs) override;
+  void connected(int peer, std::uint32_t epoch, std::shared_ptr<link::Stream> stream, bool dialedByUs) override;
   void connectFailed(int peer, std::uint32_t epoch, const link::ConnectFailure& failure) override;
   void refused(const link::Refusal& refusal) override;
   bool closing() const override { return shuttingDown_; }
@@ -275,7 +275,7 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
   // still inside the event loop's handler, so nothing is posted twice), else
   // after the handler that woke them returns. Never in the middle of a frame.
   std::vector<std::pair<Op::Waiter, std::exception_ptr>> woken_;
-  tcp::acceptor acceptor_;
+  std::shared_ptr<link::Listener> listener_;
   link::Connector connector_;
   std::unique_ptr<rdv::Rendezvous> rendezvous_;
   PeerAddress self_;

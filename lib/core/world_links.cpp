@@ -14,6 +14,7 @@
 #include "base/endpoint.hpp"
 #include "base/log.hpp"
 #include "core/world.hpp"
+#include "link/tcp_stream.hpp"
 #include "wire/notice.hpp"
 
 namespace tether {
@@ -28,7 +29,7 @@ Link& World::newLink(int peer) {
 }
 
 void World::dial(int peer) {
-  connector_.dial(peer, epoch_[peer], toEndpoint(address(peer)), {Clock::now() + cfg_.timeout, false});
+  connector_.dial(peer, epoch_[peer], link::tcpEndpoint(address(peer)), {Clock::now() + cfg_.timeout, false});
 }
 
 std::shared_ptr<Link> World::linkFor(int peer) {
@@ -108,7 +109,7 @@ std::string World::describeRank(int worldRank) const {
 
 void World::connect(int peer, const PeerAddress& at) {
   newLink(peer);
-  connector_.dial(peer, epoch_[peer], toEndpoint(at), {Clock::now() + cfg_.timeout, /*retryRefused=*/true});
+  connector_.dial(peer, epoch_[peer], link::tcpEndpoint(at), {Clock::now() + cfg_.timeout, /*retryRefused=*/true});
 }
 
 void World::send(int peer, wire::Kind kind, wire::SharedBytes payload) {
@@ -170,15 +171,14 @@ asio::awaitable<void> World::predecessorClosed(int peer, link::Clock::time_point
   co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
 }
 
-void World::connected(int peer, std::uint32_t epoch, tcp::socket socket, bool dialedByUs) {
+void World::connected(int peer, std::uint32_t epoch, std::shared_ptr<link::Stream> stream, bool dialedByUs) {
   auto l = links_[peer];  // a copy: attaching may already close it and change links_
   // A dial's outcome belongs to the link it was started for (R5).
   if (!l || l->epoch() != epoch || l->state() != Link::State::Dialing) {
-    boost::system::error_code ignored;
-    socket.close(ignored);
+    stream->close();
     return;
   }
-  l->attach(std::move(socket), dialedByUs);
+  l->attach(std::move(stream), dialedByUs);
   log::trace(rank(), "link to rank {} is up ({})", peer, l->remote());
   ++linksOpened_;
   peakLinks_ = std::max(peakLinks_, openLinks());

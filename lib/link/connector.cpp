@@ -1,7 +1,5 @@
 #include "link/connector.hpp"
 
-#include <netinet/tcp.h>
-
 #include <fmt/format.h>
 
 #include <boost/asio/co_spawn.hpp>
@@ -13,38 +11,22 @@
 #include <memory>
 
 #include "base/crypto.hpp"
-#include "base/endpoint.hpp"
 #include "base/log.hpp"
 #include "link/frame_io.hpp"
 
 namespace tether::link {
 namespace {
 
-void configureSocket(tcp::socket& s, const ConnectorConfig& cfg) {
-  boost::system::error_code ignored;
-  s.set_option(tcp::no_delay(true), ignored);
-  s.set_option(asio::socket_base::keep_alive(true), ignored);
-  int fd = s.native_handle();
-  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &cfg.keepaliveIdleS, sizeof(int));
-  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &cfg.keepaliveIntervalS, sizeof(int));
-  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cfg.keepaliveCount, sizeof(int));
-  // Unacknowledged data to a vanished host fails within the same bound.
-  unsigned userTimeoutMs =
-      static_cast<unsigned>((cfg.keepaliveIdleS + cfg.keepaliveIntervalS * cfg.keepaliveCount) * 1000);
-  ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &userTimeoutMs, sizeof userTimeoutMs);
-}
-
-// Closes the socket when the deadline passes; shares ownership so a late
-// timer callback never touches a destroyed socket.
+// Closes the stream when the deadline passes; shares ownership so a late
+// timer callback never touches a destroyed stream.
 struct Watchdog {
-  Watchdog(asio::io_context& io, std::shared_ptr<tcp::socket> s, Clock::time_point deadline)
+  Watchdog(asio::io_context& io, std::shared_ptr<Stream> s, Clock::time_point deadline)
       : timer(io), expired(std::make_shared<bool>(false)) {
     timer.expires_at(deadline);
     timer.async_wait([s, flag = expired](boost::system::error_code ec) {
       if (ec) return;
       *flag = true;
-      boost::system::error_code ignored;
-      s->close(ignored);
+      s->close();
     });
   }
   ~Watchdog() { timer.cancel(); }
@@ -84,13 +66,15 @@ bool transient(const boost::system::error_code& code, bool expired, bool retryRe
 
 }  // namespace
 
-Connector::Connector(asio::io_context& io, ConnectorConfig config, Admission& admission)
-    : io_(io), cfg_(std::move(config)), admission_(admission), acceptPaused_(io) {}
+Connector::Connector(asio::io_context& io, ConnectorConfig config, Admission& admission, std::unique_ptr<Dialer> dialer)
+    : io_(io), cfg_(std::move(config)), admission_(admission), dialer_(std::move(dialer)), acceptPaused_(io) {}
 
-void Connector::listen(tcp::acceptor& acceptor) { asio::co_spawn(io_, acceptLoop(acceptor), asio::detached); }
+void Connector::listen(std::shared_ptr<Listener> listener) {
+  asio::co_spawn(io_, acceptLoop(std::move(listener)), asio::detached);
+}
 
-void Connector::dial(int peer, std::uint32_t epoch, tcp::endpoint ep, DialPolicy policy) {
-  Dial d{peer, epoch, ep, policy};
+void Connector::dial(int peer, std::uint32_t epoch, Endpoint ep, DialPolicy policy) {
+  Dial d{peer, epoch, std::move(ep), policy};
   if (dialsInFlight_ >= std::max(1, cfg_.maxDials)) {
     dialQueue_.push_back(d);
     return;
@@ -113,17 +97,16 @@ void Connector::dialEnded() {
   asio::co_spawn(io_, dialPeer(next), asio::detached);
 }
 
-asio::awaitable<void> Connector::acceptLoop(tcp::acceptor& acceptor) {
+asio::awaitable<void> Connector::acceptLoop(std::shared_ptr<Listener> listener) {
   for (;;) {
     boost::system::error_code ec;
-    tcp::socket s(io_);
-    tcp::endpoint from;  // filled by accept(2): still known if the peer resets at once
+    std::shared_ptr<Stream> s;
     try {
-      s = co_await acceptor.async_accept(from, asio::use_awaitable);
+      s = co_await listener->accept();
     } catch (const boost::system::system_error& e) {
       ec = e.code();
     }
-    if (!acceptor.is_open()) co_return;
+    if (!listener->isOpen()) co_return;
     if (ec) {
       // Out of descriptors and similar: say so, back off, keep serving.
       log::warn(cfg_.rank, "accept failed: {}; retrying in 100 ms", ec.message());
@@ -133,7 +116,7 @@ asio::awaitable<void> Connector::acceptLoop(tcp::acceptor& acceptor) {
       continue;
     }
     ++handshakes_;
-    asio::co_spawn(io_, serveIncoming(std::move(s), from), [this](std::exception_ptr) {
+    asio::co_spawn(io_, serveIncoming(std::move(s)), [this](std::exception_ptr) {
       if (handshakes_-- >= cfg_.maxHandshakes) acceptPaused_.cancel();
     });
     if (handshakes_ >= std::max(1, cfg_.maxHandshakes)) {
@@ -146,15 +129,13 @@ asio::awaitable<void> Connector::acceptLoop(tcp::acceptor& acceptor) {
   }
 }
 
-asio::awaitable<void> Connector::serveIncoming(tcp::socket socket, tcp::endpoint from) {
-  auto sock = std::make_shared<tcp::socket>(std::move(socket));
-  std::string remote = toString(from);
+asio::awaitable<void> Connector::serveIncoming(std::shared_ptr<Stream> sock) {
+  const std::string remote = sock->peer();
   Watchdog watchdog(io_, sock, Clock::now() + cfg_.handshakeTimeout);
   std::string failure;
   int admitted = -1;  // the rank whose link this connection is to become
   std::uint32_t admittedEpoch = 0;
   try {
-    configureSocket(*sock, cfg_);
     wire::Challenge challenge;
     challenge.rank = static_cast<std::uint32_t>(cfg_.rank);
     crypto::randomBytes(challenge.nonce.data(), challenge.nonce.size());
@@ -182,8 +163,7 @@ asio::awaitable<void> Connector::serveIncoming(tcp::socket socket, tcp::endpoint
       else
         log::warn(cfg_.rank, "refused connection from {} (claims rank {}): {}", remote, hello.rank, reject->reason);
       co_await writeFrame(*sock, wire::Kind::Reject, wire::encode(*reject));
-      boost::system::error_code ignored;
-      sock->close(ignored);
+      sock->close();
       co_return;
     }
     admitted = static_cast<int>(hello.rank);
@@ -192,7 +172,7 @@ asio::awaitable<void> Connector::serveIncoming(tcp::socket socket, tcp::endpoint
     co_await writeFrame(*sock, wire::Kind::Welcome, wire::encode(welcome));
     if (*watchdog.expired) throw std::runtime_error("handshake deadline passed");
     watchdog.timer.cancel();
-    admission_.connected(admitted, hello.epoch, std::move(*sock), /*dialedByUs=*/false);
+    admission_.connected(admitted, hello.epoch, std::move(sock), /*dialedByUs=*/false);
     co_return;
   } catch (const boost::system::system_error& e) {
     failure = *watchdog.expired ? fmt::format("no complete handshake within {} ms", cfg_.handshakeTimeout.count())
@@ -201,8 +181,7 @@ asio::awaitable<void> Connector::serveIncoming(tcp::socket socket, tcp::endpoint
     failure = e.what();
   }
   if (!admission_.closing()) log::warn(cfg_.rank, "dropped incoming connection from {}: {}", remote, failure);
-  boost::system::error_code ignored;
-  sock->close(ignored);
+  sock->close();
   // The link admit() reserved will not come up this way: release its waiters.
   if (admitted >= 0) {
     ConnectFailure f;
@@ -229,12 +208,10 @@ asio::awaitable<std::optional<wire::Reject>> Connector::admit(const wire::Hello&
 asio::awaitable<bool> Connector::dialOnce(const Dial& d, Clock::time_point deadline, ConnectFailure& failure,
                                           bool& retriable) {
   const int peer = d.peer;
-  const tcp::endpoint& ep = d.ep;
-  auto sock = std::make_shared<tcp::socket>(io_);
+  auto sock = dialer_->open();
   Watchdog watchdog(io_, sock, std::min(deadline, Clock::now() + cfg_.handshakeTimeout));
   try {
-    co_await sock->async_connect(ep, asio::use_awaitable);
-    configureSocket(*sock, cfg_);
+    co_await sock->connect(d.ep);
     auto f = co_await readFrame(*sock, wire::kMaxControlPayload);
     if (f.header.kind == wire::Kind::Reject) throw std::runtime_error(rejectText(wire::decodeReject(f.payload)));
     if (f.header.kind != wire::Kind::Challenge)
@@ -282,7 +259,7 @@ asio::awaitable<bool> Connector::dialOnce(const Dial& d, Clock::time_point deadl
       throw std::runtime_error("the listener could not prove the secret (not a member of this world)");
     if (*watchdog.expired) throw std::runtime_error("handshake deadline passed");
     watchdog.timer.cancel();
-    admission_.connected(peer, d.epoch, std::move(*sock), /*dialedByUs=*/true);
+    admission_.connected(peer, d.epoch, std::move(sock), /*dialedByUs=*/true);
     co_return true;
   } catch (const boost::system::system_error& e) {
     failure.reason = *watchdog.expired ? "no answer within the handshake deadline" : e.code().message();
@@ -324,7 +301,7 @@ asio::awaitable<void> Connector::dialPeer(Dial d) {
                       std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now) / 2);
     retrying_[d.peer] = fmt::format("{} attempts; last: {}", failure.attempts, failure.reason);
     if (failure.attempts == 1)
-      log::info(cfg_.rank, "rank {} at {} not reachable yet ({}); retrying", d.peer, toString(d.ep), failure.reason);
+      log::info(cfg_.rank, "rank {} at {} not reachable yet ({}); retrying", d.peer, d.ep.address, failure.reason);
     asio::steady_timer t(io_);
     t.expires_after(wait);
     co_await t.async_wait(asio::use_awaitable);
@@ -334,7 +311,7 @@ asio::awaitable<void> Connector::dialPeer(Dial d) {
     }
     backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
   }
-  failure.reason = fmt::format("cannot connect to rank {} at {}: {}", d.peer, toString(d.ep), failure.reason);
+  failure.reason = fmt::format("cannot connect to rank {} at {}: {}", d.peer, d.ep.address, failure.reason);
   retrying_.erase(d.peer);
   dialEnded();
   admission_.connectFailed(d.peer, d.epoch, failure);

@@ -1,23 +1,26 @@
 // Bringing links up: dialling, accepting and the three-frame handshake of
 // wire/handshake.hpp (challenge -> hello + proof -> welcome + proof, or a
-// reject). The owner decides who is admitted and receives the finished
-// sockets through the Admission interface. Every step runs under a watchdog
-// that closes the socket at the handshake deadline, so a silent or slow
-// stranger costs one socket for at most that long. Progress thread only.
+// reject), over the Stream seam (stream.hpp): a Dialer opens the streams it
+// dials, a Listener yields the ones it accepts. The owner decides who is
+// admitted and receives the finished streams through the Admission interface.
+// Every step runs under a watchdog that closes the stream at the handshake
+// deadline, so a silent or slow stranger costs one stream for at most that
+// long. Progress thread only.
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
 
 #include "base/layer.hpp"
+#include "link/stream.hpp"
 #include "wire/handshake.hpp"
 
 TETHER_LAYER(3, "link");
@@ -25,7 +28,6 @@ TETHER_LAYER(3, "link");
 namespace tether::link {
 
 namespace asio = boost::asio;
-using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
 struct ConnectorConfig {
@@ -34,7 +36,6 @@ struct ConnectorConfig {
   wire::Secret secret{};
   std::uint64_t worldId = 0;
   std::chrono::milliseconds handshakeTimeout{10000};
-  int keepaliveIdleS = 10, keepaliveIntervalS = 2, keepaliveCount = 3;
   int maxDials = 32;       // dials in flight at once; more wait their turn
   int maxHandshakes = 64;  // incoming handshakes at once; the kernel's backlog holds the rest
 };
@@ -85,9 +86,9 @@ class Admission {
   virtual Verdict admit(int peer, std::uint32_t epoch, const std::string& remote) = 0;
   // Waits until `peer`'s previous connection here has closed, or `deadline`.
   virtual asio::awaitable<void> predecessorClosed(int peer, Clock::time_point deadline) = 0;
-  // The handshake finished: `socket` is the stream to `peer` for the link of
-  // connection `epoch` (the owner ignores a stale one).
-  virtual void connected(int peer, std::uint32_t epoch, tcp::socket socket, bool dialedByUs) = 0;
+  // The handshake finished: `stream` is the stream to `peer` for the link of
+  // connection `epoch` (the owner closes a stale one).
+  virtual void connected(int peer, std::uint32_t epoch, std::shared_ptr<Stream> stream, bool dialedByUs) = 0;
   virtual void connectFailed(int peer, std::uint32_t epoch, const ConnectFailure& failure) = 0;
   virtual void refused(const Refusal& refusal) = 0;
   // The owner is closing: stop accepting, say nothing about dropped strangers.
@@ -104,11 +105,12 @@ class Admission {
 
 class Connector {
  public:
-  Connector(asio::io_context& io, ConnectorConfig config, Admission& admission);
-  // Accepts on `acceptor` (owned by the caller) until it is closed.
-  void listen(tcp::acceptor& acceptor);
+  // Dials through `dialer` (the stream kind of every endpoint given to dial()).
+  Connector(asio::io_context& io, ConnectorConfig config, Admission& admission, std::unique_ptr<Dialer> dialer);
+  // Accepts on `listener` until it is closed.
+  void listen(std::shared_ptr<Listener> listener);
   // Dials `peer` at `ep` for its connection `epoch` (at most maxDials at once).
-  void dial(int peer, std::uint32_t epoch, tcp::endpoint ep, DialPolicy policy);
+  void dial(int peer, std::uint32_t epoch, Endpoint ep, DialPolicy policy);
   // "N attempts; last: <reason>" while a dial to `peer` retries; empty otherwise.
   std::string retrying(int peer) const;
 
@@ -116,11 +118,11 @@ class Connector {
   struct Dial {
     int peer;
     std::uint32_t epoch;
-    tcp::endpoint ep;
+    Endpoint ep;
     DialPolicy policy;
   };
-  asio::awaitable<void> acceptLoop(tcp::acceptor& acceptor);
-  asio::awaitable<void> serveIncoming(tcp::socket socket, tcp::endpoint from);
+  asio::awaitable<void> acceptLoop(std::shared_ptr<Listener> listener);
+  asio::awaitable<void> serveIncoming(std::shared_ptr<Stream> stream);
   asio::awaitable<std::optional<wire::Reject>> admit(const wire::Hello& hello, const std::string& remote);
   asio::awaitable<void> dialPeer(Dial d);
   // One dial attempt; true when it is finished (linked, or the peer keeps its
@@ -131,6 +133,7 @@ class Connector {
   asio::io_context& io_;
   const ConnectorConfig cfg_;
   Admission& admission_;
+  const std::unique_ptr<Dialer> dialer_;
   int dialsInFlight_ = 0;
   std::deque<Dial> dialQueue_;
   std::unordered_map<int, std::string> retrying_;  // per peer, while its dial waits to retry

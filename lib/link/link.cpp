@@ -3,9 +3,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/read.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/write.hpp>
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -13,7 +11,6 @@
 #include <stdexcept>
 #include <utility>
 
-#include "base/endpoint.hpp"
 #include "base/log.hpp"
 
 namespace tether::link {
@@ -23,7 +20,7 @@ constexpr std::size_t kReadAhead = 64 * 1024;
 // when a read fills it: a rank with a thousand mostly idle links (the root
 // during the rendezvous) must not hold 64 KiB for each.
 constexpr std::size_t kReadAheadStart = 1024;
-// How long a large frame may wait in the socket for its receive before it is
+// How long a large frame may wait in the stream for its receive before it is
 // read into the stash after all. Bounded because while it waits nothing behind
 // it on this stream is read (an abort notice, a status query, a goodbye), and
 // because Linux ends a connection whose zero window outlasts TCP_USER_TIMEOUT
@@ -57,17 +54,13 @@ OutFrame controlFrame(wire::Kind kind, wire::SharedBytes payload) {
 Link::Link(asio::io_context& io, LinkSink& sink, int peer, std::uint32_t epoch, LinkLimits limits)
     : io_(io), sink_(sink), peer_(peer), epoch_(epoch), limits_(limits), rbuf_(kReadAheadStart), parkTimer_(io) {}
 
-void Link::attach(tcp::socket socket, bool dialedByUs) {
+void Link::attach(std::shared_ptr<Stream> stream, bool dialedByUs) {
   if (state_ != State::Dialing) return;
   dialedByUs_ = dialedByUs;
-  boost::system::error_code ec;
-  auto ep = socket.remote_endpoint(ec);
-  remote_ = ec ? std::string("?") : toString(ep);
-  socket_ = std::make_unique<tcp::socket>(std::move(socket));
+  remote_ = stream->peer();
   // Reads and writes are tried directly first (see fill() and startWrite());
-  // in non-blocking mode they report would_block instead of waiting.
-  boost::system::error_code ignored;
-  socket_->non_blocking(true, ignored);
+  // they report would_block instead of waiting.
+  stream_ = std::move(stream);
   state_ = goodbyeSent_ ? State::Closing : State::Up;
   asio::co_spawn(io_, readLoop(), asio::detached);
   startWrite();
@@ -111,9 +104,7 @@ void Link::closeIfDone() {
   if (state_ != State::Closing || (goodbyeSent_ && !ackRead_) || (goodbyeRead_ && !ackWritten_)) return;
   state_ = State::Closed;
   clean_ = true;
-  boost::system::error_code ignored;
-  socket_->shutdown(tcp::socket::shutdown_both, ignored);
-  socket_->close(ignored);
+  stream_->close();
   sink_.onLinkDown(*this, "closed after goodbye", true);
 }
 
@@ -134,8 +125,8 @@ void Link::startWrite() {
     // this handler, instead of a write operation that completes through the
     // scheduler a round later.
     boost::system::error_code ec;
-    std::size_t written = socket_->write_some(seq, ec);
-    if (ec == asio::error::would_block || ec == asio::error::try_again) {
+    std::size_t written = stream_->writeSomeNow(seq, ec);
+    if (ec == asio::error::would_block) {
       ec.clear();
       written = 0;
     }
@@ -144,7 +135,7 @@ void Link::startWrite() {
       finishWrite();
       continue;
     }
-    // The rest waits for the socket to drain; the queue keeps the frames alive.
+    // The rest waits for the stream to drain; the queue keeps the frames alive.
     std::vector<asio::const_buffer> rest;
     std::size_t skip = written;
     for (const auto& b : seq) {
@@ -155,15 +146,27 @@ void Link::startWrite() {
       rest.push_back(b + skip);
       skip = 0;
     }
-    asio::async_write(*socket_, rest, [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
-      if (self->state_ == State::Closed) return;
-      if (ec) return self->fail("write failed: " + ec.message());
-      self->finishWrite();
-      self->startWrite();
-    });
+    asio::co_spawn(io_, writeRest(shared_from_this(), std::move(rest)), asio::detached);
     return;
   }
   if (idle() && writing()) sink_.onLinkIdle(*this);
+}
+
+// The first parameter keeps the link alive until the write ends.
+asio::awaitable<void> Link::writeRest(std::shared_ptr<Link>, std::vector<asio::const_buffer> rest) {
+  std::string failure;
+  try {
+    co_await stream_->write(std::move(rest));
+  } catch (const boost::system::system_error& e) {
+    failure = "write failed: " + e.code().message();
+  }
+  if (state_ == State::Closed) co_return;
+  if (!failure.empty()) {
+    fail(failure);
+    co_return;
+  }
+  finishWrite();
+  startWrite();
 }
 
 // The inFlight_ frames at the front of the queue are on the wire.
@@ -226,13 +229,9 @@ void Link::fail(const std::string& reason) {
   unpark(true);
   // The owner may drop its last reference to this link in onLinkDown.
   auto self = weak_from_this().lock();
-  if (socket_) {
-    boost::system::error_code ignored;
-    socket_->shutdown(tcp::socket::shutdown_both, ignored);
-    socket_->close(ignored);
-  }
+  if (stream_) stream_->close();
   sink_.onLinkDown(*this, reason, goodbyeRead_);
-  // The socket is closed: nothing touches the owners' buffers any more.
+  // The stream is closed: nothing touches the owners' buffers any more.
   std::vector<Owner*> released;
   for (std::size_t i = 0; i < inFlight_ && i < queue_.size(); ++i)
     if (queue_[i].owner && queue_[i].abandoned) released.push_back(queue_[i].owner);
@@ -252,14 +251,14 @@ asio::awaitable<void> Link::fill(std::size_t n) {
   }
   while (rend_ - rbegin_ < n) {
     // Wait for readiness, then read what is there. A read that returns less
-    // than it asked for emptied the socket, so the next read waits for the
+    // than it asked for emptied the stream, so the next read waits for the
     // next readiness event instead of trying (and failing with EAGAIN) first:
     // one system call per arriving batch of frames, not two.
-    if (!mayHaveData_) co_await socket_->async_wait(tcp::socket::wait_read, asio::use_awaitable);
+    if (!mayHaveData_) co_await stream_->readable();
     std::size_t space = rbuf_.size() - rend_;
     boost::system::error_code ec;
-    std::size_t got = socket_->read_some(asio::buffer(rbuf_.data() + rend_, space), ec);
-    if (ec == asio::error::would_block || ec == asio::error::try_again) {
+    std::size_t got = stream_->readSomeNow(asio::buffer(rbuf_.data() + rend_, space), ec);
+    if (ec == asio::error::would_block) {
       mayHaveData_ = false;
       continue;
     }
@@ -289,7 +288,7 @@ asio::awaitable<void> Link::readPayload(std::size_t len) {
       co_await fill(std::min(left, kReadAhead));
     } else {
       directRead_ = true;
-      co_await asio::async_read(*socket_, asio::buffer(pendingDst_ + done, left), asio::use_awaitable);
+      co_await stream_->read(asio::buffer(pendingDst_ + done, left));
       directRead_ = false;
       mayHaveData_ = true;
       done += left;
@@ -298,7 +297,7 @@ asio::awaitable<void> Link::readPayload(std::size_t len) {
 }
 
 // A large frame whose receive is not posted yet may be parked (Target::Wait):
-// its payload stays in the socket until the receive is posted and is then
+// its payload stays in the stream until the receive is posted and is then
 // read straight into it, so no rank holds a second copy of a large block.
 // It waits at most kParkLimit; then it is read into the stash as any other.
 asio::awaitable<void> Link::readDataFrame(const wire::FrameHeader& h) {

@@ -1,18 +1,18 @@
-// One long-lived, ordered TCP stream to one peer. A single outstanding write
+// One long-lived, ordered byte stream to one peer (a Stream, stream.hpp: TCP
+// or in memory). A single outstanding write
 // drains a queue of frames (gathered into one writev); a read loop parses
 // frames from a read-ahead buffer and lands payloads straight in the posted
 // receive's buffer when there is one. The lingering close is the link's own
 // protocol (docs/ordering.md, "Closing and reopening a link", R1-R2): a
 // Goodbye (final or idle) is the last frame a side writes except the
 // GoodbyeAck; the side that sent a Goodbye closes once it has read the ack,
-// the side that read one once its ack is written, so no socket is ever closed
+// the side that read one once its ack is written, so no stream is ever closed
 // with unread data. Talks to its owner only through a LinkSink (sink.hpp).
 // Progress thread only.
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <cstdint>
 #include <deque>
@@ -23,6 +23,7 @@
 
 #include "base/layer.hpp"
 #include "link/sink.hpp"
+#include "link/stream.hpp"
 #include "wire/frame.hpp"
 #include "wire/handshake.hpp"
 
@@ -31,7 +32,6 @@ TETHER_LAYER(3, "link");
 namespace tether::link {
 
 namespace asio = boost::asio;
-using tcp = asio::ip::tcp;
 
 struct OutFrame {
   wire::HeaderBytes header{};
@@ -66,9 +66,9 @@ class Link : public std::enable_shared_from_this<Link> {
   const std::string& remote() const { return remote_; }
   // Nothing queued or being written.
   bool idle() const { return queue_.empty() && inFlight_ == 0; }
-  // A frame's payload is being read right now, or waits in the socket (parked).
+  // A frame's payload is being read right now, or waits in the stream (parked).
   bool midFrame() const { return pendingDst_ != nullptr || directRead_ || parked_.has_value(); }
-  // The data frame whose payload waits in the socket for its receive (the
+  // The data frame whose payload waits in the stream for its receive (the
   // owner answered Wait); reading stopped behind it. Null when none.
   const wire::FrameHeader* parked() const { return parked_ ? &*parked_ : nullptr; }
   // Resumes reading: the owner is asked for the parked frame's target again;
@@ -80,7 +80,7 @@ class Link : public std::enable_shared_from_this<Link> {
 
   // Dialing -> Up (or Closing, if a goodbye is already queued): starts the
   // read loop and flushes frames queued meanwhile.
-  void attach(tcp::socket socket, bool dialedByUs);
+  void attach(std::shared_ptr<Stream> stream, bool dialedByUs);
   bool dialedByUs() const { return dialedByUs_; }
   // Queues a frame. Not after a goodbye was sent or read (R1).
   void enqueue(OutFrame frame);
@@ -116,6 +116,8 @@ class Link : public std::enable_shared_from_this<Link> {
   bool writing() const;
   void closeIfDone();
   void startWrite();
+  // The part of a gathered write that did not fit at once; `self` keeps the link alive.
+  asio::awaitable<void> writeRest(std::shared_ptr<Link> self, std::vector<asio::const_buffer> rest);
   void finishWrite();
 
   asio::io_context& io_;
@@ -125,7 +127,7 @@ class Link : public std::enable_shared_from_this<Link> {
   const LinkLimits limits_;
   State state_ = State::Dialing;
   std::string remote_;
-  std::unique_ptr<tcp::socket> socket_;
+  std::shared_ptr<Stream> stream_;
   bool dialedByUs_ = false;
 
   // The lingering close.
@@ -141,8 +143,8 @@ class Link : public std::enable_shared_from_this<Link> {
   std::size_t rbegin_ = 0, rend_ = 0;
   const Owner* pendingOwner_ = nullptr;  // owner whose payload is arriving now
   unsigned char* pendingDst_ = nullptr;  // where it goes (nullptr: discard)
-  bool directRead_ = false;              // the socket is reading into pendingDst_
-  bool mayHaveData_ = true;              // the last read did not empty the socket
+  bool directRead_ = false;              // the stream is reading into pendingDst_
+  bool mayHaveData_ = true;              // the last read did not empty the stream
   Owner* drainingRead_ = nullptr;        // abandoned owner whose direct read is still running
   std::optional<wire::FrameHeader> parked_;
   bool unparked_ = false, stashParked_ = false;
