@@ -1,0 +1,298 @@
+// Links and the connector over in-memory streams (lib/link/memory_stream.hpp):
+// framing with partial reads and writes, the goodbye exchange, a peer lost
+// mid-frame, and the handshake's admission of the secret. One io_context, one
+// thread, no sockets, no fork.
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "link/connector.hpp"
+#include "link/frame_io.hpp"
+#include "link/link.hpp"
+#include "link/memory_stream.hpp"
+
+using namespace tether;
+using link::Link;
+
+namespace {
+
+struct Frame {
+  wire::FrameHeader header;
+  std::vector<unsigned char> payload;
+};
+
+// Stashes every data frame and records what the link reports.
+struct FakeSink final : link::LinkSink {
+  std::vector<Frame> frames;
+  int headers = 0;
+  std::vector<wire::GoodbyeMode> goodbyes;
+  std::vector<std::string> downs;
+  bool graceful = false;
+
+  link::Target onDataHeader(Link&, const wire::FrameHeader&, bool) override {
+    ++headers;
+    return link::Target{link::Target::Where::Stash, nullptr, nullptr};
+  }
+  void onDataComplete(Link&, const wire::FrameHeader& h, const link::Target&,
+                      std::vector<unsigned char>&& stashed) override {
+    frames.push_back({h, std::move(stashed)});
+  }
+  void onControlFrame(Link&, const wire::FrameHeader& h, std::vector<unsigned char>&& payload) override {
+    frames.push_back({h, std::move(payload)});
+  }
+  void onGoodbye(Link&, wire::GoodbyeMode mode) override { goodbyes.push_back(mode); }
+  void onLinkDown(Link&, const std::string& reason, bool wasGraceful) override {
+    downs.push_back(reason);
+    graceful = wasGraceful;
+  }
+  void onTransferDone(link::Owner&, bool) override {}
+  void onLinkIdle(Link&) override {}
+  void onReadDrained(Link&) override {}
+};
+
+// Welcomes every authenticated hello and records the outcome.
+struct FakeAdmission final : link::Admission {
+  struct Connected {
+    int peer;
+    std::shared_ptr<link::Stream> stream;
+    bool dialedByUs;
+  };
+  std::vector<Connected> streams;
+  std::vector<link::ConnectFailure> failures;
+  std::vector<link::Refusal> refusals;
+
+  link::Verdict admit(int, std::uint32_t, const std::string&) override { return link::Verdict::welcome(); }
+  boost::asio::awaitable<void> predecessorClosed(int, link::Clock::time_point) override { co_return; }
+  void connected(int peer, std::uint32_t, std::shared_ptr<link::Stream> stream, bool dialedByUs) override {
+    streams.push_back({peer, std::move(stream), dialedByUs});
+  }
+  void connectFailed(int, std::uint32_t, const link::ConnectFailure& f) override { failures.push_back(f); }
+  void refused(const link::Refusal& r) override { refusals.push_back(r); }
+  bool closing() const override { return false; }
+  bool mayRetry() const override { return true; }
+  bool stillDialing(int, std::uint32_t) const override { return true; }
+};
+
+// Runs handlers until `done` holds (or 20 s pass, a failure).
+void runUntil(boost::asio::io_context& io, const std::function<bool()>& done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!done() && std::chrono::steady_clock::now() < deadline) {
+    io.restart();
+    io.run_one_for(std::chrono::milliseconds(50));
+  }
+  REQUIRE(done());
+}
+
+// A point-to-point frame with tag `i` and `len` bytes (i + k) % 251.
+link::OutFrame dataFrame(std::uint32_t i, std::size_t len) {
+  link::OutFrame f;
+  wire::FrameHeader h;
+  h.kind = wire::Kind::P2P;
+  h.comm = 1;
+  h.coll = i;
+  h.tag = i;
+  h.length = len;
+  wire::encodeHeader(h, f.header.data());
+  f.owned.resize(len);
+  for (std::size_t k = 0; k < len; ++k) f.owned[k] = static_cast<unsigned char>((i + k) % 251);
+  f.len = len;
+  return f;
+}
+
+// The frames arrived in order, tags 0..n-1, each with the bytes dataFrame() wrote.
+void checkInOrder(const std::vector<Frame>& frames, std::size_t n,
+                  const std::function<std::size_t(std::uint32_t)>& len) {
+  REQUIRE(frames.size() == n);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    INFO("frame " << i);
+    REQUIRE(frames[i].header.tag == i);
+    REQUIRE(frames[i].payload.size() == len(i));
+    bool same = true;
+    for (std::size_t k = 0; k < frames[i].payload.size(); ++k)
+      same = same && frames[i].payload[k] == static_cast<unsigned char>((i + k) % 251);
+    CHECK(same);
+  }
+}
+
+struct LinkedPair {
+  LinkedPair(boost::asio::io_context& io, link::MemoryOptions options) {
+    auto [sa, sb] = link::memoryPair(io, options, "mem:rank0", "mem:rank1");
+    a = std::make_shared<Link>(io, sinkA, 1, 0, link::LinkLimits{1ULL << 30, 0});
+    b = std::make_shared<Link>(io, sinkB, 0, 0, link::LinkLimits{1ULL << 30, 1});
+    streamA = sa;
+    streamB = sb;
+  }
+  void attach() {
+    a->attach(streamA, true);
+    b->attach(streamB, false);
+  }
+  // Neither link went down during the test; closes both.
+  void endHealthy() {
+    CHECK(sinkA.downs.empty());
+    CHECK(sinkB.downs.empty());
+    a->fail("test over");
+    b->fail("test over");
+  }
+  FakeSink sinkA, sinkB;
+  std::shared_ptr<link::Stream> streamA, streamB;
+  std::shared_ptr<Link> a, b;
+};
+
+}  // namespace
+
+TEST_CASE("two links over an in-memory pair exchange frames in order when reads arrive 1 to 7 bytes at a time",
+          "[unit][link]") {
+  boost::asio::io_context io;
+  LinkedPair p(io, link::MemoryOptions{7, 0, 42});
+  p.attach();
+  CHECK(p.a->remote() == "mem:rank1");
+  auto len = [](std::uint32_t i) { return std::size_t{i % 97}; };
+  for (std::uint32_t i = 0; i < 300; ++i) {
+    p.a->enqueue(dataFrame(i, len(i)));
+    if (i < 200) p.b->enqueue(dataFrame(i, len(i)));
+  }
+  runUntil(io, [&] { return p.sinkB.frames.size() >= 300 && p.sinkA.frames.size() >= 200; });
+  checkInOrder(p.sinkB.frames, 300, len);
+  checkInOrder(p.sinkA.frames, 200, len);
+  CHECK(p.a->idle());
+  p.endHealthy();
+}
+
+TEST_CASE("a gathered write of many queued frames arrives whole through a stream that takes 100 bytes at a time",
+          "[unit][link]") {
+  boost::asio::io_context io;
+  LinkedPair p(io, link::MemoryOptions{7, 100, 7});
+  // Queued while dialing: attach() writes them as gathered writes of up to
+  // 64 frames, most of which wait for the small stream buffer to drain. One
+  // large frame is read straight into its destination.
+  auto len = [](std::uint32_t i) { return i == 150 ? std::size_t{200000} : std::size_t{i % 13 + 1}; };
+  for (std::uint32_t i = 0; i < 400; ++i) p.a->enqueue(dataFrame(i, len(i)));
+  CHECK_FALSE(p.a->idle());
+  p.attach();
+  runUntil(io, [&] { return p.sinkB.frames.size() >= 400 && p.a->idle(); });
+  checkInOrder(p.sinkB.frames, 400, len);
+  p.endHealthy();
+}
+
+TEST_CASE("a goodbye and its acknowledgement close both links cleanly after the frames queued before it",
+          "[unit][link]") {
+  boost::asio::io_context io;
+  LinkedPair p(io, link::MemoryOptions{3, 0, 5});
+  p.attach();
+  for (std::uint32_t i = 0; i < 20; ++i) p.a->enqueue(dataFrame(i, 10));
+  p.a->sendGoodbye(wire::GoodbyeMode::Final);
+  CHECK(p.a->state() == Link::State::Closing);
+  CHECK_THROWS_AS(p.a->enqueue(dataFrame(99, 1)), std::logic_error);  // R1: nothing after the goodbye
+  runUntil(io, [&] { return !p.sinkA.downs.empty() && !p.sinkB.downs.empty(); });
+  checkInOrder(p.sinkB.frames, 20, [](std::uint32_t) { return std::size_t{10}; });
+  CHECK(p.sinkB.goodbyes == std::vector<wire::GoodbyeMode>{wire::GoodbyeMode::Final});
+  CHECK(p.sinkA.downs == std::vector<std::string>{"closed after goodbye"});
+  CHECK(p.sinkB.downs == std::vector<std::string>{"closed after goodbye"});
+  CHECK(p.a->state() == Link::State::Closed);
+  CHECK(p.b->state() == Link::State::Closed);
+  CHECK(p.a->ackRead());
+  CHECK(p.a->closedAfterGoodbye());
+  CHECK(p.b->closedAfterGoodbye());
+}
+
+TEST_CASE("a peer that closes in the middle of a frame is reported as a lost link, not as a frame", "[unit][link]") {
+  for (std::size_t cut : {std::size_t{7}, wire::kHeaderBytes + 10}) {
+    INFO("the peer closes after " << cut << " bytes of a frame with 100 payload bytes");
+    boost::asio::io_context io;
+    FakeSink sink;
+    auto [raw, end] = link::memoryPair(io, link::MemoryOptions{5, 0, 9});
+    auto l = std::make_shared<Link>(io, sink, 0, 0, link::LinkLimits{1ULL << 30, 1});
+    l->attach(end, false);
+    auto f = dataFrame(3, 100);
+    std::vector<unsigned char> bytes(f.header.begin(), f.header.end());
+    bytes.insert(bytes.end(), f.owned.begin(), f.owned.end());
+    boost::system::error_code ec;
+    std::array<boost::asio::const_buffer, 1> buf{boost::asio::buffer(bytes.data(), cut)};
+    REQUIRE(raw->writeSomeNow(buf, ec) == cut);
+    raw->close();
+    runUntil(io, [&] { return !sink.downs.empty(); });
+    CHECK(sink.frames.empty());
+    CHECK(sink.headers == (cut > wire::kHeaderBytes ? 1 : 0));
+    CHECK(sink.downs == std::vector<std::string>{"connection closed by peer (EOF)"});
+    CHECK_FALSE(sink.graceful);
+    CHECK(l->state() == Link::State::Closed);
+    CHECK_FALSE(l->closedAfterGoodbye());
+  }
+}
+
+namespace {
+
+link::ConnectorConfig connectorConfig(int rank, unsigned char secretByte) {
+  link::ConnectorConfig c;
+  c.rank = rank;
+  c.nranks = 2;
+  c.secret.fill(secretByte);
+  c.worldId = 77;
+  c.handshakeTimeout = std::chrono::milliseconds(10000);
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("the connector's handshake over in-memory streams admits the right secret and refuses a wrong one",
+          "[unit][link]") {
+  boost::asio::io_context io;
+  link::MemoryNetwork net(io, link::MemoryOptions{7, 0, 3});
+  FakeAdmission root, member, stranger;
+  link::Connector c0(io, connectorConfig(0, 0x11), root, std::make_unique<link::MemoryNetwork>(net));
+  link::Connector c1(io, connectorConfig(1, 0x11), member, std::make_unique<link::MemoryNetwork>(net));
+  link::Connector c2(io, connectorConfig(1, 0x22), stranger, std::make_unique<link::MemoryNetwork>(net));
+  auto listener = net.listen("rank0");
+  CHECK(listener->address().kind == "mem");
+  c0.listen(listener);
+  const link::DialPolicy policy{link::Clock::now() + std::chrono::seconds(10), false};
+
+  SECTION("the right secret is welcomed and both sides get the stream") {
+    c1.dial(0, 0, link::Endpoint{"mem", "rank0"}, policy);
+    runUntil(io, [&] { return !root.streams.empty() && !member.streams.empty(); });
+    CHECK(root.streams[0].peer == 1);
+    CHECK_FALSE(root.streams[0].dialedByUs);
+    CHECK(member.streams[0].peer == 0);
+    CHECK(member.streams[0].dialedByUs);
+    CHECK(root.refusals.empty());
+    CHECK(member.failures.empty());
+    // The streams carry frames after the handshake.
+    FakeSink sinkRoot, sinkMember;
+    auto l0 = std::make_shared<Link>(io, sinkRoot, 1, 0, link::LinkLimits{1ULL << 30, 0});
+    auto l1 = std::make_shared<Link>(io, sinkMember, 0, 0, link::LinkLimits{1ULL << 30, 1});
+    l0->attach(root.streams[0].stream, false);
+    l1->attach(member.streams[0].stream, true);
+    l1->enqueue(dataFrame(0, 33));
+    runUntil(io, [&] { return sinkRoot.frames.size() == 1; });
+    checkInOrder(sinkRoot.frames, 1, [](std::uint32_t) { return std::size_t{33}; });
+    l0->fail("test over");
+    l1->fail("test over");
+  }
+
+  SECTION("a wrong secret is refused, and the dialer is told why") {
+    c2.dial(0, 0, link::Endpoint{"mem", "rank0"}, policy);
+    runUntil(io, [&] { return !stranger.failures.empty() && !root.refusals.empty(); });
+    CHECK(root.streams.empty());
+    CHECK(stranger.streams.empty());
+    CHECK(root.refusals[0].code == wire::RejectCode::BadProof);
+    CHECK(root.refusals[0].claimedRank == 1);
+    const auto& f = stranger.failures[0];
+    CHECK(f.refused);
+    CHECK(f.attempts == 1);
+    CHECK_THAT(f.reason, Catch::Contains("cannot connect to rank 0 at rank0: rejected our proof of the secret"));
+  }
+
+  SECTION("a dial to a name nobody listens on fails as refused") {
+    c1.dial(0, 0, link::Endpoint{"mem", "nobody"}, policy);
+    runUntil(io, [&] { return !member.failures.empty(); });
+    CHECK_FALSE(member.failures[0].retriesExhausted);
+    CHECK_THAT(member.failures[0].reason, Catch::Contains("cannot connect to rank 0 at nobody"));
+  }
+  listener->close();
+}
