@@ -20,18 +20,28 @@ namespace {
 // Closes the stream when the deadline passes; shares ownership so a late
 // timer callback never touches a destroyed stream.
 struct Watchdog {
+  struct Flags {
+    bool expired = false, disarmed = false;
+  };
   Watchdog(asio::io_context& io, std::shared_ptr<Stream> s, Clock::time_point deadline)
-      : timer(io), expired(std::make_shared<bool>(false)) {
+      : timer(io), flags(std::make_shared<Flags>()) {
     timer.expires_at(deadline);
-    timer.async_wait([s, flag = expired](boost::system::error_code ec) {
-      if (ec) return;
-      *flag = true;
+    timer.async_wait([s, f = flags](boost::system::error_code ec) {
+      if (ec || f->disarmed) return;
+      f->expired = true;
       s->close();
     });
   }
   ~Watchdog() { timer.cancel(); }
+  bool expired() const { return flags->expired; }
+  // The handshake is done: the stream goes to a link, and a deadline whose
+  // callback is already queued (too late to cancel) must not close it.
+  void disarm() {
+    flags->disarmed = true;
+    timer.cancel();
+  }
   asio::steady_timer timer;
-  std::shared_ptr<bool> expired;
+  std::shared_ptr<Flags> flags;
 };
 
 std::string rejectText(const wire::Reject& r) {
@@ -170,13 +180,13 @@ asio::awaitable<void> Connector::serveIncoming(std::shared_ptr<Stream> sock) {
     admittedEpoch = hello.epoch;
     wire::Welcome welcome{wire::welcomeProof(cfg_.secret, challenge, hello)};
     co_await writeFrame(*sock, wire::Kind::Welcome, wire::encode(welcome));
-    if (*watchdog.expired) throw std::runtime_error("handshake deadline passed");
-    watchdog.timer.cancel();
+    if (watchdog.expired()) throw std::runtime_error("handshake deadline passed");
+    watchdog.disarm();
     admission_.connected(admitted, hello.epoch, std::move(sock), /*dialedByUs=*/false);
     co_return;
   } catch (const boost::system::system_error& e) {
-    failure = *watchdog.expired ? fmt::format("no complete handshake within {} ms", cfg_.handshakeTimeout.count())
-                                : e.code().message();
+    failure = watchdog.expired() ? fmt::format("no complete handshake within {} ms", cfg_.handshakeTimeout.count())
+                                 : e.code().message();
   } catch (const std::exception& e) {
     failure = e.what();
   }
@@ -257,13 +267,13 @@ asio::awaitable<bool> Connector::dialOnce(const Dial& d, Clock::time_point deadl
     auto expected = wire::welcomeProof(cfg_.secret, challenge, hello);
     if (!crypto::equalConstantTime(expected.data(), welcome.proof.data(), expected.size()))
       throw std::runtime_error("the listener could not prove the secret (not a member of this world)");
-    if (*watchdog.expired) throw std::runtime_error("handshake deadline passed");
-    watchdog.timer.cancel();
+    if (watchdog.expired()) throw std::runtime_error("handshake deadline passed");
+    watchdog.disarm();
     admission_.connected(peer, d.epoch, std::move(sock), /*dialedByUs=*/true);
     co_return true;
   } catch (const boost::system::system_error& e) {
-    failure.reason = *watchdog.expired ? "no answer within the handshake deadline" : e.code().message();
-    retriable = transient(e.code(), *watchdog.expired, d.policy.retryRefused);
+    failure.reason = watchdog.expired() ? "no answer within the handshake deadline" : e.code().message();
+    retriable = transient(e.code(), watchdog.expired(), d.policy.retryRefused);
   } catch (const std::exception& e) {
     failure.reason = e.what();
   }
