@@ -163,6 +163,10 @@ struct Result {
   // The fastest rank's init: the last rank forked waits least, so this is
   // close to the rendezvous once every rank is up (initMs includes launching).
   double initMinMs = -1;
+  // The rendezvous once every rank had started: the slowest rank's init end
+  // minus the latest start stamp (one clock for all ranks), so launching the
+  // ranks one by one is left out; -1 when not measured. initMinMs <= it <= initMs.
+  double rendezvousMs = -1;
   double firstUs = 0;  // slowest rank's first (warm-up) iteration: includes connection setup
   double medianUs = 0, p99Us = 0, maxUs = 0;
   // Peak open sockets of one rank (max over ranks, sampled after every call)
@@ -200,6 +204,7 @@ inline void print(const Result& r, bool json) {
                            {"p99_us", round3(r.p99Us)},
                            {"max_us", round3(r.maxUs)}};
     if (r.initMinMs >= 0) line["init_min_ms"] = round3(r.initMinMs);
+    if (r.rendezvousMs >= 0) line["rendezvous_ms"] = round3(r.rendezvousMs);
     if (r.maxFds >= 0) line["max_fds"] = r.maxFds;
     if (r.maxRssKb >= 0) line["max_rss_kb"] = r.maxRssKb;
     std::cout << line.dump() << std::endl;
@@ -209,6 +214,8 @@ inline void print(const Result& r, bool json) {
       "%-7s %-10s nranks=%-4d bytes=%-8zu iters=%-6d init=%9.3f ms  first=%10.1f us  "
       "median=%9.2f us  p99=%9.2f us  max=%9.2f us\n",
       r.impl.c_str(), opName(r.op), r.nranks, r.bytes, r.iters, r.initMs, r.firstUs, r.medianUs, r.p99Us, r.maxUs);
+  if (r.rendezvousMs >= 0)
+    std::printf("        init_min=%.3f ms rendezvous after the last start=%.3f ms\n", r.initMinMs, r.rendezvousMs);
   if (r.maxFds >= 0) std::printf("        max_fds=%ld max_rss_kb=%ld\n", r.maxFds, r.maxRssKb);
   std::fflush(stdout);
 }

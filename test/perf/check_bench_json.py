@@ -37,6 +37,12 @@ def main():
             sys.exit(f"max_fds or max_rss_kb missing or not positive in {line}")
         if record["init_ms"] <= 0:
             sys.exit(f"init_ms not positive in {line}")
+        # The rendezvous after the last rank started lies between the fastest and
+        # the slowest rank's init (each rounded to 0.001 ms on its own).
+        if record["impl"] == "tether" and not (
+                0 < record.get("rendezvous_ms", 0)
+                and record["init_min_ms"] - 0.002 <= record["rendezvous_ms"] <= record["init_ms"] + 0.002):
+            sys.exit(f"rendezvous_ms missing or not within [init_min_ms, init_ms] in {line}")
         for key, bound in most.items():
             if key not in record or record[key] > bound:
                 sys.exit(f"{key} missing or above {bound:g} in {line}")

@@ -97,17 +97,24 @@ std::vector<std::vector<double>> gatherToRoot(tether::Bootstrap& b, const std::v
 int runRank(int rank, const bench::Options& options, const tether::UniqueId& id) {
   tether::TcpOptions tcp;
   tcp.timeout = std::chrono::milliseconds(options.timeoutMs);
+  // steady_clock is CLOCK_MONOTONIC, one clock for every process of the host,
+  // so the ranks' stamps compare: the rendezvous once the last rank started is
+  // the latest init end minus the latest start (bench_common.hpp, Result).
   const auto start = Clock::now();
   tether::TcpBootstrap b(rank, options.nranks, id, tcp);
-  const double initUs = microsecondsSince(start);
+  const auto end = Clock::now();
+  const double initUs = std::chrono::duration<double, std::micro>(end - start).count();
+  const double startStampUs = std::chrono::duration<double, std::micro>(start.time_since_epoch()).count();
+  const double endStampUs = std::chrono::duration<double, std::micro>(end.time_since_epoch()).count();
   peakSockets = std::max(peakSockets, bench::openSockets());
 
   for (Op op : options.ops) {
     for (std::size_t bytes : bench::sizesFor(op, options.bytes)) {
       std::vector<double> times = timeOp(b, op, bytes, options.warmup + options.iters);
-      // Record: [init, first call, peak sockets, peak RSS, timed calls...]
-      std::vector<double> record{initUs, times.front(), static_cast<double>(peakSockets),
-                                 static_cast<double>(bench::peakRssKb())};
+      // Record: [init, first call, peak sockets, peak RSS, start stamp, init end stamp, timed calls...]
+      std::vector<double> record{
+          initUs,       times.front(), static_cast<double>(peakSockets), static_cast<double>(bench::peakRssKb()),
+          startStampUs, endStampUs};
       record.insert(record.end(), times.end() - options.iters, times.end());
       auto all = gatherToRoot(b, record);
       if (rank != 0) continue;
@@ -119,14 +126,18 @@ int runRank(int rank, const bench::Options& options, const tether::UniqueId& id)
       result.bytes = bytes;
       result.iters = options.iters;
       std::vector<std::vector<double>> perRank;
+      double lastStartUs = 0, lastEndUs = 0;
       for (const auto& r : all) {
         result.initMs = std::max(result.initMs, r[0] / 1000.0);
         result.initMinMs = result.initMinMs < 0 ? r[0] / 1000.0 : std::min(result.initMinMs, r[0] / 1000.0);
         result.firstUs = std::max(result.firstUs, r[1]);
         result.maxFds = std::max(result.maxFds, static_cast<long>(r[2]));
         result.maxRssKb = std::max(result.maxRssKb, static_cast<long>(r[3]));
-        perRank.emplace_back(r.begin() + 4, r.end());
+        lastStartUs = std::max(lastStartUs, r[4]);
+        lastEndUs = std::max(lastEndUs, r[5]);
+        perRank.emplace_back(r.begin() + 6, r.end());
       }
+      result.rendezvousMs = (lastEndUs - lastStartUs) / 1000.0;
       if (bench::isPingPong(op)) perRank.resize(1);  // rank 0 timed the round trips
       bench::summarize(perRank, result);
       bench::print(result, options.json);

@@ -400,12 +400,17 @@ TEST_CASE("ranks outnumbering cores queue for them", "[sim]") {
 TEST_CASE("tether-bench JSON lines are read for calibration", "[sim]") {
   std::istringstream in(
       "{\"bytes\":64,\"impl\":\"tether\",\"init_ms\":2.5,\"median_us\":300.5,\"nranks\":16,\"op\":\"allgather\"}\n"
-      "not json\n");
+      "not json\n"
+      "{\"bytes\":64,\"init_min_ms\":1.5,\"init_ms\":2.5,\"median_us\":9,\"nranks\":16,\"op\":\"barrier\","
+      "\"rendezvous_ms\":2}\n");
   const auto m = readBenchJson(in);
-  REQUIRE(m.size() == 1);
+  REQUIRE(m.size() == 2);
   CHECK(m[0].nranks == 16);
   CHECK(m[0].op == "allgather");
   CHECK(m[0].medianUs == 300.5);
   CHECK(m[0].initMs == 2.5);
   CHECK(m[0].initMinMs == -1);
+  CHECK(m[0].rendezvousMs == -1);
+  CHECK(m[1].initMinMs == 1.5);
+  CHECK(m[1].rendezvousMs == 2);
 }
