@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "base/layer.hpp"
-#include "tether/detail/coll/op.hpp"
+#include "tether/detail/wire/op.hpp"
 
 TETHER_LAYER(1, "wire");
 

@@ -5,14 +5,21 @@
 // iterations); an iteration's latency is the slowest rank's time for it; the
 // report gives the median, p99 and max of those per-iteration maxima. For
 // sendrecv (ping-pong between ranks 0 and 1) it is half of rank 0's round trip,
-// as the OSU latency benchmark reports.
+// as the OSU latency benchmark reports; for pingpong (the same exchange) it is
+// rank 0's whole round trip, the figure issue 17's latency goal compares with
+// tcp-floor's blocking-socket ping-pong.
 #pragma once
+
+#include <dirent.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
 #include <iostream>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -23,7 +30,7 @@
 
 namespace bench {
 
-enum class Op { Allgather, Alltoall, Barrier, Broadcast, Sendrecv };
+enum class Op { Allgather, Alltoall, Barrier, Broadcast, Sendrecv, Pingpong };
 
 inline Op parseOp(const std::string& name) {
   if (name == "allgather") return Op::Allgather;
@@ -31,8 +38,12 @@ inline Op parseOp(const std::string& name) {
   if (name == "barrier") return Op::Barrier;
   if (name == "broadcast") return Op::Broadcast;
   if (name == "sendrecv") return Op::Sendrecv;
-  throw std::invalid_argument("unknown --op '" + name + "' (allgather|alltoall|barrier|broadcast|sendrecv)");
+  if (name == "pingpong") return Op::Pingpong;
+  throw std::invalid_argument("unknown --op '" + name + "' (allgather|alltoall|barrier|broadcast|sendrecv|pingpong)");
 }
+
+// Both are a ping-pong between ranks 0 and 1, timed by rank 0 alone.
+inline bool isPingPong(Op op) { return op == Op::Sendrecv || op == Op::Pingpong; }
 
 inline const char* opName(Op op) {
   switch (op) {
@@ -46,6 +57,8 @@ inline const char* opName(Op op) {
       return "broadcast";
     case Op::Sendrecv:
       return "sendrecv";
+    case Op::Pingpong:
+      return "pingpong";
   }
   return "?";
 }
@@ -59,13 +72,20 @@ struct Options {
   int warmup = 50;
   bool json = false;
   long long timeoutMs = 60000;  // each blocking call; tether-bench's whole run: 2x + 10 s
+  std::set<std::string> flags;  // the program's own flags that were given (parseOptions' `extra`)
+};
+
+// A flag only one program takes (e.g. tcp-floor's --full-mesh).
+struct Flag {
+  const char* name;
+  const char* help;
 };
 
 // Throws std::invalid_argument with a message for the user; prints help and exits on --help.
-inline Options parseOptions(const char* program, int argc, char** argv) {
+inline Options parseOptions(const char* program, int argc, char** argv, const std::vector<Flag>& extra = {}) {
   cxxopts::Options spec(program, "Bootstrap latency benchmark: init time and per-op latency");
   spec.add_options()("nranks", "number of ranks", cxxopts::value<int>())(
-      "op", "allgather|alltoall|barrier|broadcast|sendrecv (comma list)",
+      "op", "allgather|alltoall|barrier|broadcast|sendrecv|pingpong (comma list)",
       cxxopts::value<std::vector<std::string>>()->default_value("allgather"))(
       "bytes", "bytes per rank (allgather/alltoall) or message size (comma list)",
       cxxopts::value<std::vector<std::size_t>>()->default_value("64"))("iters", "timed iterations",
@@ -74,6 +94,7 @@ inline Options parseOptions(const char* program, int argc, char** argv) {
       cxxopts::value<int>()->default_value("50"))(
       "timeout-ms", "deadline of each call (tether-bench: the whole run gets twice that + 10 s)",
       cxxopts::value<long long>()->default_value("60000"))("json", "one JSON object per line")("h,help", "this help");
+  for (const Flag& flag : extra) spec.add_options()(flag.name, flag.help);
   cxxopts::ParseResult args;
   try {
     args = spec.parse(argc, argv);
@@ -95,12 +116,15 @@ inline Options parseOptions(const char* program, int argc, char** argv) {
   options.warmup = args["warmup"].as<int>();
   options.timeoutMs = args["timeout-ms"].as<long long>();
   options.json = args.count("json") != 0;
+  for (const Flag& flag : extra)
+    if (args.count(flag.name)) options.flags.insert(flag.name);
   if (options.nranks < 1 || options.nranks > 1024) throw std::invalid_argument("--nranks must be 1..1024");
   if (options.iters < 1) throw std::invalid_argument("--iters must be positive");
   if (options.warmup < 0) throw std::invalid_argument("--warmup must not be negative");
   if (options.timeoutMs < 1) throw std::invalid_argument("--timeout-ms must be positive");
   for (Op op : options.ops) {
-    if (op == Op::Sendrecv && options.nranks < 2) throw std::invalid_argument("sendrecv needs --nranks >= 2");
+    if (isPingPong(op) && options.nranks < 2)
+      throw std::invalid_argument(std::string(opName(op)) + " needs --nranks >= 2");
   }
   return options;
 }
@@ -108,6 +132,25 @@ inline Options parseOptions(const char* program, int argc, char** argv) {
 // Sizes to run for an op: a barrier moves no payload, so it runs once with 0.
 inline std::vector<std::size_t> sizesFor(Op op, const std::vector<std::size_t>& bytes) {
   return op == Op::Barrier ? std::vector<std::size_t>{0} : bytes;
+}
+
+// Open sockets of this process now: /proc/self/fd entries that are sockets.
+inline long openSockets() {
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return -1;
+  long n = 0;
+  while (dirent* e = readdir(dir)) {
+    struct stat st;
+    if (e->d_name[0] != '.' && fstatat(dirfd(dir), e->d_name, &st, 0) == 0 && S_ISSOCK(st.st_mode)) ++n;
+  }
+  closedir(dir);
+  return n;
+}
+
+inline long peakRssKb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss;  // kilobytes on Linux
 }
 
 struct Result {
@@ -120,6 +163,10 @@ struct Result {
   // The fastest rank's init: the last rank forked waits least, so this is
   // close to the rendezvous once every rank is up (initMs includes launching).
   double initMinMs = -1;
+  // The rendezvous once every rank had started: the slowest rank's init end
+  // minus the latest start stamp (one clock for all ranks), so launching the
+  // ranks one by one is left out; -1 when not measured. initMinMs <= it <= initMs.
+  double rendezvousMs = -1;
   double firstUs = 0;  // slowest rank's first (warm-up) iteration: includes connection setup
   double medianUs = 0, p99Us = 0, maxUs = 0;
   // Peak open sockets of one rank (max over ranks, sampled after every call)
@@ -157,6 +204,7 @@ inline void print(const Result& r, bool json) {
                            {"p99_us", round3(r.p99Us)},
                            {"max_us", round3(r.maxUs)}};
     if (r.initMinMs >= 0) line["init_min_ms"] = round3(r.initMinMs);
+    if (r.rendezvousMs >= 0) line["rendezvous_ms"] = round3(r.rendezvousMs);
     if (r.maxFds >= 0) line["max_fds"] = r.maxFds;
     if (r.maxRssKb >= 0) line["max_rss_kb"] = r.maxRssKb;
     std::cout << line.dump() << std::endl;
@@ -166,6 +214,8 @@ inline void print(const Result& r, bool json) {
       "%-7s %-10s nranks=%-4d bytes=%-8zu iters=%-6d init=%9.3f ms  first=%10.1f us  "
       "median=%9.2f us  p99=%9.2f us  max=%9.2f us\n",
       r.impl.c_str(), opName(r.op), r.nranks, r.bytes, r.iters, r.initMs, r.firstUs, r.medianUs, r.p99Us, r.maxUs);
+  if (r.rendezvousMs >= 0)
+    std::printf("        init_min=%.3f ms rendezvous after the last start=%.3f ms\n", r.initMinMs, r.rendezvousMs);
   if (r.maxFds >= 0) std::printf("        max_fds=%ld max_rss_kb=%ld\n", r.maxFds, r.maxRssKb);
   std::fflush(stdout);
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Runs a benchmark with --json and checks each line: it parses, has every key,
 and its numbers are consistent (median <= p99 <= max, all positive).
-Usage: check_bench_json.py BENCH [ARGS...]"""
+--most KEY=N (repeatable, before BENCH): every line's KEY is present and at most N.
+Usage: check_bench_json.py [--most KEY=N ...] BENCH [ARGS...]"""
 import json
 import subprocess
 import sys
@@ -11,6 +12,11 @@ KEYS = {"impl", "op", "nranks", "bytes", "iters", "init_ms", "first_us", "median
 
 def main():
     command = sys.argv[1:]
+    most = {}
+    while command and command[0] == "--most":
+        key, _, value = command[1].partition("=")
+        most[key] = float(value)
+        command = command[2:]
     run = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=50)
     sys.stderr.write(run.stderr)
     if run.returncode != 0:
@@ -31,6 +37,15 @@ def main():
             sys.exit(f"max_fds or max_rss_kb missing or not positive in {line}")
         if record["init_ms"] <= 0:
             sys.exit(f"init_ms not positive in {line}")
+        # The rendezvous after the last rank started lies between the fastest and
+        # the slowest rank's init (each rounded to 0.001 ms on its own).
+        if record["impl"] == "tether" and not (
+                0 < record.get("rendezvous_ms", 0)
+                and record["init_min_ms"] - 0.002 <= record["rendezvous_ms"] <= record["init_ms"] + 0.002):
+            sys.exit(f"rendezvous_ms missing or not within [init_min_ms, init_ms] in {line}")
+        for key, bound in most.items():
+            if key not in record or record[key] > bound:
+                sys.exit(f"{key} missing or above {bound:g} in {line}")
         print(line)
 
 

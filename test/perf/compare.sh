@@ -43,8 +43,8 @@ run() {
 mpirun_common=(mpirun --allow-run-as-root --oversubscribe)
 for n in $NRANKS; do
   run "tether-tcp-lo" "$bin/tether-bench" --nranks "$n" "${args[@]}"
-  # The floor: bare blocking sockets, no library (all-gather only).
-  if [[ "$OP" == allgather && -x "$bin/tcp-floor" ]]; then
+  # The floor: bare blocking sockets, no library (all-gather and ping-pong only).
+  if [[ ",$OP," =~ ^(,(allgather|pingpong))+,$ && -x "$bin/tcp-floor" ]]; then
     run "floor-tcp-lo" "$bin/tcp-floor" --nranks "$n" "${args[@]}"
   fi
   if (( have_mpi )); then

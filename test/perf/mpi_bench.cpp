@@ -49,6 +49,7 @@ std::vector<double> timeOp(Op op, std::size_t bytes, int count, int rank, int si
         MPI_Bcast(data.data(), b, MPI_BYTE, 0, MPI_COMM_WORLD);
         break;
       case Op::Sendrecv:
+      case Op::Pingpong:
         if (rank == 0) {
           MPI_Send(data.data(), b, MPI_BYTE, 1, pingTag, MPI_COMM_WORLD);
           MPI_Recv(data.data(), b, MPI_BYTE, 1, pingTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -59,7 +60,7 @@ std::vector<double> timeOp(Op op, std::size_t bytes, int count, int rank, int si
         break;
     }
     times[static_cast<std::size_t>(i)] = microsecondsSince(start);
-    if (op == Op::Sendrecv) times[static_cast<std::size_t>(i)] /= 2;  // half round trip
+    if (op == Op::Sendrecv) times[static_cast<std::size_t>(i)] /= 2;  // half round trip (pingpong: all of it)
   }
   return times;
 }
@@ -83,7 +84,8 @@ int main(int argc, char** argv) {
     }
     options.nranks = size;
     for (Op op : options.ops) {
-      if (op == Op::Sendrecv && size < 2) throw std::invalid_argument("sendrecv needs at least 2 ranks");
+      if (bench::isPingPong(op) && size < 2)
+        throw std::invalid_argument(std::string(bench::opName(op)) + " needs at least 2 ranks");
     }
     for (std::size_t bytes : options.bytes) {
       if (bytes > static_cast<std::size_t>(1) << 30)
@@ -118,7 +120,7 @@ int main(int argc, char** argv) {
         result.firstUs = std::max(result.firstUs, theirs[1]);
         perRank.emplace_back(theirs + 2, theirs + record.size());
       }
-      if (op == Op::Sendrecv) perRank.resize(1);  // rank 0 timed the round trips
+      if (bench::isPingPong(op)) perRank.resize(1);  // rank 0 timed the round trips
       bench::summarize(perRank, result);
       bench::print(result, options.json);
     }

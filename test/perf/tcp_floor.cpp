@@ -1,11 +1,17 @@
-// tcp-floor: the least a non-spinning TCP all-gather can cost on this machine.
-// N forked ranks, a full mesh of plain blocking loopback TCP sockets
-// (TCP_NODELAY), and the all-gather with the fewest messages and hops: every
-// rank writes its block to rank 0, rank 0 writes the whole buffer back. One
-// write() per message, one blocking read() per message, no framing, no
-// matching, no deadlines, no event loop. Not a library, not a test: a
-// reference line for tether-bench and mpi-bench (same options, same latency
-// model, same JSON; see bench_common.hpp and docs/benchmarks.md).
+// tcp-floor: the least a non-spinning TCP exchange can cost on this machine.
+// N forked ranks, plain blocking loopback TCP sockets (TCP_NODELAY), and the
+// exchange with the fewest messages and hops:
+//   allgather  every rank writes its block to rank 0, rank 0 writes the whole
+//              buffer back (a star: N - 1 links, all at rank 0);
+//   pingpong   rank 0 writes --bytes to rank 1, rank 1 writes them back (one
+//              link; the figure is the whole round trip; ranks >= 2 idle).
+// One write() per message, one blocking read() per message, no framing, no
+// matching, no deadlines, no event loop. Only the links the exchange uses are
+// connected, so the star runs at 1,024 ranks; --full-mesh connects every pair
+// first (the set-up before issue 18: N(N-1)/2 connections, at most 128 ranks).
+// Not a library, not a test: a reference line for tether-bench and mpi-bench
+// (same options, same latency model, same JSON; see bench_common.hpp and
+// docs/benchmarks.md).
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -44,111 +50,162 @@ void readAll(int fd, void* p, std::size_t n) {
   }
 }
 
-// Rank r's sockets: fd[p] is the stream to rank p. Rank r dials every lower
-// rank and accepts every higher one (which names itself in its first 4 bytes).
-std::vector<testnet::Fd> connectMesh(int r, int n, const std::vector<testnet::Fd>& listeners,
-                                     const std::vector<std::uint16_t>& ports) {
+constexpr int kMeshMostRanks = 128;  // --full-mesh: N(N-1)/2 connections, each N-1 sockets a rank
+
+// Rank r's sockets: fd[p] is the stream to rank p. Rank r dials the lower
+// ranks in `dial` and accepts `accepts` higher ones (each names itself in its
+// first 4 bytes); only listeners[r] is used to accept.
+std::vector<testnet::Fd> connectLinks(int r, int n, const std::vector<int>& dial, int accepts,
+                                      const std::vector<testnet::Fd>& listeners,
+                                      const std::vector<std::uint16_t>& ports) {
   std::vector<testnet::Fd> fd(static_cast<std::size_t>(n));
-  for (int p = 0; p < r; ++p) {
+  for (int p : dial) {
     auto s = testnet::connectTo("127.0.0.1", ports[static_cast<std::size_t>(p)]);  // sets TCP_NODELAY
     writeAll(s.get(), &r, sizeof r);
     fd[static_cast<std::size_t>(p)] = std::move(s);
   }
-  for (int k = r + 1; k < n; ++k) {
+  for (int k = 0; k < accepts; ++k) {
     auto s = testnet::acceptBefore(listeners[static_cast<std::size_t>(r)].get(), testnet::after(kSetupDeadline));
     int one = 1;
     ::setsockopt(s.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     int who = -1;
     readAll(s.get(), &who, sizeof who);
-    if (who <= r || who >= n) throw std::runtime_error("connectMesh: unexpected peer " + std::to_string(who));
+    if (who <= r || who >= n || fd[static_cast<std::size_t>(who)])
+      throw std::runtime_error("connectLinks: unexpected peer " + std::to_string(who));
     fd[static_cast<std::size_t>(who)] = std::move(s);
   }
   return fd;
 }
 
-void runRank(int r, const bench::Options& o, std::size_t bytes, const std::vector<testnet::Fd>& listeners,
-             const std::vector<std::uint16_t>& ports) {
-  const int n = o.nranks;
-  auto meshStart = Clock::now();
-  auto fd = connectMesh(r, n, listeners, ports);
-  const double initUs = std::chrono::duration<double, std::micro>(Clock::now() - meshStart).count();
-  std::vector<char> data(static_cast<std::size_t>(n) * bytes, 1);
+// The ranks that take part: all for the all-gather, 0 and 1 for the ping-pong.
+int participants(bench::Op op, int n) { return op == bench::Op::Pingpong ? 2 : n; }
+
+std::vector<testnet::Fd> connectFor(bench::Op op, bool fullMesh, int r, int n,
+                                    const std::vector<testnet::Fd>& listeners,
+                                    const std::vector<std::uint16_t>& ports) {
+  std::vector<int> dial;
+  if (fullMesh) {
+    for (int p = 0; p < r; ++p) dial.push_back(p);
+    return connectLinks(r, n, dial, n - 1 - r, listeners, ports);
+  }
+  const int m = participants(op, n);
+  if (r == 0) return connectLinks(r, n, dial, m - 1, listeners, ports);  // the star's centre
+  if (r < m) dial.push_back(0);
+  return connectLinks(r, n, dial, 0, listeners, ports);
+}
+
+void exchange(bench::Op op, int r, int n, std::size_t bytes, std::vector<char>& data,
+              const std::vector<testnet::Fd>& fd) {
+  if (op == bench::Op::Pingpong) {
+    if (r == 0) {
+      writeAll(fd[1].get(), data.data(), bytes);
+      readAll(fd[1].get(), data.data(), bytes);
+    } else {
+      readAll(fd[0].get(), data.data(), bytes);
+      writeAll(fd[0].get(), data.data(), bytes);
+    }
+    return;
+  }
   const std::size_t all = data.size();
+  if (r == 0) {
+    for (int p = 1; p < n; ++p) readAll(fd[static_cast<std::size_t>(p)].get(), data.data() + p * bytes, bytes);
+    for (int p = 1; p < n; ++p) writeAll(fd[static_cast<std::size_t>(p)].get(), data.data(), all);
+  } else {
+    writeAll(fd[0].get(), data.data() + r * bytes, bytes);
+    readAll(fd[0].get(), data.data(), all);
+  }
+}
+
+void runRank(int r, const bench::Options& o, bench::Op op, std::size_t bytes, bool fullMesh,
+             const std::vector<testnet::Fd>& listeners, const std::vector<std::uint16_t>& ports) {
+  const int n = o.nranks;
+  const int m = participants(op, n);
+  auto setupStart = Clock::now();
+  auto fd = connectFor(op, fullMesh, r, n, listeners, ports);
+  const double initUs = std::chrono::duration<double, std::micro>(Clock::now() - setupStart).count();
+  const long sockets = bench::openSockets();  // the links and the inherited listeners
+  if (r >= m) return;                         // takes no part in the ping-pong
+  std::vector<char> data(op == bench::Op::Pingpong ? bytes : static_cast<std::size_t>(n) * bytes, 1);
   std::vector<double> times(static_cast<std::size_t>(o.warmup + o.iters));
   for (auto& t : times) {
     auto start = Clock::now();
-    if (r == 0) {
-      for (int p = 1; p < n; ++p) readAll(fd[static_cast<std::size_t>(p)].get(), data.data() + p * bytes, bytes);
-      for (int p = 1; p < n; ++p) writeAll(fd[static_cast<std::size_t>(p)].get(), data.data(), all);
-    } else {
-      writeAll(fd[0].get(), data.data() + r * bytes, bytes);
-      readAll(fd[0].get(), data.data(), all);
-    }
+    exchange(op, r, n, bytes, data, fd);
     t = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
   }
-  // Record: [mesh connect time, timed iterations...], collected on rank 0.
-  std::vector<double> record{initUs};
+  // Record: [set-up time, open sockets, peak RSS, timed iterations...], collected on rank 0.
+  std::vector<double> record{initUs, static_cast<double>(sockets), static_cast<double>(bench::peakRssKb())};
   record.insert(record.end(), times.end() - o.iters, times.end());
   if (r != 0) {
     writeAll(fd[0].get(), record.data(), record.size() * sizeof(double));
     return;
   }
-  double slowestInitUs = initUs;
-  std::vector<std::vector<double>> perRank{std::vector<double>(record.begin() + 1, record.end())};
-  for (int p = 1; p < n; ++p) {
-    std::vector<double> theirs(record.size());
-    readAll(fd[static_cast<std::size_t>(p)].get(), theirs.data(), theirs.size() * sizeof(double));
-    slowestInitUs = std::max(slowestInitUs, theirs.front());
-    perRank.emplace_back(theirs.begin() + 1, theirs.end());
-  }
   bench::Result result;
+  std::vector<std::vector<double>> perRank;
+  std::vector<double> theirs = record;
+  for (int p = 0; p < m; ++p) {
+    if (p > 0) readAll(fd[static_cast<std::size_t>(p)].get(), theirs.data(), theirs.size() * sizeof(double));
+    result.initMs = std::max(result.initMs, theirs[0] / 1000.0);  // connecting the links
+    result.maxFds = std::max(result.maxFds, static_cast<long>(theirs[1]));
+    result.maxRssKb = std::max(result.maxRssKb, static_cast<long>(theirs[2]));
+    if (p == 0 || op != bench::Op::Pingpong) perRank.emplace_back(theirs.begin() + 3, theirs.end());  // rank 0 timed it
+  }
   result.impl = "tcp-floor";
-  result.op = bench::Op::Allgather;
+  result.op = op;
   result.nranks = n;
   result.bytes = bytes;
   result.iters = o.iters;
-  result.initMs = slowestInitUs / 1000.0;  // connecting the full mesh
   result.firstUs = times.front();
   bench::summarize(perRank, result);
   bench::print(result, o.json);
+}
+
+// Forks the ranks of one (op, bytes) run and waits for them; throws if one failed.
+void runOnce(const bench::Options& o, bench::Op op, std::size_t bytes, bool fullMesh) {
+  // Only rank 0 accepts, except in the full mesh (every rank accepts its higher ones).
+  std::vector<testnet::Fd> listeners(static_cast<std::size_t>(o.nranks));
+  std::vector<std::uint16_t> ports(static_cast<std::size_t>(o.nranks));
+  for (int r = 0; r < (fullMesh ? o.nranks : 1); ++r)
+    listeners[static_cast<std::size_t>(r)] = testnet::listenOn("127.0.0.1", ports[static_cast<std::size_t>(r)]);
+  std::vector<pid_t> children;
+  for (int r = 0; r < o.nranks; ++r) {
+    pid_t pid = ::fork();
+    if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+    if (pid == 0) {
+      try {
+        runRank(r, o, op, bytes, fullMesh, listeners, ports);
+        std::fflush(stdout);
+        ::_exit(0);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "tcp-floor rank %d: %s\n", r, e.what());
+        ::_exit(1);
+      }
+    }
+    children.push_back(pid);
+  }
+  int failed = 0;
+  for (pid_t pid : children) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
+  }
+  if (failed) throw std::runtime_error(std::to_string(failed) + " rank(s) failed");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
-    auto o = bench::parseOptions("tcp-floor", argc, argv);
+    auto o = bench::parseOptions(
+        "tcp-floor", argc, argv,
+        {{"full-mesh", "connect every pair of ranks before the exchange (the old set-up; at most 128 ranks)"}});
+    const bool fullMesh = o.flags.count("full-mesh") != 0;
     for (auto op : o.ops)
-      if (op != bench::Op::Allgather) throw std::invalid_argument("tcp-floor measures --op allgather only");
-    for (std::size_t bytes : o.bytes) {
-      std::vector<testnet::Fd> listeners;
-      std::vector<std::uint16_t> ports(static_cast<std::size_t>(o.nranks));
-      for (int r = 0; r < o.nranks; ++r)
-        listeners.push_back(testnet::listenOn("127.0.0.1", ports[static_cast<std::size_t>(r)]));
-      std::vector<pid_t> children;
-      for (int r = 0; r < o.nranks; ++r) {
-        pid_t pid = ::fork();
-        if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-        if (pid == 0) {
-          try {
-            runRank(r, o, bytes, listeners, ports);
-            std::fflush(stdout);
-            ::_exit(0);
-          } catch (const std::exception& e) {
-            std::fprintf(stderr, "tcp-floor rank %d: %s\n", r, e.what());
-            ::_exit(1);
-          }
-        }
-        children.push_back(pid);
-      }
-      int failed = 0;
-      for (pid_t pid : children) {
-        int status = 0;
-        ::waitpid(pid, &status, 0);
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
-      }
-      if (failed) throw std::runtime_error(std::to_string(failed) + " rank(s) failed");
-    }
+      if (op != bench::Op::Allgather && op != bench::Op::Pingpong)
+        throw std::invalid_argument("tcp-floor measures --op allgather and pingpong only");
+    if (fullMesh && o.nranks > kMeshMostRanks)
+      throw std::invalid_argument("--full-mesh takes at most " + std::to_string(kMeshMostRanks) + " ranks");
+    for (auto op : o.ops)
+      for (std::size_t bytes : o.bytes) runOnce(o, op, bytes, fullMesh);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tcp-floor: %s\n", e.what());

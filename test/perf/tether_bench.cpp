@@ -7,10 +7,7 @@
 // process per rank and waits for them with a deadline. Each rank times every
 // iteration itself; after the loop the timings go to rank 0 over the bootstrap
 // and rank 0 prints the statistics (bench_common.hpp explains them).
-#include <dirent.h>
 #include <signal.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -33,25 +30,6 @@ using bench::Op;
 
 double microsecondsSince(Clock::time_point start) {
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
-}
-
-// Open sockets of this process now: /proc/self/fd entries that are sockets.
-long openSockets() {
-  DIR* dir = opendir("/proc/self/fd");
-  if (dir == nullptr) return -1;
-  long n = 0;
-  while (dirent* e = readdir(dir)) {
-    struct stat st;
-    if (e->d_name[0] != '.' && fstatat(dirfd(dir), e->d_name, &st, 0) == 0 && S_ISSOCK(st.st_mode)) ++n;
-  }
-  closedir(dir);
-  return n;
-}
-
-long peakRssKb() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return u.ru_maxrss;  // kilobytes on Linux
 }
 
 long peakSockets = 0;  // this rank's, sampled after init and after each op's first and last call
@@ -79,6 +57,7 @@ std::vector<double> timeOp(tether::Bootstrap& b, Op op, std::size_t bytes, int c
         b.broadcast(data.data(), bytes, 0);
         break;
       case Op::Sendrecv:
+      case Op::Pingpong:
         if (b.rank() == 0) {
           b.send(data.data(), bytes, 1, pingTag);
           b.recv(data.data(), bytes, 1, pingTag);
@@ -89,11 +68,11 @@ std::vector<double> timeOp(tether::Bootstrap& b, Op op, std::size_t bytes, int c
         break;
     }
     times[static_cast<std::size_t>(i)] = microsecondsSince(start);
-    if (op == Op::Sendrecv) times[static_cast<std::size_t>(i)] /= 2;  // half round trip
+    if (op == Op::Sendrecv) times[static_cast<std::size_t>(i)] /= 2;  // half round trip (pingpong: all of it)
     // After the first call (it opens the op's links) and the last: reading
     // /proc/self/fd after every call costs ~100 syscalls, and the gap lets the
     // progress thread take over between calls (a slower, different benchmark).
-    if (i == 0 || i == count - 1) peakSockets = std::max(peakSockets, openSockets());
+    if (i == 0 || i == count - 1) peakSockets = std::max(peakSockets, bench::openSockets());
   }
   return times;
 }
@@ -118,17 +97,24 @@ std::vector<std::vector<double>> gatherToRoot(tether::Bootstrap& b, const std::v
 int runRank(int rank, const bench::Options& options, const tether::UniqueId& id) {
   tether::TcpOptions tcp;
   tcp.timeout = std::chrono::milliseconds(options.timeoutMs);
+  // steady_clock is CLOCK_MONOTONIC, one clock for every process of the host,
+  // so the ranks' stamps compare: the rendezvous once the last rank started is
+  // the latest init end minus the latest start (bench_common.hpp, Result).
   const auto start = Clock::now();
   tether::TcpBootstrap b(rank, options.nranks, id, tcp);
-  const double initUs = microsecondsSince(start);
-  peakSockets = std::max(peakSockets, openSockets());
+  const auto end = Clock::now();
+  const double initUs = std::chrono::duration<double, std::micro>(end - start).count();
+  const double startStampUs = std::chrono::duration<double, std::micro>(start.time_since_epoch()).count();
+  const double endStampUs = std::chrono::duration<double, std::micro>(end.time_since_epoch()).count();
+  peakSockets = std::max(peakSockets, bench::openSockets());
 
   for (Op op : options.ops) {
     for (std::size_t bytes : bench::sizesFor(op, options.bytes)) {
       std::vector<double> times = timeOp(b, op, bytes, options.warmup + options.iters);
-      // Record: [init, first call, peak sockets, peak RSS, timed calls...]
-      std::vector<double> record{initUs, times.front(), static_cast<double>(peakSockets),
-                                 static_cast<double>(peakRssKb())};
+      // Record: [init, first call, peak sockets, peak RSS, start stamp, init end stamp, timed calls...]
+      std::vector<double> record{
+          initUs,       times.front(), static_cast<double>(peakSockets), static_cast<double>(bench::peakRssKb()),
+          startStampUs, endStampUs};
       record.insert(record.end(), times.end() - options.iters, times.end());
       auto all = gatherToRoot(b, record);
       if (rank != 0) continue;
@@ -140,15 +126,19 @@ int runRank(int rank, const bench::Options& options, const tether::UniqueId& id)
       result.bytes = bytes;
       result.iters = options.iters;
       std::vector<std::vector<double>> perRank;
+      double lastStartUs = 0, lastEndUs = 0;
       for (const auto& r : all) {
         result.initMs = std::max(result.initMs, r[0] / 1000.0);
         result.initMinMs = result.initMinMs < 0 ? r[0] / 1000.0 : std::min(result.initMinMs, r[0] / 1000.0);
         result.firstUs = std::max(result.firstUs, r[1]);
         result.maxFds = std::max(result.maxFds, static_cast<long>(r[2]));
         result.maxRssKb = std::max(result.maxRssKb, static_cast<long>(r[3]));
-        perRank.emplace_back(r.begin() + 4, r.end());
+        lastStartUs = std::max(lastStartUs, r[4]);
+        lastEndUs = std::max(lastEndUs, r[5]);
+        perRank.emplace_back(r.begin() + 6, r.end());
       }
-      if (op == Op::Sendrecv) perRank.resize(1);  // rank 0 timed the round trips
+      result.rendezvousMs = (lastEndUs - lastStartUs) / 1000.0;
+      if (bench::isPingPong(op)) perRank.resize(1);  // rank 0 timed the round trips
       bench::summarize(perRank, result);
       bench::print(result, options.json);
     }

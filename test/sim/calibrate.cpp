@@ -32,6 +32,7 @@ std::vector<Measurement> readBenchJson(std::istream& in) {
     m.medianUs = j.at("median_us").get<double>();
     m.initMs = j.value("init_ms", 0.0);
     m.initMinMs = j.value("init_min_ms", -1.0);
+    m.rendezvousMs = j.value("rendezvous_ms", -1.0);
     out.push_back(m);
   }
   return out;
@@ -67,7 +68,7 @@ std::vector<CalibrationRow> model(const Params& params, const std::vector<Measur
   struct Series {
     std::vector<std::string> ops;
     std::map<std::string, std::vector<double>> latency;
-    std::vector<double> init, initMin;
+    std::vector<double> init, initMin, rendezvous;
     std::size_t bytes = 64;
   };
   std::map<int, Series> byN;
@@ -80,6 +81,7 @@ std::vector<CalibrationRow> model(const Params& params, const std::vector<Measur
     if (values.size() == s.init.size()) {  // once per sitting
       s.init.push_back(m.initMs * 1000);
       if (m.initMinMs >= 0) s.initMin.push_back(m.initMinMs * 1000);
+      if (m.rendezvousMs >= 0) s.rendezvous.push_back(m.rendezvousMs * 1000);
     }
     values.push_back(m.medianUs);
     if (m.bytes) s.bytes = m.bytes;
@@ -106,6 +108,7 @@ std::vector<CalibrationRow> model(const Params& params, const std::vector<Measur
     };
     row("init", r.tether.front(), series.init, r.tether.front().firstUs);
     if (!series.initMin.empty()) rows.back().initMinUs = median(series.initMin);
+    if (!series.rendezvous.empty()) rows.back().rendezvousUs = median(series.rendezvous);
     for (std::size_t i = 0; i < series.ops.size(); ++i)
       row(series.ops[i], r.tether[i + 1], series.latency.at(series.ops[i]), r.tether[i + 1].medianUs);
   }
@@ -178,13 +181,15 @@ void printCalibration(std::ostream& out, const std::vector<CalibrationRow>& rows
                        std::exp(logSum / count), worst);
   out << "init, not fitted: tether-bench's init_ms is the slowest rank's constructor, which includes the other\n"
          "ranks being forked one after another and the process start; the model starts every rank at once.\n"
-         "init_min_ms (the fastest rank's: the rendezvous once every rank is up) is the closer figure\n";
+         "init_min_ms (the fastest rank's) and rendezvous_ms (the latest init end minus the latest start:\n"
+         "the rendezvous once every rank had started) are the closer figures\n";
   for (const auto& r : rows)
     if (r.op == "init")
-      out << fmt::format("{:>6} init measured {} (median of {}){}, modeled {} ({})\n", r.nranks,
-                         formatTime(r.measuredUs), r.runs,
-                         r.initMinUs >= 0 ? "; fastest rank " + formatTime(r.initMinUs) : std::string(),
-                         formatTime(r.modeledUs), r.algorithm);
+      out << fmt::format(
+          "{:>6} init measured {} (median of {}){}, modeled {} ({})\n", r.nranks, formatTime(r.measuredUs), r.runs,
+          (r.initMinUs >= 0 ? "; fastest rank " + formatTime(r.initMinUs) : std::string()) +
+              (r.rendezvousUs >= 0 ? "; after the last start " + formatTime(r.rendezvousUs) : std::string()),
+          formatTime(r.modeledUs), r.algorithm);
 }
 
 }  // namespace tether::sim

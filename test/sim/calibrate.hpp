@@ -21,7 +21,8 @@ struct Measurement {
   std::size_t bytes = 0;
   double medianUs = 0;
   double initMs = 0;
-  double initMinMs = -1;  // the fastest rank's init (newer tether-bench), -1 if absent
+  double initMinMs = -1;     // the fastest rank's init (newer tether-bench), -1 if absent
+  double rendezvousMs = -1;  // the rendezvous after the last rank started (newer still), -1 if absent
 };
 
 // tether-bench --json lines; other lines are skipped.
@@ -36,6 +37,7 @@ struct CalibrationRow {
   int runs = 1;
   double low = 0, high = 0;  // the sittings' range
   double initMinUs = -1;     // init: the median of the fastest ranks' init, where measured
+  double rendezvousUs = -1;  // init: the median of the rendezvous after the last start, where measured
 };
 
 // Models every measured operation (and init, beside tether-bench's

@@ -44,7 +44,9 @@ void addModelOptions(cxxopts::Options& spec, const Params& d) {
       cxxopts::value<std::size_t>()->default_value(std::to_string(d.eagerBytes)))(
       "start-spread-us", "ranks start the rendezvous at random times in [0, this]", dbl(d.startSpreadUs))(
       "seed", "random seed (start spread, all-to-all-v sizes)",
-      cxxopts::value<std::uint64_t>()->default_value(std::to_string(d.seed)));
+      cxxopts::value<std::uint64_t>()->default_value(std::to_string(d.seed)))(
+      "host-tree-radix", "--rendezvous host-local: radix of the tree of host leaders that carries the table",
+      cxxopts::value<int>()->default_value(std::to_string(d.hostTreeRadix)));
 }
 
 Params readModel(const cxxopts::ParseResult& a) {
@@ -67,6 +69,8 @@ Params readModel(const cxxopts::ParseResult& a) {
   p.eagerBytes = a["eager-bytes"].as<std::size_t>();
   p.startSpreadUs = a["start-spread-us"].as<double>();
   p.seed = a["seed"].as<std::uint64_t>();
+  p.hostTreeRadix = a["host-tree-radix"].as<int>();
+  if (p.hostTreeRadix < 2) throw std::invalid_argument("--host-tree-radix must be at least 2");
   if (p.hosts < 1 || p.ranksPerHost < 1 || p.cores < 1)
     throw std::invalid_argument("--hosts, --ranks-per-host and --cores must be at least 1");
   if (static_cast<long long>(p.hosts) * p.ranksPerHost > (1 << 20))
@@ -129,7 +133,9 @@ int main(int argc, char** argv) {
       cxxopts::value<std::size_t>()->default_value("64"))(
       "calls", "back-to-back calls per operation (the first opens links; median of the rest is shown)",
       cxxopts::value<int>()->default_value("1"))("root", "broadcast root", cxxopts::value<int>()->default_value("0"))(
-      "rendezvous", "tether's rendezvous: root|tree|auto|star (default: TETHER_RENDEZVOUS, else auto, as World)",
+      "rendezvous",
+      "tether's rendezvous: root|tree|auto|host-local (modelled only)|star (default: TETHER_RENDEZVOUS, else auto, "
+      "as World)",
       cxxopts::value<std::string>()->default_value(defaultRendezvous()))(
       "algo", "force a table row, OP=ROW (e.g. allgather=ring); repeatable",
       cxxopts::value<std::vector<std::string>>())("no-anchors",

@@ -69,6 +69,11 @@ struct Params {
   double startSpreadUs = 0;
   std::uint64_t seed = 1;
 
+  // The host-local rendezvous (--rendezvous host-local, modelled only): the
+  // radix of the tree of host leaders that carries the table down
+  // (rdv::kDefaultTreeRadix, as tether's tree rendezvous).
+  int hostTreeRadix = 8;
+
   int nranks() const { return hosts * ranksPerHost; }
   // Like the real code: some host runs more ranks than it has cores.
   bool cpuBound() const { return ranksPerHost > cores; }

@@ -14,12 +14,17 @@ namespace tether::sim {
 
 const std::vector<RendezvousKind>& rendezvousKinds() {
   static const std::vector<RendezvousKind> kinds = {
-      {"root", &rdv::makeRootStar, "tether's root star (lib/rendezvous/root_star.cpp)"},
-      {"tree", +[](rdv::Host& h, const rdv::Config& c) { return rdv::make(h, c, "tree"); },
+      {"root", +[](rdv::Host& h, const rdv::Config& c, const Params&) { return rdv::makeRootStar(h, c); },
+       "tether's root star (lib/rendezvous/root_star.cpp)"},
+      {"tree", +[](rdv::Host& h, const rdv::Config& c, const Params&) { return rdv::make(h, c, "tree"); },
        "tether's k-nomial tree (lib/rendezvous/tree.cpp, radix TETHER_RENDEZVOUS_RADIX)"},
-      {"auto", +[](rdv::Host& h, const rdv::Config& c) { return rdv::make(h, c, "auto"); },
+      {"auto", +[](rdv::Host& h, const rdv::Config& c, const Params&) { return rdv::make(h, c, "auto"); },
        "tether's default: the tree from rdv::kTreeFromRanks ranks, else the root star"},
-      {"star", &makeAnchorStar, "anchor: one server answers every rank with the whole table"},
+      {"host-local", &makeHostLocal,
+       "modelled only: ranks meet their host's leader, one registration per host at the root, the table down "
+       "a tree of leaders (--host-tree-radix)"},
+      {"star", +[](rdv::Host& h, const rdv::Config& c, const Params&) { return makeAnchorStar(h, c); },
+       "anchor: one server answers every rank with the whole table"},
   };
   return kinds;
 }
@@ -87,7 +92,7 @@ class Run final : public Protocol {
     finishedAt_.assign(static_cast<std::size_t>(n_), -1);
     for (int r = 0; r < n_; ++r) {
       rdv::Config c{r, n_, simAddress(0, p), std::chrono::milliseconds(600000)};
-      ranks_[static_cast<std::size_t>(r)] = kind.make(hosts_[static_cast<std::size_t>(r)], c);
+      ranks_[static_cast<std::size_t>(r)] = kind.make(hosts_[static_cast<std::size_t>(r)], c, p);
     }
   }
 

@@ -15,7 +15,7 @@
 
 namespace tether::sim {
 
-using RendezvousFactory = std::unique_ptr<rdv::Rendezvous> (*)(rdv::Host&, const rdv::Config&);
+using RendezvousFactory = std::unique_ptr<rdv::Rendezvous> (*)(rdv::Host&, const rdv::Config&, const Params&);
 
 struct RendezvousKind {
   const char* name;
@@ -24,7 +24,8 @@ struct RendezvousKind {
 };
 
 // "root", "tree", "auto": tether's rendezvous as TETHER_RENDEZVOUS names
-// them (rdv::make); "star": the anchor, a server that answers every rank
+// them (rdv::make); "host-local": host-local aggregation, modelled here
+// (host_local.cpp); "star": the anchor, a server that answers every rank
 // with the whole table (anchor_star.cpp).
 const std::vector<RendezvousKind>& rendezvousKinds();
 // Throws std::invalid_argument naming the known kinds.
@@ -34,6 +35,8 @@ std::string defaultRendezvous();
 
 // The anchor star (anchor_star.cpp).
 std::unique_ptr<rdv::Rendezvous> makeAnchorStar(rdv::Host& host, const rdv::Config& config);
+// Host-local aggregation (host_local.cpp).
+std::unique_ptr<rdv::Rendezvous> makeHostLocal(rdv::Host& host, const rdv::Config& config, const Params& params);
 
 // The address a simulated rank advertises: 10.x.y.z by host, a port by its
 // place on the host, the host's id and core count.

@@ -189,6 +189,25 @@ TEST_CASE("tree rendezvous: registrations at the root, the table down a k-nomial
   }
 }
 
+TEST_CASE("host-local rendezvous: one registration per host at the root, the table down a tree of leaders", "[sim]") {
+  for (auto [hosts, perHost] : {std::pair{1, 1}, {1, 2}, {3, 3}, {8, 1}, {16, 8}, {100, 10}}) {
+    Params p = world(hosts, perHost);
+    p.startSpreadUs = 300;
+    const std::uint64_t h = static_cast<std::uint64_t>(hosts), r = static_cast<std::uint64_t>(perHost), n = h * r,
+                        k = static_cast<std::uint64_t>(p.hostTreeRadix);
+    INFO("H=" << h << " R=" << r << " radix " << k);
+    Engine engine(p);
+    const OpResult o = runRendezvous(engine, "host-local", "tether").result;
+    const std::uint64_t table = 4 + 29 * n, reg = 4 + 29, hostReg = 4 + 29 * r, rootKids = knomialChildren(0, h, k);
+    CHECK(o.messages == 2 * (n - 1));  // a registration and a table per rank, as the tree
+    CHECK(o.rootMessages == (r - 1) + (h - 1) + rootKids + (r - 1));  // hosts + O(log H), not N
+    CHECK(o.rootBytes == (r - 1) * reg + (h - 1) * hostReg + (rootKids + r - 1) * table);
+    CHECK(o.rootLinks == (r - 1) + rootKids);  // its own ranks and its child leaders
+    CHECK(o.connections == (r - 1) * h + (h - 1) + (h - 1 - rootKids));
+    CHECK(o.rounds == (r > 1 ? 2u : 0u) + (h > 1 ? 1u : 0u) + knomialHeight(hosts, p.hostTreeRadix));
+  }
+}
+
 TEST_CASE("after the tree rendezvous, a gather to rank 0 dials again every link the root released", "[sim]") {
   const char* env = std::getenv("TETHER_RENDEZVOUS_RADIX");
   const std::uint64_t k = env && *env ? std::strtoull(env, nullptr, 10) : 8;
@@ -400,12 +419,17 @@ TEST_CASE("ranks outnumbering cores queue for them", "[sim]") {
 TEST_CASE("tether-bench JSON lines are read for calibration", "[sim]") {
   std::istringstream in(
       "{\"bytes\":64,\"impl\":\"tether\",\"init_ms\":2.5,\"median_us\":300.5,\"nranks\":16,\"op\":\"allgather\"}\n"
-      "not json\n");
+      "not json\n"
+      "{\"bytes\":64,\"init_min_ms\":1.5,\"init_ms\":2.5,\"median_us\":9,\"nranks\":16,\"op\":\"barrier\","
+      "\"rendezvous_ms\":2}\n");
   const auto m = readBenchJson(in);
-  REQUIRE(m.size() == 1);
+  REQUIRE(m.size() == 2);
   CHECK(m[0].nranks == 16);
   CHECK(m[0].op == "allgather");
   CHECK(m[0].medianUs == 300.5);
   CHECK(m[0].initMs == 2.5);
   CHECK(m[0].initMinMs == -1);
+  CHECK(m[0].rendezvousMs == -1);
+  CHECK(m[1].initMinMs == 1.5);
+  CHECK(m[1].rendezvousMs == 2);
 }

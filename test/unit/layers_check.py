@@ -1,9 +1,19 @@
 #!/usr/bin/python3
-"""The layering of lib/ (docs/design.md, "Layers"), checked from the sources.
+"""The layering of lib/ and include/tether/detail (docs/design.md, "Layers"), checked from the sources.
 
-1. The graph of #include "folder/..." between lib/ folders has no cycle.
-2. Every such include points down: the included folder's level (its meson.build
-   compiles it with -DTETHER_LAYER_LEVEL=N) is at most the includer's.
+1. The graph of includes between layers has no cycle: #include "folder/..." between lib/
+   folders, and the "tether/..." includes of lib/ files and of include/tether/detail headers.
+2. Every such include points down: the included header's level is at most the includer's.
+   A lib/ folder's level is what its meson.build compiles it with (-DTETHER_LAYER_LEVEL=N).
+   A "tether/..." header's level:
+     tether/detail/<layer>/*  that layer's (<layer> one of the lib folders: base, wire, ...);
+     tether/detail/*.hpp      base's;
+     tether/<layer>/*         (e.g. tether/rdma/) the public API of that layer: its level, at least core's;
+     other tether/* headers   the public API: core's level, so only core and the layers above it
+                              include them; except VOCABULARY below (defined by a lower layer).
+   A header in include/tether/detail/<layer>/ (or detail/ itself: base) has that level as includer.
+   KNOWN lists upward includes found when this check learnt to see tether/ includes that are
+   not fixed yet: printed, not failed; one that no longer occurs is printed as stale.
 3. Every header in lib/ declares TETHER_LAYER(level, "folder") matching its folder.
 4. The compile-time guard works: a translation unit of the link layer that
    includes a core header fails to compile, naming the upward include.
@@ -30,7 +40,79 @@ for d in sorted(os.listdir(lib)):
             levels[d] = int(m.group(1))
 print("layers:", ", ".join(f"{d}={n}" for d, n in sorted(levels.items(), key=lambda x: x[1])))
 
+# Public headers that a layer below core defines (their out-of-line parts live there)
+# and that include no tether header above it: every layer may use them.
+VOCABULARY = {
+    "tether/error.hpp": "base",  # lib/base/error.cpp
+    "tether/log.hpp": "base",  # lib/base/log.cpp
+}
+# Upward includes known when the tether/ includes became visible, each with its way out.
+KNOWN = {
+    ("lib/base/env.cpp", "tether/bootstrap.hpp"):
+        "kDefaultTimeout only; the constant belongs in a base-level header (H4: configuration)",
+    ("lib/base/settings.cpp", "tether/detail/coll/settings.hpp"):
+        "the configuration table validates coll's variables (H4: configuration)",
+    ("lib/base/settings.cpp", "tether/detail/coll/table.hpp"):
+        "the configuration table names coll's algorithm rows (H4: configuration)",
+    ("include/tether/detail/args.hpp", "tether/bootstrap.hpp"):
+        "argument checks of the public calls: front-end code, belongs in detail/core/ (H3: one implementation)",
+}
+include_dir = os.path.join(root, "include")
+detail = os.path.join(include_dir, "tether", "detail")
+core_level = levels.get("core", max(levels.values()) if levels else 0)
+
+
+def tether_level(header):
+    """(level, layer name) of an include "tether/..." by the rules above."""
+    parts = header.split("/")
+    if parts[:2] == ["tether", "detail"]:
+        if len(parts) == 3:
+            return levels.get("base", 0), "base"
+        if parts[2] in levels:
+            return levels[parts[2]], parts[2]
+        return None, None  # a detail folder that is no layer: reported below
+    if header in VOCABULARY:
+        return levels[VOCABULARY[header]], VOCABULARY[header]
+    if len(parts) > 2 and parts[1] in levels:  # tether/rdma/*: the rdma layer's public API
+        return max(core_level, levels[parts[1]]), parts[1]
+    return core_level, "public"
+
+
+def includer_layer(path):
+    """(level, layer name) of a file in lib/<layer>/ or include/tether/detail[/<layer>]/."""
+    rel = os.path.relpath(path, root).split(os.sep)
+    if rel[0] == "lib":
+        return levels[rel[1]], rel[1]
+    if len(rel) == 4:
+        return levels.get("base", 0), "base"
+    return levels.get(rel[3], None), rel[3]
+
+
 edges = {}
+seen_known = set()
+
+
+def check_tether_includes(path, text):
+    level, layer = includer_layer(path)
+    rel = os.path.relpath(path, root)
+    if level is None:
+        failures.append(f"{rel}: include/tether/detail/{layer}/ is not a layer (one of {', '.join(levels)})")
+        return
+    for target in re.findall(r'#include\s+["<](tether/[^">]+)[">]', text):
+        t_level, t_layer = tether_level(target)
+        if t_level is None:
+            failures.append(f"{rel} includes {target}: {target.split('/')[2]}/ is not a layer")
+            continue
+        if t_level > level and (rel, target) in KNOWN:
+            seen_known.add((rel, target))
+            continue  # nor an edge: it would close a cycle through the allowed include
+        if t_layer != layer and t_layer != "public":
+            edges.setdefault(layer, set()).add(t_layer)
+        if t_level > level:
+            failures.append(f"{rel} includes {target} ({t_layer}, level {t_level}) from {layer} "
+                            f"(level {level}): upward")
+
+
 for d in levels:
     for dirpath, _, files in os.walk(os.path.join(lib, d)):
         for f in files:
@@ -45,6 +127,7 @@ for d in levels:
                 if levels[target] > levels[d]:
                     failures.append(f"{os.path.relpath(path, root)} includes {target}/ (level {levels[target]}) "
                                     f"from {d}/ (level {levels[d]}): upward")
+            check_tether_includes(path, text)
             if f.endswith((".hpp", ".h")) and path != os.path.join(lib, "base", "layer.hpp"):
                 m = re.search(r'TETHER_LAYER\((\d+), "([a-z]+)"\)', text)
                 if not m:
@@ -52,6 +135,28 @@ for d in levels:
                 elif int(m.group(1)) != levels[d] or m.group(2) != d:
                     failures.append(f"{os.path.relpath(path, root)}: TETHER_LAYER({m.group(1)}, \"{m.group(2)}\") "
                                     f"but the folder is {d} (level {levels[d]})")
+
+detail_headers = 0
+for dirpath, _, files in os.walk(detail):
+    for f in files:
+        if f.endswith((".hpp", ".h")):
+            path = os.path.join(dirpath, f)
+            check_tether_includes(path, open(path, errors="replace").read())
+            detail_headers += 1
+print(f"include/tether/detail: {detail_headers} headers checked")
+for header, layer in VOCABULARY.items():  # a vocabulary header stays a leaf of its layer
+    path = os.path.join(include_dir, header)
+    if not os.path.isfile(path):
+        failures.append(f"VOCABULARY names {header}, which does not exist")
+        continue
+    for target in re.findall(r'#include\s+["<](tether/[^">]+)[">]', open(path).read()):
+        if tether_level(target)[0] is None or tether_level(target)[0] > levels[layer]:
+            failures.append(f"{header} (vocabulary of {layer}) includes {target}, above {layer}")
+for (rel, target), why in sorted(KNOWN.items()):
+    if (rel, target) in seen_known:
+        print(f"known upward include, not failed: {rel} includes {target}: {why}")
+    else:
+        print(f"stale KNOWN entry (no longer found; remove it): {rel} includes {target}")
 
 # Cycle search (depth-first, colours).
 state, stack = {}, []

@@ -15,7 +15,7 @@
 #include "tether/detail/coll/alltoall_tree.hpp"
 #include "tether/detail/coll/barrier.hpp"
 #include "tether/detail/coll/broadcast.hpp"
-#include "tether/detail/coll/op.hpp"
+#include "tether/detail/wire/op.hpp"
 #include "tether/detail/coll/plan.hpp"
 
 namespace tether {

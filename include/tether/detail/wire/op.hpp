@@ -1,5 +1,8 @@
-// tether/detail/coll/op.hpp — the collective operations and their names.
-// Header-only, C++17.
+// tether/detail/wire/op.hpp — the collective operations and their names.
+// Header-only, C++17. The wire layer's: the values are operation codes in
+// collective frames (lib/wire/frame.hpp), so it sits below the plans that use
+// it (test/unit/layers_check.py); the namespace stays detail::coll, where the
+// collectives name it.
 #pragma once
 
 #include <cstdint>
