@@ -122,6 +122,8 @@ std::vector<Variable> makeTable() {
                      "largest data frame accepted"));
   t.push_back(number("TETHER_CALLER_PROGRESS", T::Expert, 0, 1, "1",
                      "1: the caller runs the event loop; 0: the background thread does"));
+  t.push_back(number("TETHER_POLL_US", T::Expert, 0, 1000000, "50",
+                     "a blocking call polls this long before it sleeps, where cores are free; 0: off"));
   t.push_back(
       choice("TETHER_ALGO_ALLGATHER", T::Expert, algorithms(dc::Op::Allgather), "auto", "all-gather algorithm"));
   t.push_back(choice("TETHER_ALGO_ALLTOALL", T::Expert, algorithms(dc::Op::Alltoall), "auto", "all-to-all algorithm"));

@@ -37,6 +37,7 @@ const std::vector<Bad> kBad = {
     {"TETHER_MAX_LINKS", "99999999999999999999", "TETHER_MAX_LINKS=99999999999999999999 is out of range [1, 1048576]"},
     {"TETHER_KEEPALIVE_IDLE_S", "ten", "TETHER_KEEPALIVE_IDLE_S='ten' is not an integer"},
     {"TETHER_RENDEZVOUS", "star", "TETHER_RENDEZVOUS='star' is not one of root, tree, pmix or auto"},
+    {"TETHER_POLL_US", "-1", "TETHER_POLL_US=-1 is out of range [0, 1000000]"},
 };
 
 std::string errorOf(const std::function<void()>& f) {
