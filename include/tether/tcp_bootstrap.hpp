@@ -8,9 +8,9 @@
 //
 // Threading: one event loop per TcpBootstrap world runs all socket I/O. A
 // blocking call runs it on the calling thread until the call is done or its
-// deadline passes (sleeping in the kernel, never spinning); between calls a
-// background thread per world runs it (TETHER_CALLER_PROGRESS=0: always that
-// thread).
+// deadline passes (sleeping in the kernel; where this host has a core per
+// rank, polling briefly first, TETHER_POLL_US); between calls a background
+// thread per world runs it.
 // Point-to-point calls are thread-safe; collectives of one communicator must be
 // called from one thread at a time, in the same order on every rank.
 #pragma once

@@ -120,8 +120,6 @@ std::vector<Variable> makeTable() {
   t.push_back(number("TETHER_KEEPALIVE_COUNT", T::Expert, 1, 127, "3", "unanswered probes before a peer is lost"));
   t.push_back(number("TETHER_MAX_PAYLOAD_BYTES", T::Expert, 64 * 1024, std::int64_t{1} << 40, "1073741824",
                      "largest data frame accepted"));
-  t.push_back(number("TETHER_CALLER_PROGRESS", T::Expert, 0, 1, "1",
-                     "1: the caller runs the event loop; 0: the background thread does"));
   t.push_back(number("TETHER_POLL_US", T::Expert, 0, 1000000, "50",
                      "a blocking call polls this long before it sleeps, where cores are free; 0: off"));
   t.push_back(

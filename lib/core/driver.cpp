@@ -11,10 +11,7 @@
 namespace tether {
 
 Driver::Driver(boost::asio::io_context& io, std::function<void()> between)
-    : io_(io),
-      between_(std::move(between)),
-      callerRuns_(settings::integer("TETHER_CALLER_PROGRESS") != 0),
-      pollSetting_(settings::integer("TETHER_POLL_US")) {}
+    : io_(io), between_(std::move(between)), pollSetting_(settings::integer("TETHER_POLL_US")) {}
 
 void Driver::setRanksOnHost(int ranks) {
   const auto cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -137,12 +134,6 @@ void Driver::releaseBaton() {
 bool Driver::waitUntil(Completion& done, Clock::time_point deadline) {
   if (done.isDone()) return true;
   std::unique_lock lock(mutex_);
-  if (!callerRuns_) {  // TETHER_CALLER_PROGRESS=0: the background thread does all the work
-    wakeNow_ = true;
-    cv_.notify_all();
-    lock.unlock();
-    return done.waitUntil(deadline);
-  }
   if (takeBaton(lock)) {
     io_.restart();
     lock.unlock();
@@ -160,12 +151,6 @@ bool Driver::waitUntil(Completion& done, Clock::time_point deadline) {
 bool Driver::poll(Completion& done) {
   if (done.isDone()) return true;
   std::unique_lock lock(mutex_);
-  if (!callerRuns_) {  // the background thread does all the work: make sure it runs now
-    wakeNow_ = true;
-    lock.unlock();
-    cv_.notify_all();
-    return done.isDone();
-  }
   if (holder_ != Holder::None || wanting_ > 0) return done.isDone();  // someone else runs it
   holder_ = Holder::Caller;
   io_.restart();

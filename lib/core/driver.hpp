@@ -80,7 +80,6 @@ class Driver {
   int wanting_ = 0;       // callers waiting for the background thread to hand over
   bool wakeNow_ = false;  // the background thread should take over at once
   bool stopping_ = false;
-  const bool callerRuns_;                // TETHER_CALLER_PROGRESS (default 1)
   const std::int64_t pollSetting_;       // TETHER_POLL_US
   std::atomic<std::int64_t> pollUs_{0};  // in effect: pollSetting_ where cores are free, else 0
   Clock::time_point lastRelease_{};
