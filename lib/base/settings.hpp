@@ -33,6 +33,7 @@ struct Variable {
   bool warnOnly = false;  // Choice: another value is logged (WARN), not refused (TETHER_DEBUG)
   std::string fallback;   // the default, as docs/configuration.md shows it
   std::string doc;
+  std::string formerName;  // its old name, still read (with a warning) when the new one is unset
 };
 
 const std::vector<Variable>& all();

@@ -29,7 +29,7 @@ struct Bad {
 
 // Accepted silently before (issue 16), and an out-of-range and a junk integer.
 const std::vector<Bad> kBad = {
-    {"TETHER_RENDEZVOUS_RADIX", "1", "TETHER_RENDEZVOUS_RADIX=1 is out of range [2, 1048576]"},
+    {"TETHER_RENDEZVOUS_TREE_RADIX", "1", "TETHER_RENDEZVOUS_TREE_RADIX=1 is out of range [2, 1048576]"},
     {"TETHER_KEEPALIVE_COUNT", "0", "TETHER_KEEPALIVE_COUNT=0 is out of range [1, 127]"},
     {"TETHER_PIPELINE_CHUNK_BYTES", "10", "TETHER_PIPELINE_CHUNK_BYTES=10 is out of range [4096, 1073741824]"},
     {"TETHER_MAX_PAYLOAD_BYTES", "0", "TETHER_MAX_PAYLOAD_BYTES=0 is out of range [65536, 1099511627776]"},
@@ -90,18 +90,37 @@ TEST_CASE("a bad TETHER_* variable makes the C ABI's init fail with its name", "
 }
 
 TEST_CASE("good values of every table variable pass validation", "[launch][settings]") {
-  EnvGuard env({{"TETHER_RENDEZVOUS_RADIX", "2"},
-                {"TETHER_TREE_RADIX", "0"},
+  EnvGuard env({{"TETHER_RENDEZVOUS_TREE_RADIX", "2"},
+                {"TETHER_ALGO_TREE_RADIX", "0"},
                 {"TETHER_DEBUG", "info"},
                 {"TETHER_ALGO_ALLGATHER", "ring"},
                 {"TETHER_TIMEOUT_MS", "0"},
                 {"TETHER_IB_TIMEOUT", "31"}});
   CHECK_NOTHROW(settings::validateAll(""));
-  env.set("TETHER_TREE_RADIX", "1");
-  CHECK(errorOf([] { settings::validateAll(""); }) == "TETHER_TREE_RADIX=1 is out of range (0 or [2, 1048576])");
-  env.set("TETHER_TREE_RADIX", "0");
+  env.set("TETHER_ALGO_TREE_RADIX", "1");
+  CHECK(errorOf([] { settings::validateAll(""); }) == "TETHER_ALGO_TREE_RADIX=1 is out of range (0 or [2, 1048576])");
+  env.set("TETHER_ALGO_TREE_RADIX", "0");
   env.set("TETHER_IB_TIMEOUT", "32");
   CHECK(errorOf([] { settings::validateAll(""); }) == "TETHER_IB_TIMEOUT=32 is out of range [1, 31]");
+}
+
+TEST_CASE("the two radices' old names still work, with one warning naming the new name", "[launch][settings]") {
+  std::vector<std::string> warnings;
+  setLogHandler([&](LogLevel level, const std::string& line) {
+    if (level == LogLevel::Warn && contains(line, "is renamed")) warnings.push_back(line);
+  });
+  EnvGuard env({{"TETHER_RENDEZVOUS_RADIX", "3"}, {"TETHER_TREE_RADIX", "1"}});
+  CHECK(settings::integer("TETHER_RENDEZVOUS_TREE_RADIX") == 3);
+  // A bad value is named under the name it was given.
+  CHECK(errorOf([] { settings::validateAll(""); }) == "TETHER_TREE_RADIX=1 is out of range (0 or [2, 1048576])");
+  CHECK(errorOf([] { settings::validateAll(""); }) == "TETHER_TREE_RADIX=1 is out of range (0 or [2, 1048576])");
+  // The new name wins over the old one.
+  env.set("TETHER_ALGO_TREE_RADIX", "4");
+  CHECK_NOTHROW(settings::validateAll(""));
+  setLogHandler(nullptr);
+  REQUIRE(warnings.size() == 2);  // once per old name, however often it is read
+  CHECK(contains(warnings[0], "TETHER_RENDEZVOUS_RADIX is renamed TETHER_RENDEZVOUS_TREE_RADIX"));
+  CHECK(contains(warnings[1], "TETHER_TREE_RADIX is renamed TETHER_ALGO_TREE_RADIX"));
 }
 
 // docs/configuration.md: a table with the columns "variable | type | range |
