@@ -25,7 +25,22 @@ namespace asio = boost::asio;
 namespace args = detail::args;
 namespace dc = detail::coll;
 
-namespace {}  // namespace
+namespace {
+
+// A TcpOptions limit: 0 takes `variable` (else its default); another value
+// must be in the variable's range.
+std::int64_t limit(int rank, const char* field, std::int64_t given, const char* variable) {
+  if (given == 0) return settings::integer(variable);
+  const settings::Variable& v = settings::find(variable);
+  if (given < v.lo || given > v.hi)
+    throw Error(ErrorCode::InvalidArgument,
+                fmt::format("rank {}: TcpOptions::{}={} is out of range [{}, {}] (0: {})", rank, field, given, v.lo,
+                            v.hi, variable),
+                rank);
+  return given;
+}
+
+}  // namespace
 
 // ---- construction ----
 
@@ -79,16 +94,29 @@ TcpBootstrap::TcpBootstrap(int rank, int nranks, const UniqueId& id, const TcpOp
       crypto::hash64("tether-world", std::string_view(reinterpret_cast<const char*>(f.secret.data()), f.secret.size()));
   cfg.root = toEndpoint(f.root);
   cfg.timeout = env::resolveTimeout(options.timeout, fmt::format("rank {}: TcpOptions::timeout", rank));
-  cfg.handshakeTimeout = env::getMs("TETHER_HANDSHAKE_TIMEOUT_MS", std::chrono::milliseconds(10000));
-  cfg.maxPayload = static_cast<std::uint64_t>(settings::integer("TETHER_MAX_PAYLOAD_BYTES"));
+  if (options.handshakeTimeout.count() < 0)
+    throw Error(ErrorCode::InvalidArgument,
+                fmt::format("rank {}: TcpOptions::handshakeTimeout is negative ({} ms; 0: TETHER_HANDSHAKE_TIMEOUT_MS)",
+                            rank, options.handshakeTimeout.count()),
+                rank);
+  cfg.handshakeTimeout = options.handshakeTimeout.count() > 0
+                             ? options.handshakeTimeout
+                             : env::getMs("TETHER_HANDSHAKE_TIMEOUT_MS", std::chrono::milliseconds(10000));
+  // An unsigned value past INT64_MAX is out of every range.
+  const auto payload = static_cast<std::int64_t>(std::min<std::uint64_t>(options.maxPayloadBytes, INT64_MAX));
+  cfg.maxPayload = static_cast<std::uint64_t>(limit(rank, "maxPayloadBytes", payload, "TETHER_MAX_PAYLOAD_BYTES"));
   cfg.listenHost = options.listenHost;
   cfg.advertise = options.advertise;
   cfg.advertiseFor = options.advertiseFor;
-  cfg.keepaliveIdleS = static_cast<int>(settings::integer("TETHER_KEEPALIVE_IDLE_S"));
-  cfg.keepaliveIntervalS = static_cast<int>(settings::integer("TETHER_KEEPALIVE_INTERVAL_S"));
-  cfg.keepaliveCount = static_cast<int>(settings::integer("TETHER_KEEPALIVE_COUNT"));
-  cfg.maxLinks = static_cast<int>(settings::integer("TETHER_MAX_LINKS"));
-  cfg.maxDials = static_cast<int>(settings::integer("TETHER_MAX_DIALS"));
+  cfg.keepaliveIdleS =
+      static_cast<int>(limit(rank, "keepaliveIdleS", options.keepaliveIdleS, "TETHER_KEEPALIVE_IDLE_S"));
+  cfg.keepaliveIntervalS =
+      static_cast<int>(limit(rank, "keepaliveIntervalS", options.keepaliveIntervalS, "TETHER_KEEPALIVE_INTERVAL_S"));
+  cfg.keepaliveCount =
+      static_cast<int>(limit(rank, "keepaliveCount", options.keepaliveCount, "TETHER_KEEPALIVE_COUNT"));
+  cfg.maxLinks = static_cast<int>(limit(rank, "maxLinks", options.maxLinks, "TETHER_MAX_LINKS"));
+  cfg.maxDials = static_cast<int>(limit(rank, "maxDials", options.maxDials, "TETHER_MAX_DIALS"));
+  if (options.eagerBytes > 0) cfg.eagerBytes = options.eagerBytes;
   coll::checkSettings();  // reject bad algorithm variables now, not mid-collective
   impl_ = std::make_shared<Communicator>(World::create(std::move(cfg)));
 }

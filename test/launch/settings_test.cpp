@@ -123,6 +123,31 @@ TEST_CASE("the two radices' old names still work, with one warning naming the ne
   CHECK(contains(warnings[1], "TETHER_TREE_RADIX is renamed TETHER_ALGO_TREE_RADIX"));
 }
 
+TEST_CASE("a bootstrap's limits in TcpOptions override their variable; a bad one is refused naming the field",
+          "[launch][settings]") {
+  EnvGuard env({{"TETHER_MAX_PAYLOAD_BYTES", "1048576"}});
+  auto start = [](TcpOptions o) {
+    o.timeout = std::chrono::milliseconds(20000);
+    TcpBootstrap b(0, 1, TcpBootstrap::createUniqueId("127.0.0.1:0"), o);
+    std::vector<unsigned char> big(70000);
+    b.send(big.data(), big.size(), 0, 0);  // over the option's limit, under the variable's
+  };
+  TcpOptions small;
+  small.maxPayloadBytes = 65536;
+  CHECK(contains(errorOf([&] { start(small); }), "70000 bytes is more than TETHER_MAX_PAYLOAD_BYTES=65536"));
+  TcpOptions bad;
+  bad.maxLinks = -1;
+  CHECK(errorOf([&] { start(bad); }) ==
+        "rank 0: TcpOptions::maxLinks=-1 is out of range [1, 1048576] (0: TETHER_MAX_LINKS)");
+  TcpOptions count;
+  count.keepaliveCount = 128;
+  CHECK(errorOf([&] { start(count); }) ==
+        "rank 0: TcpOptions::keepaliveCount=128 is out of range [1, 127] (0: TETHER_KEEPALIVE_COUNT)");
+  TcpOptions handshake;
+  handshake.handshakeTimeout = std::chrono::milliseconds(-1);
+  CHECK(contains(errorOf([&] { start(handshake); }), "TcpOptions::handshakeTimeout is negative"));
+}
+
 // docs/configuration.md: a table with the columns "variable | type | range |
 // default | meaning" under a heading whose first word is the tier.
 TEST_CASE("docs/configuration.md lists every variable of the table with its tier, type, range and default",
