@@ -170,7 +170,7 @@ void check(const Variable& v, const char* name, const std::string& value) {
       return;
     }
     case Type::Milliseconds:
-      (void)env::getMs(v.name.c_str(), std::chrono::milliseconds(0));
+      (void)env::parseMs(name, value, std::chrono::milliseconds(0));
       return;
     case Type::Choice:
       if (v.warnOnly) return;  // its reader logs a WARN naming it
@@ -254,7 +254,8 @@ std::string rangeText(const Variable& v) {
   return "";
 }
 
-void validateAll(std::string_view who) {
+Values Values::read(std::string_view who) {
+  Values out;
   for (const auto& v : all()) {
     const auto value = lookup(v);
     if (!value) continue;
@@ -263,8 +264,31 @@ void validateAll(std::string_view who) {
     } catch (const Error& e) {
       throw Error(e.code(), fmt::format("{}{}", who, e.what()));
     }
+    out.given_.emplace(v.name, value.text);
   }
+  return out;
 }
+
+std::optional<std::string> Values::text(std::string_view name) const {
+  (void)find(name);  // a name not in the table is a bug
+  auto it = given_.find(name);
+  if (it == given_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::int64_t Values::integer(std::string_view name) const {
+  const Variable& v = find(name);
+  auto it = given_.find(name);
+  return std::stoll(it == given_.end() ? v.fallback : it->second);  // checked by read()
+}
+
+std::chrono::milliseconds Values::milliseconds(std::string_view name, std::chrono::milliseconds fallback) const {
+  auto given = text(name);
+  if (!given) return fallback;
+  return env::parseMs(find(name).name.c_str(), *given, fallback);
+}
+
+void validateAll(std::string_view who) { (void)Values::read(who); }
 
 std::int64_t integer(const char* name) {
   const Variable& v = find(name);

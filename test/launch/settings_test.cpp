@@ -148,6 +148,20 @@ TEST_CASE("a bootstrap's limits in TcpOptions override their variable; a bad one
   CHECK(contains(errorOf([&] { start(handshake); }), "TcpOptions::handshakeTimeout is negative"));
 }
 
+TEST_CASE("the configuration is read and checked once: later changes of the environment do not reach it",
+          "[launch][settings]") {
+  EnvGuard env({{"TETHER_ROOT", "10.0.0.1:29500"}, {"TETHER_HANDSHAKE_TIMEOUT_MS", "2500"}});
+  const auto values = settings::Values::read("");
+  env.set("TETHER_ROOT", "10.0.0.2:29500");
+  env.set("TETHER_HANDSHAKE_TIMEOUT_MS", "-1");
+  CHECK(values.text("TETHER_ROOT") == std::optional<std::string>("10.0.0.1:29500"));
+  CHECK(values.milliseconds("TETHER_HANDSHAKE_TIMEOUT_MS", std::chrono::milliseconds(10000)).count() == 2500);
+  CHECK(values.integer("TETHER_MAX_LINKS") == 64);  // unset: the table's default
+  CHECK_FALSE(values.text("TETHER_UID"));
+  CHECK(errorOf([] { (void)settings::Values::read("rank 1: "); }).find("rank 1: TETHER_HANDSHAKE_TIMEOUT_MS='-1'") ==
+        0);
+}
+
 // docs/configuration.md: a table with the columns "variable | type | range |
 // default | meaning" under a heading whose first word is the tier.
 TEST_CASE("docs/configuration.md lists every variable of the table with its tier, type, range and default",
