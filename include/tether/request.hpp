@@ -37,7 +37,7 @@ namespace tether {
 
 class Request {
  public:
-  // What an implementation provides (TcpBootstrap, the testing world).
+  // What a bootstrap implements behind a Request (TcpBootstrap's: lib/core/requests.cpp).
   class Impl {
    public:
     virtual ~Impl() = default;

@@ -8,14 +8,16 @@
 //
 // Threading: one event loop per TcpBootstrap world runs all socket I/O. A
 // blocking call runs it on the calling thread until the call is done or its
-// deadline passes (sleeping in the kernel, never spinning); between calls a
-// background thread per world runs it (TETHER_CALLER_PROGRESS=0: always that
-// thread).
+// deadline passes (sleeping in the kernel; where this host has a core per
+// rank, polling briefly first, TETHER_POLL_US); between calls a background
+// thread per world runs it.
 // Point-to-point calls are thread-safe; collectives of one communicator must be
 // called from one thread at a time, in the same order on every rank.
 #pragma once
 
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -42,6 +44,23 @@ struct TcpOptions {
   // result is advertised instead (tests start a proxy in front of the listener
   // here). Takes precedence over `advertise`.
   std::function<std::string(const std::string& listenHostPort)> advertiseFor;
+
+  // Limits of this bootstrap (docs/configuration.md, "Expert"). 0 takes the
+  // variable named, else its default; another value out of the variable's
+  // range: the constructor throws Error{InvalidArgument} naming the field.
+  int maxLinks = 0;                   // soft budget of open links (TETHER_MAX_LINKS, 64)
+  int maxDials = 0;                   // dials in flight (TETHER_MAX_DIALS, 32)
+  std::uint64_t maxPayloadBytes = 0;  // largest data frame accepted (TETHER_MAX_PAYLOAD_BYTES, 1 GiB)
+  // A connection must finish its handshake this long after it began
+  // (TETHER_HANDSHAKE_TIMEOUT_MS, 10 s). Negative: InvalidArgument.
+  std::chrono::milliseconds handshakeTimeout{0};
+  // TCP keepalive: idle seconds before the first probe, seconds between
+  // probes, unanswered probes before a peer is lost (TETHER_KEEPALIVE_IDLE_S,
+  // _INTERVAL_S, _COUNT: 10, 2, 3).
+  int keepaliveIdleS = 0, keepaliveIntervalS = 0, keepaliveCount = 0;
+  // Sends up to this many bytes are copied and return at once; larger ones
+  // are sent from the caller's buffer (0: 64 KiB; no variable).
+  std::size_t eagerBytes = 0;
 };
 
 class TcpBootstrap : public Bootstrap {
@@ -118,10 +137,10 @@ class TcpBootstrap : public Bootstrap {
   void setTimeout(std::chrono::milliseconds timeout) override;
   std::chrono::milliseconds timeout() const override;
 
-  // Internal: wraps a communicator made by split().
+ private:
+  // A communicator made by split() (internal).
   explicit TcpBootstrap(std::shared_ptr<Communicator> impl);
 
- private:
   std::shared_ptr<Communicator> impl_;  // lib/core/communicator.hpp
 };
 

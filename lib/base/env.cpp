@@ -29,14 +29,19 @@ namespace {
 constexpr std::chrono::milliseconds kMaxTimeout = std::chrono::hours(24 * 365 * 10);
 }
 
-std::chrono::milliseconds getMs(const char* name, std::chrono::milliseconds fallback) {
-  auto v = getInt(name);
-  if (v && *v < 0)
+std::chrono::milliseconds parseMs(const char* name, const std::string& text, std::chrono::milliseconds fallback) {
+  const std::int64_t v = detail::parseEnvInt(name, text.c_str(), INT64_MIN, INT64_MAX);
+  if (v < 0)
     throw Error(ErrorCode::InvalidArgument,
-                fmt::format("{}='{}' is negative: give milliseconds (0 or unset: the default, {} ms)", name, *v,
+                fmt::format("{}='{}' is negative: give milliseconds (0 or unset: the default, {} ms)", name, v,
                             fallback.count()));
-  if (!v || *v == 0) return fallback;
-  return std::min(std::chrono::milliseconds(*v), kMaxTimeout);
+  if (v == 0) return fallback;
+  return std::min(std::chrono::milliseconds(v), kMaxTimeout);
+}
+
+std::chrono::milliseconds getMs(const char* name, std::chrono::milliseconds fallback) {
+  auto v = get(name);
+  return v ? parseMs(name, *v, fallback) : fallback;
 }
 
 std::chrono::milliseconds defaultTimeout() { return getMs("TETHER_TIMEOUT_MS", kDefaultTimeout); }

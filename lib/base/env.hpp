@@ -21,6 +21,8 @@ std::int64_t getInt(const char* name, std::int64_t fallback);
 // A duration in milliseconds: unset or 0 reads as `fallback`; a negative value
 // throws Error{InvalidArgument} naming the variable.
 std::chrono::milliseconds getMs(const char* name, std::chrono::milliseconds fallback);
+// The same rule for `text`, the value of variable `name`.
+std::chrono::milliseconds parseMs(const char* name, const std::string& text, std::chrono::milliseconds fallback);
 
 // Timeouts have one meaning everywhere (docs/configuration.md): 0 is the
 // default — TETHER_TIMEOUT_MS when set, else tether::kDefaultTimeout — and a

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "base/env.hpp"
+#include "base/log.hpp"
 #include "tether/detail/coll/settings.hpp"
 #include "tether/detail/coll/table.hpp"
 #include "tether/detail/env_int.hpp"
@@ -98,8 +99,9 @@ std::vector<Variable> makeTable() {
   // Rendezvous.
   t.push_back(choice("TETHER_RENDEZVOUS", T::Rendezvous, {"root", "tree", "pmix", "auto"}, "auto",
                      "how ranks learn each other's addresses"));
-  t.push_back(number("TETHER_RENDEZVOUS_RADIX", T::Rendezvous, 2, kMaxCount, "8",
+  t.push_back(number("TETHER_RENDEZVOUS_TREE_RADIX", T::Rendezvous, 2, kMaxCount, "8",
                      "radix of the tree rendezvous' k-nomial tree"));
+  t.back().formerName = "TETHER_RENDEZVOUS_RADIX";
   // RDMA (read by tether::rdma::Config::fromEnvironment, lib/rdma/config.cpp).
   t.push_back(text("TETHER_IB_HCA", T::Rdma, "device name or name:port"));
   t.push_back(number("TETHER_IB_GID_INDEX", T::Rdma, 0, 255, "chosen", "source GID index"));
@@ -120,15 +122,16 @@ std::vector<Variable> makeTable() {
   t.push_back(number("TETHER_KEEPALIVE_COUNT", T::Expert, 1, 127, "3", "unanswered probes before a peer is lost"));
   t.push_back(number("TETHER_MAX_PAYLOAD_BYTES", T::Expert, 64 * 1024, std::int64_t{1} << 40, "1073741824",
                      "largest data frame accepted"));
-  t.push_back(number("TETHER_CALLER_PROGRESS", T::Expert, 0, 1, "1",
-                     "1: the caller runs the event loop; 0: the background thread does"));
+  t.push_back(number("TETHER_POLL_US", T::Expert, 0, 1000000, "50",
+                     "a blocking call polls this long before it sleeps, where cores are free; 0: off"));
   t.push_back(
       choice("TETHER_ALGO_ALLGATHER", T::Expert, algorithms(dc::Op::Allgather), "auto", "all-gather algorithm"));
   t.push_back(choice("TETHER_ALGO_ALLTOALL", T::Expert, algorithms(dc::Op::Alltoall), "auto", "all-to-all algorithm"));
   t.push_back(choice("TETHER_ALGO_BROADCAST", T::Expert, algorithms(dc::Op::Broadcast), "auto", "broadcast algorithm"));
   t.push_back(choice("TETHER_ALGO_BARRIER", T::Expert, algorithms(dc::Op::Barrier), "auto", "barrier algorithm"));
-  t.push_back(number("TETHER_TREE_RADIX", T::Expert, 2, dc::kMaxTreeRadix, "64",
+  t.push_back(number(dc::kTreeRadix, T::Expert, 2, dc::kMaxTreeRadix, "64",
                      "radix of the tree all-gather, all-to-all and barrier", true));
+  t.back().formerName = dc::kFormerTreeRadix;
   t.push_back(number("TETHER_ALGO_LARGE_BYTES", T::Expert, 0, dc::kMaxLargeBytes, "65536",
                      "the small/large threshold of the automatic choice"));
   t.push_back(number("TETHER_PIPELINE_CHUNK_BYTES", T::Expert, dc::kMinChunk, dc::kMaxChunk, "262144",
@@ -151,32 +154,40 @@ std::string oneOf(const Variable& v) {
   return out;
 }
 
-void check(const Variable& v, const std::string& value) {
+// `value` of variable `v`, found under `name` (v.name or its former name).
+void check(const Variable& v, const char* name, const std::string& value) {
   switch (v.type) {
     case Type::Integer: {
       if (v.zeroIsDefault && value == "0") return;
       if (v.zeroIsDefault) {
-        const std::int64_t x = detail::parseEnvInt(v.name.c_str(), value.c_str(), INT64_MIN, INT64_MAX);
+        const std::int64_t x = detail::parseEnvInt(name, value.c_str(), INT64_MIN, INT64_MAX);
         if (x == 0) return;
         if (x < v.lo || x > v.hi)
-          throw Error(ErrorCode::InvalidArgument,
-                      fmt::format("{}={} is out of range ({})", v.name, value, rangeText(v)));
+          throw Error(ErrorCode::InvalidArgument, fmt::format("{}={} is out of range ({})", name, value, rangeText(v)));
         return;
       }
-      (void)detail::parseEnvInt(v.name.c_str(), value.c_str(), v.lo, v.hi);
+      (void)detail::parseEnvInt(name, value.c_str(), v.lo, v.hi);
       return;
     }
     case Type::Milliseconds:
-      (void)env::getMs(v.name.c_str(), std::chrono::milliseconds(0));
+      (void)env::parseMs(name, value, std::chrono::milliseconds(0));
       return;
     case Type::Choice:
       if (v.warnOnly) return;  // its reader logs a WARN naming it
       for (const auto& c : v.choices)
         if (sameChoice(v, value, c)) return;
-      throw Error(ErrorCode::InvalidArgument, fmt::format("{}='{}' is not one of {}", v.name, value, oneOf(v)));
+      throw Error(ErrorCode::InvalidArgument, fmt::format("{}='{}' is not one of {}", name, value, oneOf(v)));
     case Type::Text:
       return;
   }
+}
+
+// The variable's value under its name or its former name (warning once).
+detail::EnvValue lookup(const Variable& v) {
+  static const bool toLog = (
+      detail::renameWarning() = [](const std::string& text) { log::warn(-1, "{}", text); }, true);
+  (void)toLog;
+  return detail::envValue(v.name.c_str(), v.formerName.empty() ? nullptr : v.formerName.c_str());
 }
 
 }  // namespace
@@ -243,24 +254,48 @@ std::string rangeText(const Variable& v) {
   return "";
 }
 
-void validateAll(std::string_view who) {
+Values Values::read(std::string_view who) {
+  Values out;
   for (const auto& v : all()) {
-    auto value = env::get(v.name.c_str());
+    const auto value = lookup(v);
     if (!value) continue;
     try {
-      check(v, *value);
+      check(v, value.name, value.text);
     } catch (const Error& e) {
       throw Error(e.code(), fmt::format("{}{}", who, e.what()));
     }
+    out.given_.emplace(v.name, value.text);
   }
+  return out;
 }
+
+std::optional<std::string> Values::text(std::string_view name) const {
+  (void)find(name);  // a name not in the table is a bug
+  auto it = given_.find(name);
+  if (it == given_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::int64_t Values::integer(std::string_view name) const {
+  const Variable& v = find(name);
+  auto it = given_.find(name);
+  return std::stoll(it == given_.end() ? v.fallback : it->second);  // checked by read()
+}
+
+std::chrono::milliseconds Values::milliseconds(std::string_view name, std::chrono::milliseconds fallback) const {
+  auto given = text(name);
+  if (!given) return fallback;
+  return env::parseMs(find(name).name.c_str(), *given, fallback);
+}
+
+void validateAll(std::string_view who) { (void)Values::read(who); }
 
 std::int64_t integer(const char* name) {
   const Variable& v = find(name);
-  auto value = env::get(name);
+  const auto value = lookup(v);
   if (!value) return std::stoll(v.fallback);
-  check(v, *value);
-  return std::stoll(*value);
+  check(v, value.name, value.text);
+  return std::stoll(value.text);
 }
 
 }  // namespace tether::settings

@@ -4,7 +4,11 @@
 // checks every set variable against it when a bootstrap starts.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,6 +37,7 @@ struct Variable {
   bool warnOnly = false;  // Choice: another value is logged (WARN), not refused (TETHER_DEBUG)
   std::string fallback;   // the default, as docs/configuration.md shows it
   std::string doc;
+  std::string formerName;  // its old name, still read (with a warning) when the new one is unset
 };
 
 const std::vector<Variable>& all();
@@ -43,14 +48,33 @@ const char* typeName(Type t);  // "integer", "milliseconds", "choice", "text"
 // The range column: "[1, 127]", "0 or [2, 1048576]", "root, tree, pmix, auto", "any".
 std::string rangeText(const Variable& v);
 
-// Checks every variable of the table that is set (and not empty). Throws
-// Error{InvalidArgument} naming the first bad one and its value, e.g.
-// "TETHER_KEEPALIVE_COUNT=0 is out of range [1, 127]"; `who` ("rank 2: ")
-// is put in front.
+// The configuration: every variable of the table, read from the environment
+// once, when a bootstrap starts, and checked there; its reads then cannot fail.
+class Values {
+ public:
+  // Reads every variable of the table that is set (and not empty), under its
+  // name or its former name. Throws Error{InvalidArgument} naming the first
+  // bad one and its value, e.g. "TETHER_KEEPALIVE_COUNT=0 is out of range
+  // [1, 127]"; `who` ("rank 2: ") is put in front.
+  static Values read(std::string_view who);
+
+  // `name` (a variable of the table) as given; nullopt when unset.
+  std::optional<std::string> text(std::string_view name) const;
+  // An Integer variable: its value, its default when unset.
+  std::int64_t integer(std::string_view name) const;
+  // A Milliseconds variable: its value; `fallback` when unset or 0.
+  std::chrono::milliseconds milliseconds(std::string_view name, std::chrono::milliseconds fallback) const;
+
+ private:
+  std::map<std::string, std::string, std::less<>> given_;  // table name -> text
+};
+
+// Values::read, keeping nothing: checks every set variable.
 void validateAll(std::string_view who);
 
-// An Integer variable of the table: its default when unset; out of range or
-// not an integer: Error{InvalidArgument} naming it.
+// An Integer variable of the table read now (for readers outside a
+// bootstrap's start): its default when unset; out of range or not an
+// integer: Error{InvalidArgument} naming it.
 std::int64_t integer(const char* name);
 
 }  // namespace tether::settings

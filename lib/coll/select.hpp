@@ -1,6 +1,6 @@
 // Which algorithm a collective uses: the table's automatic choice
 // (tether/detail/coll/table.hpp), unless TETHER_ALGO_* names one; tuning from
-// TETHER_TREE_RADIX, TETHER_ALGO_LARGE_BYTES, TETHER_PIPELINE_CHUNK_BYTES
+// TETHER_ALGO_TREE_RADIX, TETHER_ALGO_LARGE_BYTES, TETHER_PIPELINE_CHUNK_BYTES
 // (docs/configuration.md). Read once per process; bad values are rejected
 // when the first communicator is made.
 #pragma once

@@ -1,6 +1,9 @@
 #include "core/driver.hpp"
 
+#include <sched.h>
+
 #include <algorithm>
+#include <thread>
 
 #include "base/env.hpp"
 #include "base/settings.hpp"
@@ -8,7 +11,34 @@
 namespace tether {
 
 Driver::Driver(boost::asio::io_context& io, std::function<void()> between)
-    : io_(io), between_(std::move(between)), callerRuns_(settings::integer("TETHER_CALLER_PROGRESS") != 0) {}
+    : io_(io), between_(std::move(between)), pollSetting_(settings::integer("TETHER_POLL_US")) {}
+
+void Driver::setRanksOnHost(int ranks) {
+  const auto cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  pollUs_.store(ranks <= cores ? pollSetting_ : 0, std::memory_order_relaxed);
+}
+
+void Driver::runUntil(Completion& done, Clock::time_point deadline) {
+  const auto budget = pollBudget();
+  auto pollUntil = budget.count() > 0 ? Clock::now() + budget : Clock::time_point::min();
+  while (!done.isDone()) {
+    const auto now = Clock::now();
+    if (now >= deadline) return;
+    if (now < pollUntil) {
+      if (io_.poll_one()) {  // a non-blocking epoll_wait when nothing is queued
+        between_();
+        pollUntil = Clock::now() + budget;
+      } else {
+        sched_yield();  // a peer waiting for this core (a loaded host) runs first
+      }
+      continue;
+    }
+    if (io_.run_one_until(deadline)) {
+      between_();
+      if (budget.count() > 0) pollUntil = Clock::now() + budget;
+    }
+  }
+}
 
 void Driver::start() {
   thread_ = std::thread([this] { backgroundLoop(); });
@@ -104,17 +134,10 @@ void Driver::releaseBaton() {
 bool Driver::waitUntil(Completion& done, Clock::time_point deadline) {
   if (done.isDone()) return true;
   std::unique_lock lock(mutex_);
-  if (!callerRuns_) {  // TETHER_CALLER_PROGRESS=0: the background thread does all the work
-    wakeNow_ = true;
-    cv_.notify_all();
-    lock.unlock();
-    return done.waitUntil(deadline);
-  }
   if (takeBaton(lock)) {
     io_.restart();
     lock.unlock();
-    while (!done.isDone() && Clock::now() < deadline)
-      if (io_.run_one_until(deadline)) between_();
+    runUntil(done, deadline);
     releaseBaton();
     return done.isDone();
   }
@@ -128,12 +151,6 @@ bool Driver::waitUntil(Completion& done, Clock::time_point deadline) {
 bool Driver::poll(Completion& done) {
   if (done.isDone()) return true;
   std::unique_lock lock(mutex_);
-  if (!callerRuns_) {  // the background thread does all the work: make sure it runs now
-    wakeNow_ = true;
-    lock.unlock();
-    cv_.notify_all();
-    return done.isDone();
-  }
   if (holder_ != Holder::None || wanting_ > 0) return done.isDone();  // someone else runs it
   holder_ = Holder::Caller;
   io_.restart();

@@ -4,8 +4,16 @@
 // back-to-back calls never wake it) and keeps links, handshakes and timers
 // served. Exactly one thread runs the io_context at any time (the "baton"),
 // which keeps all world state single-threaded.
+//
+// Where this host has a core for every rank of the world on it, a caller that
+// runs the io_context polls it (non-blocking) for up to TETHER_POLL_US after
+// each handler before it sleeps in epoll_wait: a reply that comes within that
+// window costs no sleep and wake-up. Never on an oversubscribed host (the spin
+// would steal the peer's core), never on the background thread (an idle rank
+// stays at 0 CPU), and a caller that waits while another runs the loop sleeps.
 #pragma once
 
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <condition_variable>
@@ -43,6 +51,14 @@ class Driver {
   // thread runs the io_context (else that thread makes the progress). True if done.
   bool poll(Completion& done);
 
+  // After the rendezvous (any thread): `ranks` of the world run on this host.
+  // Turns on polling (TETHER_POLL_US) when they are at most its online cores.
+  void setRanksOnHost(int ranks);
+  // How long a caller polls before it sleeps; 0 until setRanksOnHost allows it.
+  std::chrono::microseconds pollBudget() const {
+    return std::chrono::microseconds(pollUs_.load(std::memory_order_relaxed));
+  }
+
  private:
   enum class Holder { None, Background, Caller };
   static constexpr auto kLinger = std::chrono::milliseconds(2);
@@ -51,6 +67,9 @@ class Driver {
   void backgroundLoop();
   bool takeBaton(std::unique_lock<std::mutex>& lock);
   void releaseBaton();
+  // The caller's loop: run handlers until `done` or the deadline, polling for
+  // up to pollBudget() after each before sleeping in the kernel.
+  void runUntil(Completion& done, Clock::time_point deadline);
 
   boost::asio::io_context& io_;
   const std::function<void()> between_;
@@ -61,7 +80,8 @@ class Driver {
   int wanting_ = 0;       // callers waiting for the background thread to hand over
   bool wakeNow_ = false;  // the background thread should take over at once
   bool stopping_ = false;
-  const bool callerRuns_;  // TETHER_CALLER_PROGRESS (default 1)
+  const std::int64_t pollSetting_;       // TETHER_POLL_US
+  std::atomic<std::int64_t> pollUs_{0};  // in effect: pollSetting_ where cores are free, else 0
   Clock::time_point lastRelease_{};
   std::uint64_t releases_ = 0;         // calls that left the event loop so far
   bool sleepingUntilRelease_ = false;  // the background thread waits for the next release

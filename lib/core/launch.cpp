@@ -292,7 +292,7 @@ UniqueId fromVariable(const char* var, const std::string& value, bool secret, F&
 // The secret is derived from PMIX_NAMESPACE (or TETHER_SECRET): like an
 // address-only root, it guards against accidents, not attackers
 // (docs/security.md).
-std::unique_ptr<TcpBootstrap> fromPmix(const TcpOptions& options) {
+std::unique_ptr<TcpBootstrap> fromPmix(const settings::Values& values, const TcpOptions& options) {
   if (!rdv::havePmix()) throw Error(ErrorCode::InvalidArgument, rdv::kNoPmixText);
   auto nspace = env::get("PMIX_NAMESPACE");
   if (!nspace || !env::get("PMIX_RANK"))
@@ -321,7 +321,7 @@ std::unique_ptr<TcpBootstrap> fromPmix(const TcpOptions& options) {
     f.root = reserved::reserve(f.root);
   else
     f.root.port = 1;
-  auto secretText = env::get("TETHER_SECRET").value_or("tether-pmix-namespace:" + *nspace);
+  auto secretText = values.text("TETHER_SECRET").value_or("tether-pmix-namespace:" + *nspace);
   auto d = crypto::sha256(secretText.data(), secretText.size());
   std::copy_n(d.begin(), f.secret.size(), f.secret.begin());
   log::info(rs.rank, "rank {} of {} from {}; addresses from PMIx (namespace '{}')", rs.rank, rs.size, rs.text(),
@@ -333,17 +333,18 @@ std::unique_ptr<TcpBootstrap> fromPmix(const TcpOptions& options) {
 
 std::unique_ptr<TcpBootstrap> TcpBootstrap::fromEnvironment(const TcpOptions& options) {
   (void)logLevel();  // reads TETHER_DEBUG now: a bad value is reported even if the launch fails
-  settings::validateAll("fromEnvironment: ");  // every TETHER_* variable, before a uid file or a socket
-  if (env::get("TETHER_RENDEZVOUS") == std::optional<std::string>("pmix")) return fromPmix(options);
+  // Every TETHER_* variable, read and checked before a uid file or a socket.
+  const auto values = settings::Values::read("fromEnvironment: ");
+  if (values.text("TETHER_RENDEZVOUS") == std::optional<std::string>("pmix")) return fromPmix(values, options);
   auto rs = rankAndSize();
   auto timeout = env::resolveTimeout(options.timeout, fmt::format("rank {}: TcpOptions::timeout", rs.rank));
   UniqueId id;
   std::string root;
   std::optional<UidFileRemover> remover;
-  if (auto text = env::get("TETHER_UID")) {
+  if (auto text = values.text("TETHER_UID")) {
     id = fromVariable("TETHER_UID", *text, true, [](const std::string& t) { return UniqueId::fromString(t); });
     root = "TETHER_UID";
-  } else if (auto given = env::get("TETHER_UID_FILE")) {
+  } else if (auto given = values.text("TETHER_UID_FILE")) {
     auto job = jobTag(*rs.from);
     auto path = uidFilePath(*given, job);
     if (rs.rank == 0) {
@@ -354,7 +355,7 @@ std::unique_ptr<TcpBootstrap> TcpBootstrap::fromEnvironment(const TcpOptions& op
       id = readUidFile(path, job, rs.rank, timeout);
     }
     root = fmt::format("TETHER_UID_FILE '{}' ({})", path, describeJob(job));
-  } else if (auto hostPort = env::get("TETHER_ROOT")) {
+  } else if (auto hostPort = values.text("TETHER_ROOT")) {
     id = fromVariable("TETHER_ROOT", *hostPort, false, [](const std::string& t) { return uniqueIdFromRoot(t); });
     root = "TETHER_ROOT";
   } else if (auto addr = env::get("MASTER_ADDR")) {

@@ -25,7 +25,23 @@ namespace asio = boost::asio;
 namespace args = detail::args;
 namespace dc = detail::coll;
 
-namespace {}  // namespace
+namespace {
+
+// A TcpOptions limit: 0 takes `variable` (else its default); another value
+// must be in the variable's range.
+std::int64_t limit(const settings::Values& values, int rank, const char* field, std::int64_t given,
+                   const char* variable) {
+  if (given == 0) return values.integer(variable);
+  const settings::Variable& v = settings::find(variable);
+  if (given < v.lo || given > v.hi)
+    throw Error(ErrorCode::InvalidArgument,
+                fmt::format("rank {}: TcpOptions::{}={} is out of range [{}, {}] (0: {})", rank, field, given, v.lo,
+                            v.hi, variable),
+                rank);
+  return given;
+}
+
+}  // namespace
 
 // ---- construction ----
 
@@ -65,11 +81,13 @@ void TcpBootstrap::forgetUniqueId(const UniqueId& id) { reserved::release(uid::p
 TcpBootstrap::TcpBootstrap(int rank, int nranks, const UniqueId& id, const TcpOptions& options) {
   if (nranks < 1 || rank < 0 || rank >= nranks)
     throw Error(ErrorCode::InvalidArgument, fmt::format("rank {} of {} ranks is not valid", rank, nranks), rank);
-  try {
-    settings::validateAll(fmt::format("rank {}: ", rank));  // every TETHER_* variable, before anything starts
-  } catch (const Error& e) {
-    throw Error(e.code(), e.what(), rank);
-  }
+  const settings::Values values = [&] {
+    try {
+      return settings::Values::read(fmt::format("rank {}: ", rank));  // every TETHER_* variable, before anything starts
+    } catch (const Error& e) {
+      throw Error(e.code(), e.what(), rank);
+    }
+  }();
   auto f = uid::parse(id);
   WorldConfig cfg;
   cfg.rank = rank;
@@ -79,16 +97,30 @@ TcpBootstrap::TcpBootstrap(int rank, int nranks, const UniqueId& id, const TcpOp
       crypto::hash64("tether-world", std::string_view(reinterpret_cast<const char*>(f.secret.data()), f.secret.size()));
   cfg.root = toEndpoint(f.root);
   cfg.timeout = env::resolveTimeout(options.timeout, fmt::format("rank {}: TcpOptions::timeout", rank));
-  cfg.handshakeTimeout = env::getMs("TETHER_HANDSHAKE_TIMEOUT_MS", std::chrono::milliseconds(10000));
-  cfg.maxPayload = static_cast<std::uint64_t>(settings::integer("TETHER_MAX_PAYLOAD_BYTES"));
+  if (options.handshakeTimeout.count() < 0)
+    throw Error(ErrorCode::InvalidArgument,
+                fmt::format("rank {}: TcpOptions::handshakeTimeout is negative ({} ms; 0: TETHER_HANDSHAKE_TIMEOUT_MS)",
+                            rank, options.handshakeTimeout.count()),
+                rank);
+  cfg.handshakeTimeout = options.handshakeTimeout.count() > 0
+                             ? options.handshakeTimeout
+                             : values.milliseconds("TETHER_HANDSHAKE_TIMEOUT_MS", std::chrono::milliseconds(10000));
+  // An unsigned value past INT64_MAX is out of every range.
+  const auto payload = static_cast<std::int64_t>(std::min<std::uint64_t>(options.maxPayloadBytes, INT64_MAX));
+  cfg.maxPayload =
+      static_cast<std::uint64_t>(limit(values, rank, "maxPayloadBytes", payload, "TETHER_MAX_PAYLOAD_BYTES"));
   cfg.listenHost = options.listenHost;
   cfg.advertise = options.advertise;
   cfg.advertiseFor = options.advertiseFor;
-  cfg.keepaliveIdleS = static_cast<int>(settings::integer("TETHER_KEEPALIVE_IDLE_S"));
-  cfg.keepaliveIntervalS = static_cast<int>(settings::integer("TETHER_KEEPALIVE_INTERVAL_S"));
-  cfg.keepaliveCount = static_cast<int>(settings::integer("TETHER_KEEPALIVE_COUNT"));
-  cfg.maxLinks = static_cast<int>(settings::integer("TETHER_MAX_LINKS"));
-  cfg.maxDials = static_cast<int>(settings::integer("TETHER_MAX_DIALS"));
+  cfg.keepaliveIdleS =
+      static_cast<int>(limit(values, rank, "keepaliveIdleS", options.keepaliveIdleS, "TETHER_KEEPALIVE_IDLE_S"));
+  cfg.keepaliveIntervalS = static_cast<int>(
+      limit(values, rank, "keepaliveIntervalS", options.keepaliveIntervalS, "TETHER_KEEPALIVE_INTERVAL_S"));
+  cfg.keepaliveCount =
+      static_cast<int>(limit(values, rank, "keepaliveCount", options.keepaliveCount, "TETHER_KEEPALIVE_COUNT"));
+  cfg.maxLinks = static_cast<int>(limit(values, rank, "maxLinks", options.maxLinks, "TETHER_MAX_LINKS"));
+  cfg.maxDials = static_cast<int>(limit(values, rank, "maxDials", options.maxDials, "TETHER_MAX_DIALS"));
+  if (options.eagerBytes > 0) cfg.eagerBytes = options.eagerBytes;
   coll::checkSettings();  // reject bad algorithm variables now, not mid-collective
   impl_ = std::make_shared<Communicator>(World::create(std::move(cfg)));
 }

@@ -141,6 +141,7 @@ void World::learnTopology() {
   }
   for (std::size_t n = 0; n < cores.size(); ++n)
     if (cores[n] > 0 && topology_.ranksOn[n] > cores[n]) topology_.cpuBound = true;
+  driver_.setRanksOnHost(topology_.ranksOn[topology_.nodeOf[rank()]]);  // polls only where cores are free
 }
 
 void World::finishInit(std::exception_ptr e) {

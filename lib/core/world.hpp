@@ -73,7 +73,7 @@ struct WorldConfig {
   int keepaliveIdleS = 10, keepaliveIntervalS = 2, keepaliveCount = 3;
   // Open links (current and lingering) above which the least recently used
   // idle link is closed (TETHER_MAX_LINKS); a soft budget.
-  int maxLinks = 64;  // measured at 1,024 ranks: docs/benchmarks.md, "Scale"
+  int maxLinks = 64;  // why 64: docs/benchmarks.md, "Scale"
   int maxDials = 32;  // dials in flight (TETHER_MAX_DIALS)
 };
 

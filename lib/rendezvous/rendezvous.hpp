@@ -115,7 +115,7 @@ inline constexpr int kTreeFromRanks = 128;
 inline constexpr int kDefaultTreeRadix = 8;
 
 // The rendezvous named `name` ("root", "tree", "pmix" or "auto"; TETHER_RENDEZVOUS);
-// the tree's radix from TETHER_RENDEZVOUS_RADIX. Throws Error{InvalidArgument}
+// the tree's radix from TETHER_RENDEZVOUS_TREE_RADIX. Throws Error{InvalidArgument}
 // naming the value and the choices.
 std::unique_ptr<Rendezvous> make(Host& host, const Config& config, std::string_view name);
 

@@ -25,7 +25,7 @@ PmixRankSize pmixRankAndSize() { throw Error(ErrorCode::InvalidArgument, kNoPmix
 std::unique_ptr<Rendezvous> make(Host& host, const Config& config, std::string_view name) {
   auto radix = [&] {
     try {
-      return static_cast<int>(settings::integer("TETHER_RENDEZVOUS_RADIX"));
+      return static_cast<int>(settings::integer("TETHER_RENDEZVOUS_TREE_RADIX"));
     } catch (const Error& e) {
       throw Error(e.code(), fmt::format("rank {}: {}", config.rank, e.what()), config.rank);
     }

@@ -29,14 +29,14 @@ struct Bad {
 
 // Accepted silently before (issue 16), and an out-of-range and a junk integer.
 const std::vector<Bad> kBad = {
-    {"TETHER_RENDEZVOUS_RADIX", "1", "TETHER_RENDEZVOUS_RADIX=1 is out of range [2, 1048576]"},
+    {"TETHER_RENDEZVOUS_TREE_RADIX", "1", "TETHER_RENDEZVOUS_TREE_RADIX=1 is out of range [2, 1048576]"},
     {"TETHER_KEEPALIVE_COUNT", "0", "TETHER_KEEPALIVE_COUNT=0 is out of range [1, 127]"},
-    {"TETHER_CALLER_PROGRESS", "2", "TETHER_CALLER_PROGRESS=2 is out of range [0, 1]"},
     {"TETHER_PIPELINE_CHUNK_BYTES", "10", "TETHER_PIPELINE_CHUNK_BYTES=10 is out of range [4096, 1073741824]"},
     {"TETHER_MAX_PAYLOAD_BYTES", "0", "TETHER_MAX_PAYLOAD_BYTES=0 is out of range [65536, 1099511627776]"},
     {"TETHER_MAX_LINKS", "99999999999999999999", "TETHER_MAX_LINKS=99999999999999999999 is out of range [1, 1048576]"},
     {"TETHER_KEEPALIVE_IDLE_S", "ten", "TETHER_KEEPALIVE_IDLE_S='ten' is not an integer"},
     {"TETHER_RENDEZVOUS", "star", "TETHER_RENDEZVOUS='star' is not one of root, tree, pmix or auto"},
+    {"TETHER_POLL_US", "-1", "TETHER_POLL_US=-1 is out of range [0, 1000000]"},
 };
 
 std::string errorOf(const std::function<void()>& f) {
@@ -90,18 +90,76 @@ TEST_CASE("a bad TETHER_* variable makes the C ABI's init fail with its name", "
 }
 
 TEST_CASE("good values of every table variable pass validation", "[launch][settings]") {
-  EnvGuard env({{"TETHER_RENDEZVOUS_RADIX", "2"},
-                {"TETHER_TREE_RADIX", "0"},
+  EnvGuard env({{"TETHER_RENDEZVOUS_TREE_RADIX", "2"},
+                {"TETHER_ALGO_TREE_RADIX", "0"},
                 {"TETHER_DEBUG", "info"},
                 {"TETHER_ALGO_ALLGATHER", "ring"},
                 {"TETHER_TIMEOUT_MS", "0"},
                 {"TETHER_IB_TIMEOUT", "31"}});
   CHECK_NOTHROW(settings::validateAll(""));
-  env.set("TETHER_TREE_RADIX", "1");
-  CHECK(errorOf([] { settings::validateAll(""); }) == "TETHER_TREE_RADIX=1 is out of range (0 or [2, 1048576])");
-  env.set("TETHER_TREE_RADIX", "0");
+  env.set("TETHER_ALGO_TREE_RADIX", "1");
+  CHECK(errorOf([] { settings::validateAll(""); }) == "TETHER_ALGO_TREE_RADIX=1 is out of range (0 or [2, 1048576])");
+  env.set("TETHER_ALGO_TREE_RADIX", "0");
   env.set("TETHER_IB_TIMEOUT", "32");
   CHECK(errorOf([] { settings::validateAll(""); }) == "TETHER_IB_TIMEOUT=32 is out of range [1, 31]");
+}
+
+TEST_CASE("the two radices' old names still work, with one warning naming the new name", "[launch][settings]") {
+  std::vector<std::string> warnings;
+  setLogHandler([&](LogLevel level, const std::string& line) {
+    if (level == LogLevel::Warn && contains(line, "is renamed")) warnings.push_back(line);
+  });
+  EnvGuard env({{"TETHER_RENDEZVOUS_RADIX", "3"}, {"TETHER_TREE_RADIX", "1"}});
+  CHECK(settings::integer("TETHER_RENDEZVOUS_TREE_RADIX") == 3);
+  // A bad value is named under the name it was given.
+  CHECK(errorOf([] { settings::validateAll(""); }) == "TETHER_TREE_RADIX=1 is out of range (0 or [2, 1048576])");
+  CHECK(errorOf([] { settings::validateAll(""); }) == "TETHER_TREE_RADIX=1 is out of range (0 or [2, 1048576])");
+  // The new name wins over the old one.
+  env.set("TETHER_ALGO_TREE_RADIX", "4");
+  CHECK_NOTHROW(settings::validateAll(""));
+  setLogHandler(nullptr);
+  REQUIRE(warnings.size() == 2);  // once per old name, however often it is read
+  CHECK(contains(warnings[0], "TETHER_RENDEZVOUS_RADIX is renamed TETHER_RENDEZVOUS_TREE_RADIX"));
+  CHECK(contains(warnings[1], "TETHER_TREE_RADIX is renamed TETHER_ALGO_TREE_RADIX"));
+}
+
+TEST_CASE("a bootstrap's limits in TcpOptions override their variable; a bad one is refused naming the field",
+          "[launch][settings]") {
+  EnvGuard env({{"TETHER_MAX_PAYLOAD_BYTES", "1048576"}});
+  auto start = [](TcpOptions o) {
+    o.timeout = std::chrono::milliseconds(20000);
+    TcpBootstrap b(0, 1, TcpBootstrap::createUniqueId("127.0.0.1:0"), o);
+    std::vector<unsigned char> big(70000);
+    b.send(big.data(), big.size(), 0, 0);  // over the option's limit, under the variable's
+  };
+  TcpOptions small;
+  small.maxPayloadBytes = 65536;
+  CHECK(contains(errorOf([&] { start(small); }), "70000 bytes is more than TETHER_MAX_PAYLOAD_BYTES=65536"));
+  TcpOptions bad;
+  bad.maxLinks = -1;
+  CHECK(errorOf([&] { start(bad); }) ==
+        "rank 0: TcpOptions::maxLinks=-1 is out of range [1, 1048576] (0: TETHER_MAX_LINKS)");
+  TcpOptions count;
+  count.keepaliveCount = 128;
+  CHECK(errorOf([&] { start(count); }) ==
+        "rank 0: TcpOptions::keepaliveCount=128 is out of range [1, 127] (0: TETHER_KEEPALIVE_COUNT)");
+  TcpOptions handshake;
+  handshake.handshakeTimeout = std::chrono::milliseconds(-1);
+  CHECK(contains(errorOf([&] { start(handshake); }), "TcpOptions::handshakeTimeout is negative"));
+}
+
+TEST_CASE("the configuration is read and checked once: later changes of the environment do not reach it",
+          "[launch][settings]") {
+  EnvGuard env({{"TETHER_ROOT", "10.0.0.1:29500"}, {"TETHER_HANDSHAKE_TIMEOUT_MS", "2500"}});
+  const auto values = settings::Values::read("");
+  env.set("TETHER_ROOT", "10.0.0.2:29500");
+  env.set("TETHER_HANDSHAKE_TIMEOUT_MS", "-1");
+  CHECK(values.text("TETHER_ROOT") == std::optional<std::string>("10.0.0.1:29500"));
+  CHECK(values.milliseconds("TETHER_HANDSHAKE_TIMEOUT_MS", std::chrono::milliseconds(10000)).count() == 2500);
+  CHECK(values.integer("TETHER_MAX_LINKS") == 64);  // unset: the table's default
+  CHECK_FALSE(values.text("TETHER_UID"));
+  CHECK(errorOf([] { (void)settings::Values::read("rank 1: "); }).find("rank 1: TETHER_HANDSHAKE_TIMEOUT_MS='-1'") ==
+        0);
 }
 
 // docs/configuration.md: a table with the columns "variable | type | range |

@@ -1,6 +1,7 @@
 // tether/detail/coll/settings.hpp — the algorithm settings from the
 // environment (docs/configuration.md): TETHER_ALGO_{ALLGATHER,ALLTOALL,
-// BROADCAST,BARRIER} name a row of the table (or "auto"), TETHER_TREE_RADIX,
+// BROADCAST,BARRIER} name a row of the table (or "auto"), TETHER_ALGO_TREE_RADIX
+// (formerly TETHER_TREE_RADIX),
 // TETHER_ALGO_LARGE_BYTES and TETHER_PIPELINE_CHUNK_BYTES tune them. Read the
 // same way by every world, so the same environment picks the same algorithm.
 // Header-only, C++17.
@@ -33,9 +34,12 @@ struct Settings {
 constexpr std::int64_t kMaxLargeBytes = std::int64_t{1} << 40;
 constexpr std::int64_t kMinChunk = 4096, kMaxChunk = std::int64_t{1} << 30;
 constexpr std::int64_t kMaxTreeRadix = 1 << 20;
+// The radix of the tree algorithms (not the rendezvous' tree), and its old name.
+constexpr const char* kTreeRadix = "TETHER_ALGO_TREE_RADIX";
+constexpr const char* kFormerTreeRadix = "TETHER_TREE_RADIX";
 
 inline std::string envAlgorithm(const char* var, Op family) {
-  const char* v = std::getenv(var);
+  const char* v = envValue(var).text;
   if (!v || !*v || std::string(v) == "auto") return "";
   if (findAlgorithm(family, v)) return v;
   std::string allowed = "auto";
@@ -56,14 +60,14 @@ inline Settings loadSettings() {
   set("TETHER_ALGO_BARRIER", Op::Barrier);
   s.tuning.largeBytes = static_cast<std::size_t>(envInt("TETHER_ALGO_LARGE_BYTES", 64 * 1024, 0, kMaxLargeBytes));
   s.tuning.chunk = static_cast<std::size_t>(envInt("TETHER_PIPELINE_CHUNK_BYTES", 256 * 1024, kMinChunk, kMaxChunk));
-  // Flat (every rank talks to rank 0) up to 64 ranks by default: on 2 cores,
-  // 64 B all-gather, flat beat radix 2, 4 and 8 at N = 8, 16 and 32
-  // (docs/benchmarks.md). Past 64 ranks the tree gets a second level, so
-  // rank 0 does not serialise thousands of messages.
-  const std::int64_t radix = envInt("TETHER_TREE_RADIX", 0, 0, kMaxTreeRadix);
+  // Flat (every rank talks to rank 0) up to 64 ranks by default (the
+  // measurements: docs/benchmarks.md). Past 64 ranks the tree gets a second
+  // level, so rank 0 does not serialise thousands of messages.
+  const EnvValue given = envValue(kTreeRadix, kFormerTreeRadix);
+  const std::int64_t radix = given ? parseEnvInt(given.name, given.text, 0, kMaxTreeRadix) : 0;
   if (radix == 1)
     throw Error(ErrorCode::InvalidArgument,
-                "TETHER_TREE_RADIX=1 is out of range (0 or [2, " + std::to_string(kMaxTreeRadix) + "])");
+                std::string(given.name) + "=1 is out of range (0 or [2, " + std::to_string(kMaxTreeRadix) + "])");
   if (radix) s.tuning.radix = static_cast<int>(radix);
   return s;
 }

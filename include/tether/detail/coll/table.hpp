@@ -66,9 +66,8 @@ inline Op familyOf(Op op) {
 }
 
 // The tree all-to-all passes all N^2 blocks through rank 0. When ranks
-// outnumber cores it beat Bruck 2-5x with up to 16 MiB of them (N = 8..256 at
-// 64 B, N = 64 at 4 KiB) and lost 3x at 32 MiB (N = 64 at 8 KiB) on 2 cores
-// (docs/benchmarks.md).
+// outnumber cores it beats Bruck up to this many bytes of them and loses past
+// it (the measurements: docs/benchmarks.md).
 constexpr std::uint64_t kAlltoallTreeMaxBytes = 16u << 20;
 
 // Whether N^2 blocks of `bytes` fit the tree all-to-all's budget at rank 0.
