@@ -46,6 +46,14 @@ inline void buffer(int rank, const std::string& op, const void* data, std::size_
     invalid(rank, op, "a buffer of " + std::to_string(bytes) + " bytes does not fit in the address space");
 }
 
+// A point-to-point call's arguments (send, recv, isend, irecv): the peer,
+// the tag and the buffer.
+inline void message(int rank, int size, const std::string& op, const void* data, std::size_t bytes, int peer, int tag) {
+  args::peer(rank, size, op, peer);
+  args::tag(rank, op, tag);
+  buffer(rank, op, data, bytes);
+}
+
 // `count` blocks of `bytes`: their total, or InvalidArgument if it overflows
 // size_t (`what` names the product, e.g. "bytesPerRank x ranks").
 inline std::size_t product(int rank, const std::string& op, std::size_t bytes, std::size_t count, const char* what) {

@@ -16,15 +16,17 @@
 #include <mutex>
 #include <string>
 #include <thread>
-#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "tether/bootstrap.hpp"
 #include "tether/detail/args.hpp"
 #include "tether/detail/call_slot.hpp"
+#include "tether/detail/coll/execute.hpp"
+#include "tether/detail/coll/front.hpp"
 #include "tether/detail/coll/settings.hpp"
 #include "tether/detail/coll/table.hpp"
+#include "tether/detail/core/split.hpp"
 #include "tether/error.hpp"
 #include "tether/testing/detail/endpoint.hpp"
 
@@ -68,9 +70,7 @@ class InProcessBootstrap : public Bootstrap {
   }
 
   void send(const void* data, std::size_t bytes, int peer, int tag) override {
-    tether::detail::args::peer(rank(), size(), "send", peer);
-    tether::detail::args::tag(rank(), "send", tag);
-    tether::detail::args::buffer(rank(), "send", data, bytes);
+    tether::detail::args::message(rank(), size(), "send", data, bytes, peer, tag);
     const std::string where = "send to rank " + std::to_string(peer) + " tag " + std::to_string(tag);
     endpoint_.throwIfAborted(where);
     detail::ChannelKey key;
@@ -82,64 +82,31 @@ class InProcessBootstrap : public Bootstrap {
   }
 
   void recv(void* data, std::size_t bytes, int peer, int tag) override {
-    tether::detail::args::peer(rank(), size(), "recv", peer);
-    tether::detail::args::tag(rank(), "recv", tag);
-    tether::detail::args::buffer(rank(), "recv", data, bytes);
+    tether::detail::args::message(rank(), size(), "recv", data, bytes, peer, tag);
     const std::string where = "recv from rank " + std::to_string(peer) + " tag " + std::to_string(tag);
     endpoint_.throwIfAborted(where);
     endpoint_.receivePointToPoint(data, bytes, peer, tag, where);
   }
 
   void allgather(void* allData, std::size_t bytesPerRank) override {
-    tether::detail::args::allgather(rank(), size(), "allgather", allData, bytesPerRank);
-    Call call;
-    call.op = Op::Allgather;
-    call.bytes = bytesPerRank;
-    collective(call, allData, allData);
+    collective(tether::detail::coll::allgatherCall(rank(), size(), "allgather", allData, bytesPerRank));
   }
 
   void alltoall(const void* sendData, void* recvData, std::size_t bytesPerRank) override {
-    tether::detail::args::alltoall(rank(), size(), sendData, recvData, bytesPerRank);
-    const auto n = static_cast<std::size_t>(size());
-    std::vector<std::size_t> counts(n, bytesPerRank), displs(n);
-    for (std::size_t i = 0; i < n; ++i) displs[i] = i * bytesPerRank;
-    std::vector<unsigned char> copy;  // in place: the blocks to send, before any is overwritten
-    if (sendData == recvData && bytesPerRank) {
-      copy = copyOf(sendData, n * bytesPerRank);
-      sendData = copy.data();
-    }
-    Call call;
-    call.op = Op::Alltoall;
-    call.bytes = bytesPerRank;
-    call.blocks = Blocks{counts.data(), displs.data(), counts.data(), displs.data()};
-    collective(call, sendData, recvData);
+    collective(tether::detail::coll::alltoallCall(rank(), size(), "alltoall", sendData, recvData, bytesPerRank));
   }
 
   void alltoallv(const void* sendData, const std::size_t* sendCounts, const std::size_t* sendDispls, void* recvData,
                  const std::size_t* recvCounts, const std::size_t* recvDispls) override {
-    tether::detail::args::alltoallv(rank(), size(), sendData, sendCounts, sendDispls, recvData, recvCounts, recvDispls);
-    Call call;
-    call.op = Op::Alltoallv;
-    for (int i = 0; i < size(); ++i) call.bytes = std::max({call.bytes, sendCounts[i], recvCounts[i]});
-    call.blocks = Blocks{sendCounts, sendDispls, recvCounts, recvDispls};
-    collective(call, sendData, recvData);
+    collective(tether::detail::coll::alltoallvCall(rank(), size(), sendData, sendCounts, sendDispls, recvData,
+                                                   recvCounts, recvDispls));
   }
 
   void broadcast(void* data, std::size_t bytes, int root) override {
-    tether::detail::args::root(rank(), size(), root);
-    tether::detail::args::buffer(rank(), "broadcast", data, bytes);
-    Call call;
-    call.op = Op::Broadcast;
-    call.bytes = bytes;
-    call.root = root;
-    collective(call, data, data);
+    collective(tether::detail::coll::broadcastCall(rank(), size(), data, bytes, root));
   }
 
-  void barrier() override {
-    Call call;
-    call.op = Op::Barrier;
-    collective(call, nullptr, nullptr);
-  }
+  void barrier() override { collective(tether::detail::coll::barrierCall()); }
 
   void barrier(const std::vector<int>& ranks) override {
     const std::vector<int> group = tether::detail::args::subset(rank(), size(), ranks);
@@ -166,31 +133,17 @@ class InProcessBootstrap : public Bootstrap {
   }
 
   std::shared_ptr<Bootstrap> split(int color, int key) override {
-    tether::detail::args::color(rank(), color, kNoColor);
-    std::vector<std::int32_t> all(2 * static_cast<std::size_t>(size()));
-    all[2 * static_cast<std::size_t>(rank())] = color;
-    all[2 * static_cast<std::size_t>(rank()) + 1] = key;
-    Call call;
-    call.op = Op::Split;
-    call.bytes = 2 * sizeof(std::int32_t);
-    const std::uint64_t splitId = collective(call, all.data(), all.data());
+    std::vector<std::int32_t> pairs;
+    const std::uint64_t splitId =
+        collective(tether::detail::coll::splitCall(rank(), size(), color, key, kNoColor, pairs));
     if (color == kNoColor) return nullptr;
-
-    std::vector<std::tuple<int, int>> order;  // (key, parent rank) of my color
-    for (int p = 0; p < size(); ++p) {
-      if (all[2 * static_cast<std::size_t>(p)] == color)
-        order.emplace_back(all[2 * static_cast<std::size_t>(p) + 1], p);
-    }
-    std::sort(order.begin(), order.end());
+    const tether::detail::core::SplitMembers split = tether::detail::core::splitMembers(pairs, rank(), color);
     std::vector<int> members;
-    int childRank = -1;
-    for (const auto& entry : order) {
-      if (std::get<1>(entry) == rank()) childRank = static_cast<int>(members.size());
-      members.push_back(endpoint_.worldRankOf(std::get<1>(entry)));
-    }
+    for (int p : split.parentRanks) members.push_back(endpoint_.worldRankOf(p));
     const std::uint64_t childComm =
         detail::mix(detail::mix(endpoint_.comm(), splitId), static_cast<std::uint64_t>(color));
-    return std::make_shared<InProcessBootstrap>(endpoint_.world(), childComm, std::move(members), childRank, timeout());
+    return std::make_shared<InProcessBootstrap>(endpoint_.world(), childComm, std::move(members), split.rank,
+                                                timeout());
   }
 
   void abort(const std::string& reason) override { endpoint_.world()->abortAll(endpoint_.worldRank(), reason); }
@@ -205,9 +158,7 @@ class InProcessBootstrap : public Bootstrap {
   using Deadline = detail::Endpoint::Clock::time_point;
   using Op = tether::detail::coll::Op;
   using Call = tether::detail::coll::Call;
-  using Blocks = tether::detail::coll::Blocks;
   using Plan = tether::detail::coll::Plan;
-  using Step = tether::detail::coll::Step;
 
   static const char* nameOf(Op op) { return tether::detail::coll::opName(op); }
 
@@ -226,7 +177,8 @@ class InProcessBootstrap : public Bootstrap {
 
   // Numbers the call, replays its plan, and marks the communicator unusable
   // if it fails (the ranks no longer agree on where they are). Returns the id.
-  std::uint64_t collective(const Call& call, const void* in, void* out) {
+  std::uint64_t collective(const tether::detail::coll::Prepared& prepared) {
+    const Call& call = prepared.call;
     tether::detail::CallSlot::Scope scope(calling_, rank(), nameOf(call.op));
     detail::OpStamp op;
     op.name = nameOf(call.op);
@@ -241,47 +193,60 @@ class InProcessBootstrap : public Bootstrap {
     key.channel = detail::Channel::Collective;
     key.sequence = op.id;
     guarded(op.call(), /*abortWorldOnFailure=*/endpoint_.comm() == 0,
-            [&] { replay(std::move(plan), allRanks(), op, key, in, out); });
+            [&] { replay(std::move(plan), allRanks(), op, key, prepared.in, prepared.out); });
     return op.id;
   }
 
-  // Runs a plan: sends are posted (copied) at once, receives are taken at
-  // each settle, in order; `group` maps plan ranks to communicator ranks.
+  // One call's view of the mailboxes, the executor's transport
+  // (tether/detail/coll/execute.hpp): sends are posted (copied) at once,
+  // receives are taken at each settle, in order; `group` maps plan ranks to
+  // communicator ranks.
+  class CallTransport {
+   public:
+    CallTransport(const detail::Endpoint& endpoint, const std::vector<int>& group, const detail::OpStamp& op,
+                  detail::ChannelKey key)
+        : endpoint_(endpoint), group_(group), op_(op), key_(key), until_(endpoint.deadline()) {}
+
+    void postSend(int peer, std::uint32_t step, const void* data, std::size_t bytes) {
+      detail::Message message;
+      message.op = op_;
+      message.step = step;
+      message.payload = copyOf(data, bytes);
+      key_.step = step;
+      endpoint_.post(group_[static_cast<std::size_t>(peer)], key_, std::move(message), op_.call());
+    }
+    void postRecv(int peer, std::uint32_t step, void* data, std::size_t bytes) {
+      pending_.push_back(Pending{peer, step, data, bytes});
+    }
+    void settle() {
+      for (const Pending& r : pending_) {
+        key_.step = r.step;
+        copyInto(r.data,
+                 endpoint_.receiveCollective(key_, op_, group_[static_cast<std::size_t>(r.peer)], r.bytes, until_));
+      }
+      pending_.clear();
+    }
+
+   private:
+    struct Pending {
+      int peer;
+      std::uint32_t step;
+      void* data;
+      std::size_t bytes;
+    };
+    const detail::Endpoint& endpoint_;
+    const std::vector<int>& group_;
+    const detail::OpStamp& op_;
+    detail::ChannelKey key_;
+    const Deadline until_;
+    std::vector<Pending> pending_;
+  };
+
   void replay(Plan plan, const std::vector<int>& group, const detail::OpStamp& op, detail::ChannelKey key,
               const void* in, void* out) {
-    const Deadline until = endpoint_.deadline();
-    std::vector<unsigned char> scratch(plan.scratchBytes());
-    const tether::detail::coll::Memory mem{static_cast<const unsigned char*>(in), static_cast<unsigned char*>(out),
-                                           scratch.data()};
-    std::vector<Step> pending;
-    for (const Step& s : plan.steps()) {
-      switch (s.kind) {
-        case Step::Kind::Send: {
-          detail::Message message;
-          message.op = op;
-          message.step = s.step;
-          message.payload = copyOf(mem.at(s.at), s.bytes);
-          key.step = s.step;
-          endpoint_.post(group[static_cast<std::size_t>(s.peer)], key, std::move(message), op.call());
-          break;
-        }
-        case Step::Kind::Recv:
-          pending.push_back(s);
-          break;
-        case Step::Kind::Copy:
-        case Step::Kind::CopyBlocks:
-          mem.copy(s);
-          break;
-        case Step::Kind::Settle:
-          for (const Step& r : pending) {
-            key.step = r.step;
-            copyInto(mem.at(r.at),
-                     endpoint_.receiveCollective(key, op, group[static_cast<std::size_t>(r.peer)], r.bytes, until));
-          }
-          pending.clear();
-          break;
-      }
-    }
+    CallTransport transport(endpoint_, group, op, key);
+    tether::detail::coll::Execution run(std::move(plan), in, out);
+    while (run.next(transport)) transport.settle();
     endpoint_.rejectLeftovers(key, op);
   }
 
