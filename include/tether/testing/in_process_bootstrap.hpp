@@ -216,30 +216,30 @@ class InProcessBootstrap : public Bootstrap {
       endpoint_.post(group_[static_cast<std::size_t>(peer)], key_, std::move(message), op_.call());
     }
     void postRecv(int peer, std::uint32_t step, void* data, std::size_t bytes) {
-      pending_.push_back(Pending{peer, step, data, bytes});
+      round_.emplace_back();
+      detail::Endpoint::CollectiveRecv& r = round_.back();
+      r.key = key_;
+      r.key.step = step;
+      r.peer = group_[static_cast<std::size_t>(peer)];
+      r.data = data;
+      r.bytes = bytes;
+      endpoint_.postCollective(r);
     }
     void settle() {
-      for (const Pending& r : pending_) {
-        key_.step = r.step;
-        copyInto(r.data,
-                 endpoint_.receiveCollective(key_, op_, group_[static_cast<std::size_t>(r.peer)], r.bytes, until_));
-      }
-      pending_.clear();
+      endpoint_.settleCollective(round_, op_, until_);
+      round_.clear();
     }
+    ~CallTransport() { endpoint_.withdraw(round_); }
+    CallTransport(const CallTransport&) = delete;
+    CallTransport& operator=(const CallTransport&) = delete;
 
    private:
-    struct Pending {
-      int peer;
-      std::uint32_t step;
-      void* data;
-      std::size_t bytes;
-    };
     const detail::Endpoint& endpoint_;
     const std::vector<int>& group_;
     const detail::OpStamp& op_;
     detail::ChannelKey key_;
     const Deadline until_;
-    std::vector<Pending> pending_;
+    detail::Endpoint::Round round_;
   };
 
   void replay(Plan plan, const std::vector<int>& group, const detail::OpStamp& op, detail::ChannelKey key,
@@ -303,9 +303,6 @@ class InProcessBootstrap : public Bootstrap {
   static std::vector<unsigned char> copyOf(const void* data, std::size_t bytes) {
     auto* begin = static_cast<const unsigned char*>(data);
     return bytes == 0 ? std::vector<unsigned char>() : std::vector<unsigned char>(begin, begin + bytes);
-  }
-  static void copyInto(void* destination, const std::vector<unsigned char>& payload) {
-    if (!payload.empty()) std::memcpy(destination, payload.data(), payload.size());
   }
 
   detail::Endpoint endpoint_;
