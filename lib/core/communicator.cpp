@@ -220,13 +220,9 @@ std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> Communicator::launch
                                                                                            dc::Call call,
                                                                                            const void* in, void* out) {
   const bool child = on.group_.comm != world_->config().worldId;
-  auto op = std::make_shared<Op>(on.group_.comm, on.nextColl_, static_cast<std::uint32_t>(call.op), child);
-  if (!brokenBy_.empty())
-    throw Error(ErrorCode::Protocol,
-                fmt::format("rank {}: {}: communicator unusable after an earlier collective failed: {}", rank(),
-                            op->name(), brokenBy_),
-                rank());
-  ++on.nextColl_;
+  auto op = std::make_shared<Op>(on.group_.comm, on.calls_.next(), static_cast<std::uint32_t>(call.op), child);
+  calls_.usable(fmt::format("rank {}", rank()), op->name(), rank());
+  on.calls_.take();
   calling_.rename(op->name());
   op->members = on.group_.worldRanks;
   op->seq = on.seq_;
@@ -253,14 +249,14 @@ void Communicator::runCollective(Communicator& on, dc::Call call, const void* in
   try {
     world_->wait(op, *done, deadline());
   } catch (const Error& e) {
-    brokenBy_ = e.what();
+    calls_.markBroken(e.what());
     throw;
   }
 }
 
 void Communicator::markBroken(const std::string& why) {
   std::lock_guard lock(collMutex_);
-  if (brokenBy_.empty()) brokenBy_ = why;
+  calls_.markBroken(why);
 }
 
 void Communicator::subsetBarrier(const std::vector<int>& sorted) {

@@ -18,6 +18,7 @@
 #include "core/world.hpp"
 #include "tether/detail/call_slot.hpp"
 #include "tether/detail/coll/front.hpp"
+#include "tether/detail/core/collective_calls.hpp"
 #include "tether/request.hpp"
 
 TETHER_LAYER(6, "core");
@@ -88,10 +89,11 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // One collective call at a time (tether/detail/call_slot.hpp).
   detail::CallSlot calling_;
   std::mutex collMutex_;  // guards the state below (markBroken comes from requests)
-  std::uint64_t nextColl_ = 1;
+  // Ids of this communicator's collectives; the broken-communicator policy
+  // (a subset's failure breaks its parent: only the parent's is checked).
+  detail::core::CollectiveCalls calls_;
   std::uint64_t splits_ = 0;
   std::map<std::vector<int>, std::shared_ptr<Communicator>> subsets_;
-  std::string brokenBy_;  // set when a collective failed (under collMutex_)
   const std::shared_ptr<CollectiveSeq> seq_ = std::make_shared<CollectiveSeq>();
 };
 
