@@ -1,11 +1,12 @@
 // tether/testing/in_process_bootstrap.hpp — tether::Bootstrap over threads.
 //
 // One object per rank per communicator; made by tether::testing::InProcessWorld
-// (in_process.hpp). Same contract, matching and errors as TcpBootstrap, without
-// sockets: the same argument checks (tether/detail/args.hpp), the same
-// algorithm choice and sources (tether/detail/coll/: each collective's plan is
-// replayed here over in-process mailboxes), and messages matched under the
-// full key (communicator, collective id or tag, step, source). Header-only, C++17.
+// (in_process.hpp). Same contract, matching and errors as TcpBootstrap, from the
+// same code (tether/detail/: argument checks and call building, algorithm
+// choice and plans, the plan executor, full-key matching, collective ids and
+// failure policies, split membership); what is here is the in-memory
+// transport under them, and the nonblocking calls (detail/requests.hpp).
+// Header-only, C++17.
 #pragma once
 
 #include <algorithm>
@@ -26,14 +27,17 @@
 #include "tether/detail/coll/front.hpp"
 #include "tether/detail/coll/settings.hpp"
 #include "tether/detail/coll/table.hpp"
+#include "tether/detail/core/collective_calls.hpp"
 #include "tether/detail/core/split.hpp"
 #include "tether/error.hpp"
+#include "tether/request.hpp"
 #include "tether/testing/detail/endpoint.hpp"
+#include "tether/testing/detail/requests.hpp"
 
 namespace tether {
 namespace testing {
 
-class InProcessBootstrap : public Bootstrap {
+class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this<InProcessBootstrap> {
  public:
   InProcessBootstrap(std::shared_ptr<detail::WorldState> world, std::uint64_t comm, std::vector<int> members, int rank,
                      std::chrono::milliseconds timeout)
@@ -71,7 +75,7 @@ class InProcessBootstrap : public Bootstrap {
 
   void send(const void* data, std::size_t bytes, int peer, int tag) override {
     tether::detail::args::message(rank(), size(), "send", data, bytes, peer, tag);
-    const std::string where = "send to rank " + std::to_string(peer) + " tag " + std::to_string(tag);
+    const std::string where = sendName(peer, tag);
     endpoint_.throwIfAborted(where);
     detail::ChannelKey key;
     key.channel = detail::Channel::PointToPoint;
@@ -132,6 +136,32 @@ class InProcessBootstrap : public Bootstrap {
             [&] { replay(record(call, groupRank, static_cast<int>(group.size())), group, op, key, nullptr, nullptr); });
   }
 
+  // ---- nonblocking (tether/request.hpp; detail/requests.hpp) ----
+
+  Request isend(const void* data, std::size_t bytes, int peer, int tag) override {
+    tether::detail::args::message(rank(), size(), "isend", data, bytes, peer, tag);
+    send(data, bytes, peer, tag);  // buffered: delivered now
+    return Request(std::make_unique<detail::SentRequest>(owner(), endpoint_, sendName(peer, tag)));
+  }
+
+  Request irecv(void* data, std::size_t bytes, int peer, int tag) override {
+    tether::detail::args::message(rank(), size(), "irecv", data, bytes, peer, tag);
+    return Request(std::make_unique<detail::RecvRequest>(
+        owner(), endpoint_, data, bytes, peer, tag,
+        "recv from rank " + std::to_string(peer) + " tag " + std::to_string(tag)));
+  }
+
+  Request iallgather(void* allData, std::size_t bytesPerRank) override {
+    return startCollective(tether::detail::coll::allgatherCall(rank(), size(), "iallgather", allData, bytesPerRank));
+  }
+
+  Request ialltoall(const void* sendData, void* recvData, std::size_t bytesPerRank) override {
+    return startCollective(
+        tether::detail::coll::alltoallCall(rank(), size(), "ialltoall", sendData, recvData, bytesPerRank));
+  }
+
+  Request ibarrier() override { return startCollective(tether::detail::coll::barrierCall()); }
+
   std::shared_ptr<Bootstrap> split(int color, int key) override {
     std::vector<std::int32_t> pairs;
     const std::uint64_t splitId =
@@ -161,6 +191,9 @@ class InProcessBootstrap : public Bootstrap {
   using Plan = tether::detail::coll::Plan;
 
   static const char* nameOf(Op op) { return tether::detail::coll::opName(op); }
+  static std::string sendName(int peer, int tag) {
+    return "send to rank " + std::to_string(peer) + " tag " + std::to_string(tag);
+  }
 
   // The algorithm TcpBootstrap would choose for this call here, recorded.
   Plan record(const Call& call, int groupRank, int groupSize) const {
@@ -178,24 +211,57 @@ class InProcessBootstrap : public Bootstrap {
   // Numbers the call, replays its plan, and marks the communicator unusable
   // if it fails (the ranks no longer agree on where they are). Returns the id.
   std::uint64_t collective(const tether::detail::coll::Prepared& prepared) {
-    const Call& call = prepared.call;
-    tether::detail::CallSlot::Scope scope(calling_, rank(), nameOf(call.op));
+    tether::detail::CallSlot::Scope scope(calling_, rank(), nameOf(prepared.call.op));
+    Started started = start(prepared.call);
+    run(started, prepared.in, prepared.out, nullptr);
+    return started.op.id;
+  }
+
+  // The nonblocking form: holds the call slot until the call has its id,
+  // then runs on a thread of its own (detail/requests.hpp).
+  Request startCollective(tether::detail::coll::Prepared prepared) {
+    tether::detail::CallSlot::Scope scope(calling_, rank(), nameOf(prepared.call.op));
+    auto started = std::make_shared<Started>(start(prepared.call));
+    const void* in = prepared.in;
+    void* out = prepared.out;
+    return Request(std::make_unique<detail::CollectiveRequest>(
+        owner(), endpoint_, started->op.call(), /*abortWorldOnCancel=*/endpoint_.comm() == 0, std::move(prepared.keep),
+        [this, started, in, out](const detail::Interrupt* interrupt) { run(*started, in, out, interrupt); }));
+  }
+
+  // A collective with its id taken and its plan recorded.
+  struct Started {
+    detail::OpStamp op;
+    Plan plan;
+    detail::ChannelKey key;
+  };
+
+  Started start(const Call& call) {
     detail::OpStamp op;
     op.name = nameOf(call.op);
     op.root = call.op == Op::Broadcast ? call.root : -1;
     Plan plan = record(call, rank(), size());  // bad settings throw before an id is taken
     {
       std::lock_guard<std::mutex> lock(stateMutex_);
-      op.id = nextCollectiveId_++;
+      calls_.usable(endpoint_.who(), op.name + "#" + std::to_string(calls_.next()), rank());
+      op.id = calls_.take();
     }
     calling_.rename(op.call());
     detail::ChannelKey key;
     key.channel = detail::Channel::Collective;
     key.sequence = op.id;
-    guarded(op.call(), /*abortWorldOnFailure=*/endpoint_.comm() == 0,
-            [&] { replay(std::move(plan), allRanks(), op, key, prepared.in, prepared.out); });
-    return op.id;
+    return Started{op, std::move(plan), key};
   }
+
+  // Replays a started collective; marks the communicator broken if it fails.
+  void run(Started& started, const void* in, void* out, const detail::Interrupt* interrupt) {
+    guarded(started.op.call(), /*abortWorldOnFailure=*/endpoint_.comm() == 0,
+            [&] { replay(std::move(started.plan), allRanks(), started.op, started.key, in, out, interrupt); });
+  }
+
+  // What keeps this bootstrap alive while a request runs (nothing when it
+  // was not made by make_shared; its owner then keeps it).
+  std::shared_ptr<const void> owner() const { return weak_from_this().lock(); }
 
   // One call's view of the mailboxes, the executor's transport
   // (tether/detail/coll/execute.hpp): sends are posted (copied) at once,
@@ -204,8 +270,8 @@ class InProcessBootstrap : public Bootstrap {
   class CallTransport {
    public:
     CallTransport(const detail::Endpoint& endpoint, const std::vector<int>& group, const detail::OpStamp& op,
-                  detail::ChannelKey key)
-        : endpoint_(endpoint), group_(group), op_(op), key_(key), until_(endpoint.deadline()) {}
+                  detail::ChannelKey key, const detail::Interrupt* interrupt)
+        : endpoint_(endpoint), group_(group), op_(op), key_(key), until_(endpoint.deadline()), interrupt_(interrupt) {}
 
     void postSend(int peer, std::uint32_t step, const void* data, std::size_t bytes) {
       detail::Message message;
@@ -226,7 +292,7 @@ class InProcessBootstrap : public Bootstrap {
       endpoint_.postCollective(r);
     }
     void settle() {
-      endpoint_.settleCollective(round_, op_, until_);
+      endpoint_.settleCollective(round_, op_, until_, interrupt_);
       round_.clear();
     }
     ~CallTransport() { endpoint_.withdraw(round_); }
@@ -239,29 +305,26 @@ class InProcessBootstrap : public Bootstrap {
     const detail::OpStamp& op_;
     detail::ChannelKey key_;
     const Deadline until_;
+    const detail::Interrupt* const interrupt_;  // a nonblocking call's, or nullptr
     detail::Endpoint::Round round_;
   };
 
   void replay(Plan plan, const std::vector<int>& group, const detail::OpStamp& op, detail::ChannelKey key,
-              const void* in, void* out) {
-    CallTransport transport(endpoint_, group, op, key);
+              const void* in, void* out, const detail::Interrupt* interrupt = nullptr) {
+    CallTransport transport(endpoint_, group, op, key, interrupt);
     tether::detail::coll::Execution run(std::move(plan), in, out);
     while (run.next(transport)) transport.settle();
     endpoint_.rejectLeftovers(key, op);
   }
 
-  // Every collective (subset barriers too), as in TcpBootstrap: refused with
-  // Protocol once one has failed; a failure marks the communicator broken.
+  // Every collective (subset barriers too), as in TcpBootstrap: refused once
+  // one has failed; a failure marks the communicator broken, and on the world
+  // communicator may abort the world (tether/detail/core/collective_calls.hpp).
   template <class Body>
   void guarded(const std::string& where, bool abortWorldOnFailure, Body body) {
-    std::string broken;
     {
       std::lock_guard<std::mutex> lock(stateMutex_);
-      broken = brokenBy_;
-    }
-    if (!broken.empty()) {
-      endpoint_.fail(ErrorCode::Protocol, where, -1,
-                     "communicator unusable after an earlier collective failed: " + broken);
+      calls_.usable(endpoint_.who(), where, rank());
     }
     endpoint_.throwIfAborted(where);
     try {
@@ -269,21 +332,11 @@ class InProcessBootstrap : public Bootstrap {
     } catch (const Error& error) {
       {
         std::lock_guard<std::mutex> lock(stateMutex_);
-        if (brokenBy_.empty()) brokenBy_ = error.what();
+        calls_.markBroken(error.what());
       }
-      if (abortWorldOnFailure) abortIfFatal(error);
+      if (abortWorldOnFailure && tether::detail::core::failureAbortsWorld(error, size()))
+        endpoint_.world()->abortAll(endpoint_.worldRank(), error.what());
       throw;
-    }
-  }
-
-  // Like TcpBootstrap: a collective of the world communicator that failed here
-  // leaves every other rank waiting for steps this rank will never send, so
-  // the world is aborted with the error as reason. Child communicators and
-  // subset barriers must not stop ranks outside them; p2p concerns two ranks.
-  void abortIfFatal(const Error& error) {
-    const ErrorCode code = error.code();
-    if (code == ErrorCode::Protocol || code == ErrorCode::Timeout || code == ErrorCode::PeerLost) {
-      endpoint_.world()->abortAll(endpoint_.worldRank(), error.what());
     }
   }
 
@@ -308,8 +361,7 @@ class InProcessBootstrap : public Bootstrap {
   detail::Endpoint endpoint_;
   tether::detail::CallSlot calling_;  // one collective call at a time (call_slot.hpp)
   std::mutex stateMutex_;             // guards the counters below
-  std::uint64_t nextCollectiveId_ = 1;
-  std::string brokenBy_;  // first failed collective's message; empty while usable
+  tether::detail::core::CollectiveCalls calls_;
   std::map<std::vector<int>, std::uint64_t> subsetBarriers_;
 };
 

@@ -76,23 +76,63 @@ class Endpoint {
     world_->deliverLocked(worldRankOf(peer), key, std::move(message));
   }
 
-  // Point-to-point receive: the oldest message waiting for (peer, tag), else
-  // a receive posted for it, which the next such message fills; sizes must agree.
-  void receivePointToPoint(void* data, std::size_t bytes, int peer, int tag, const std::string& where) const {
-    const auto until = deadline();
+  // The key of a point-to-point message from `peer` with `tag`.
+  ChannelKey pointToPoint(int peer, int tag) const {
     ChannelKey key;
     key.comm = comm_;
     key.channel = Channel::PointToPoint;
     key.sequence = static_cast<std::uint64_t>(tag);
     key.source = peer;
+    return key;
+  }
 
-    std::unique_lock<std::mutex> lock(world_->mutex);
+  // Point-to-point receive: the oldest message waiting for (peer, tag), else
+  // a receive posted for it, which the next such message fills; sizes must agree.
+  void receivePointToPoint(void* data, std::size_t bytes, int peer, int tag, const std::string& where) const {
+    const auto until = deadline();
+    const ChannelKey key = pointToPoint(peer, tag);
+    RecvSlot slot;
+    post(key, slot, where);
+    try {
+      waitFor(slot, until, where, peer, tag, nullptr);
+    } catch (...) {
+      withdraw(key, slot);
+      throw;
+    }
+    take(slot, data, bytes, peer, tag, where);
+  }
+
+  // The pieces of a receive, for irecv: post it (or take a waiting message) ...
+  void post(const ChannelKey& key, RecvSlot& slot, const std::string& where) const {
+    std::lock_guard<std::mutex> lock(world_->mutex);
     throwIfAbortedLocked(where);
-    Received received(*this, key);
-    waitLocked(lock, until, where, peer,
-               "a message with tag " + std::to_string(tag) + " from rank " + std::to_string(peer),
-               [&] { return received.slot.done; });
-    const Message& message = received.slot.message;
+    postLocked(key, slot);
+  }
+  // ... wait until it is filled (or `until`, an abort, the sender leaving, an
+  // interrupt from another thread) ...
+  void waitFor(RecvSlot& slot, Clock::time_point until, const std::string& where, int peer, int tag,
+               const Interrupt* interrupt) const {
+    std::unique_lock<std::mutex> lock(world_->mutex);
+    waitLocked(
+        lock, until, where, peer, "a message with tag " + std::to_string(tag) + " from rank " + std::to_string(peer),
+        [&] { return slot.done; }, interrupt);
+  }
+  // ... or look without waiting (Request::test) ...
+  bool done(const RecvSlot& slot, const std::string& where, int peer) const {
+    std::lock_guard<std::mutex> lock(world_->mutex);
+    throwIfAbortedLocked(where);
+    if (slot.done) return true;
+    throwIfLeftLocked(where, peer);
+    return false;
+  }
+  // ... or withdraw it unmatched (true if it was) ...
+  bool withdraw(const ChannelKey& key, RecvSlot& slot) const {
+    std::lock_guard<std::mutex> lock(world_->mutex);
+    return !slot.done && mailbox().matching.unpost(key, &slot);
+  }
+  // ... and copy its message out once filled.
+  void take(const RecvSlot& slot, void* data, std::size_t bytes, int peer, int tag, const std::string& where) const {
+    const Message& message = slot.message;
     if (message.payload.size() != bytes) {
       fail(ErrorCode::Protocol, where, peer,
            "rank " + std::to_string(peer) + " sent send tag " + std::to_string(tag) + " (" +
@@ -100,6 +140,13 @@ class Endpoint {
                " bytes");
     }
     if (bytes != 0) std::memcpy(data, message.payload.data(), bytes);
+  }
+
+  // Ends the waits that watch `flag` (a nonblocking call's, on another thread).
+  void interrupt(Interrupt& flag, Interrupt why) const {
+    std::lock_guard<std::mutex> lock(world_->mutex);
+    if (flag == Interrupt::None) flag = why;
+    mailbox().wake.notify_all();
   }
 
   // One receive of a collective's round: step `key.step` from `peer`.
@@ -124,18 +171,21 @@ class Endpoint {
   // Waits for a round's receives in order and copies them, as the TCP world
   // matches a frame: a message of another operation at the same call id, or
   // of the wrong size, is a Protocol error naming both sides.
-  void settleCollective(Round& round, const OpStamp& expected, Clock::time_point until) const {
+  void settleCollective(Round& round, const OpStamp& expected, Clock::time_point until,
+                        const Interrupt* interrupt) const {
     if (round.empty()) return;
     const std::string where = expected.call();
     std::unique_lock<std::mutex> lock(world_->mutex);
     for (CollectiveRecv& r : round) {
-      waitLocked(lock, until, where, r.peer,
-                 "step " + std::to_string(r.key.step) + " from rank " + std::to_string(r.peer), [&] {
-                   rejectForeignCallsLocked(round.front().key, expected);
-                   for (const CollectiveRecv& other : round)
-                     if (other.slot.done) checkStamp(other.slot.message, other.peer, expected);
-                   return r.slot.done;
-                 });
+      waitLocked(
+          lock, until, where, r.peer, "step " + std::to_string(r.key.step) + " from rank " + std::to_string(r.peer),
+          [&] {
+            rejectForeignCallsLocked(round.front().key, expected);
+            for (const CollectiveRecv& other : round)
+              if (other.slot.done) checkStamp(other.slot.message, other.peer, expected);
+            return r.slot.done;
+          },
+          interrupt);
     }
     for (const CollectiveRecv& r : round) {
       const Message& message = r.slot.message;
@@ -176,22 +226,6 @@ class Endpoint {
   }
 
  private:
-  // A receive under `key`: the oldest waiting message, else posted, and
-  // withdrawn when it ends unmatched. Constructed and destroyed under the mutex.
-  struct Received {
-    Received(const Endpoint& endpoint, const ChannelKey& key) : box(endpoint.mailbox()), key(key) {
-      endpoint.postLocked(key, slot);
-    }
-    ~Received() {
-      if (!slot.done) box.matching.unpost(key, &slot);
-    }
-    Received(const Received&) = delete;
-    Received& operator=(const Received&) = delete;
-    RankMailbox& box;
-    ChannelKey key;
-    RecvSlot slot;
-  };
-
   void postLocked(const ChannelKey& key, RecvSlot& slot) const {
     RankMailbox& box = mailbox();
     if (auto message = box.matching.takeStashed(key)) {
@@ -225,18 +259,20 @@ class Endpoint {
          "lost rank " + std::to_string(peer) + ": it closed its bootstrap (its body returned)");
   }
 
-  // Sleeps on this rank's condition variable until ready(), an abort, or the
-  // deadline. A peer that left fails the wait: what it sent is already in the
-  // mailbox, so nothing more is coming.
+  // Sleeps on this rank's condition variable until ready(), an abort, the
+  // deadline or `*interrupt`. A peer that left fails the wait: what it sent is
+  // already in the mailbox, so nothing more is coming.
   template <class Ready>
   void waitLocked(std::unique_lock<std::mutex>& lock, Clock::time_point until, const std::string& where, int peer,
-                  const std::string& waitingFor, Ready ready) const {
+                  const std::string& waitingFor, Ready ready, const Interrupt* interrupt) const {
     RankMailbox& box = mailbox();
     for (;;) {
       throwIfAbortedLocked(where);
       if (ready()) return;
       throwIfLeftLocked(where, peer);
-      if (box.wake.wait_until(lock, until) == std::cv_status::timeout) {
+      const Interrupt why = interrupt ? *interrupt : Interrupt::None;
+      if (why == Interrupt::Cancelled) fail(ErrorCode::Aborted, where, -1, "cancelled on this rank");
+      if (why == Interrupt::TimedOut || box.wake.wait_until(lock, until) == std::cv_status::timeout) {
         throwIfAbortedLocked(where);
         if (ready()) return;
         fail(ErrorCode::Timeout, where, peer, "timed out waiting for " + waitingFor);

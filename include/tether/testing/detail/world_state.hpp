@@ -24,6 +24,10 @@ namespace tether {
 namespace testing {
 namespace detail {
 
+// Ends a nonblocking call's waits from another thread: Request::cancel, or
+// Request::wait whose timeout passed. Read and written under the world mutex.
+enum class Interrupt : std::uint8_t { None, Cancelled, TimedOut };
+
 // One posted receive: the message that matched it, once one has.
 struct RecvSlot {
   bool done = false;
