@@ -158,6 +158,9 @@ inline void invalidArgumentsFirst(Bootstrap& b) {
   for (int i = 0; i < n; ++i) check(all[i] == i, "allgather after rejected calls");
   tether::Error w = errorFrom([&] { g.wait(std::chrono::milliseconds(-1)); });
   check(w.code() == ErrorCode::InvalidArgument, "negative timeout: InvalidArgument");
+  const std::string text = "rank " + std::to_string(b.rank()) +
+                           ": allgather#1: Request::wait: negative timeout -1 ms (0 means the communicator's timeout)";
+  check(w.what() == text, std::string("the same words in every world: '") + w.what() + "'");
 }
 
 inline std::vector<Case> cases() {

@@ -148,6 +148,14 @@ inline void timeout(int rank, std::chrono::milliseconds t) {
                 std::to_string(kDefaultTimeout.count()) + " ms)");
 }
 
+// Request::wait(timeout) of the call `op`: 0 means the communicator's timeout.
+inline void waitTimeout(int rank, const std::string& op, std::chrono::milliseconds t) {
+  if (t.count() < 0)
+    invalid(
+        rank, op,
+        "Request::wait: negative timeout " + std::to_string(t.count()) + " ms (0 means the communicator's timeout)");
+}
+
 }  // namespace args
 }  // namespace detail
 }  // namespace tether

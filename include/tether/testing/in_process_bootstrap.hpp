@@ -119,7 +119,7 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
     for (int r : group) groupId = detail::mix(groupId, static_cast<std::uint64_t>(r));
     {
       std::lock_guard<std::mutex> lock(stateMutex_);
-      count = ++subsetBarriers_[group];
+      count = subsets_[group].take();  // each subset numbers its own barriers, as over TCP
     }
     detail::OpStamp op;
     op.name = nameOf(Op::SubsetBarrier);
@@ -362,7 +362,7 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
   tether::detail::CallSlot calling_;  // one collective call at a time (call_slot.hpp)
   std::mutex stateMutex_;             // guards the counters below
   tether::detail::core::CollectiveCalls calls_;
-  std::map<std::vector<int>, std::uint64_t> subsetBarriers_;
+  std::map<std::vector<int>, tether::detail::core::CollectiveCalls> subsets_;
 };
 
 }  // namespace testing

@@ -42,10 +42,7 @@ class RequestBase : public Request::Impl {
 
   // wait(timeout)'s deadline: 0 means the communicator's timeout.
   Endpoint::Clock::time_point until(std::chrono::milliseconds timeout) const {
-    if (timeout.count() < 0)
-      ::tether::detail::args::invalid(endpoint_.rank(), where_,
-                                      "Request::wait: negative timeout " + std::to_string(timeout.count()) +
-                                          " ms (0 means the communicator's timeout)");
+    ::tether::detail::args::waitTimeout(endpoint_.rank(), where_, timeout);
     if (timeout.count() == 0) return endpoint_.deadline();
     const std::chrono::milliseconds cap = std::chrono::hours(24 * 365 * 10);
     return Endpoint::Clock::now() + std::min(timeout, cap);
