@@ -1,31 +1,15 @@
-#include <memory>
+// Replays a plan over the TCP world's transport (the executor is
+// tether/detail/coll/execute.hpp, shared with the testing world).
+#include <utility>
 
 #include "coll/transport.hpp"
+#include "tether/detail/coll/execute.hpp"
 
 namespace tether::coll {
 
 boost::asio::awaitable<void> execute(Transport& t, Plan plan, const unsigned char* in, unsigned char* out) {
-  using Kind = detail::coll::Step::Kind;
-  // Not zeroed: a plan reads only scratch it has written.
-  const std::unique_ptr<unsigned char[]> scratch(new unsigned char[plan.scratchBytes()]);
-  const detail::coll::Memory mem{in, out, scratch.get()};
-  for (const auto& s : plan.steps()) {
-    switch (s.kind) {
-      case Kind::Send:
-        t.postSend(s.peer, s.step, mem.at(s.at), s.bytes);
-        break;
-      case Kind::Recv:
-        t.postRecv(s.peer, s.step, mem.at(s.at), s.bytes);
-        break;
-      case Kind::Copy:
-      case Kind::CopyBlocks:
-        mem.copy(s);
-        break;
-      case Kind::Settle:
-        co_await t.settle();
-        break;
-    }
-  }
+  detail::coll::Execution run(std::move(plan), in, out);
+  while (run.next(t)) co_await t.settle();
 }
 
 }  // namespace tether::coll

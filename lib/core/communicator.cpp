@@ -15,6 +15,7 @@
 #include "coll/transport.hpp"
 #include "core/request_impl.hpp"
 #include "tether/detail/args.hpp"
+#include "tether/detail/core/split.hpp"
 
 namespace tether {
 
@@ -202,31 +203,26 @@ std::unique_ptr<Request::Impl> Communicator::startRecv(void* data, std::size_t b
   return makeRequest(shared_from_this(), op, done, {});
 }
 
-std::unique_ptr<Request::Impl> Communicator::startCollective(dc::Call call, const void* in, void* out,
-                                                             std::vector<unsigned char> keep) {
-  detail::CallSlot::Scope scope(calling_, rank(), dc::opName(call.op));
+std::unique_ptr<Request::Impl> Communicator::startCollective(dc::Prepared call) {
+  detail::CallSlot::Scope scope(calling_, rank(), dc::opName(call.call.op));
   std::lock_guard lock(collMutex_);
-  auto [op, done] = launchCollective(*this, call, in, out);
-  return makeRequest(shared_from_this(), op, done, std::move(keep));
+  auto [op, done] = launchCollective(*this, call.call, call.in, call.out);
+  return makeRequest(shared_from_this(), op, done, std::move(call.keep));
 }
 
-void Communicator::collective(dc::Call call, const void* in, void* out) {
-  detail::CallSlot::Scope scope(calling_, rank(), dc::opName(call.op));
+void Communicator::collective(dc::Prepared call) {
+  detail::CallSlot::Scope scope(calling_, rank(), dc::opName(call.call.op));
   std::lock_guard lock(collMutex_);
-  runCollective(*this, call, in, out);
+  runCollective(*this, call.call, call.in, call.out);
 }
 
 std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> Communicator::launchCollective(Communicator& on,
                                                                                            dc::Call call,
                                                                                            const void* in, void* out) {
   const bool child = on.group_.comm != world_->config().worldId;
-  auto op = std::make_shared<Op>(on.group_.comm, on.nextColl_, static_cast<std::uint32_t>(call.op), child);
-  if (!brokenBy_.empty())
-    throw Error(ErrorCode::Protocol,
-                fmt::format("rank {}: {}: communicator unusable after an earlier collective failed: {}", rank(),
-                            op->name(), brokenBy_),
-                rank());
-  ++on.nextColl_;
+  auto op = std::make_shared<Op>(on.group_.comm, on.calls_.next(), static_cast<std::uint32_t>(call.op), child);
+  calls_.usable(fmt::format("rank {}", rank()), op->name(), rank());
+  on.calls_.take();
   calling_.rename(op->name());
   op->members = on.group_.worldRanks;
   op->seq = on.seq_;
@@ -253,14 +249,14 @@ void Communicator::runCollective(Communicator& on, dc::Call call, const void* in
   try {
     world_->wait(op, *done, deadline());
   } catch (const Error& e) {
-    brokenBy_ = e.what();
+    calls_.markBroken(e.what());
     throw;
   }
 }
 
 void Communicator::markBroken(const std::string& why) {
   std::lock_guard lock(collMutex_);
-  if (brokenBy_.empty()) brokenBy_ = why;
+  calls_.markBroken(why);
 }
 
 void Communicator::subsetBarrier(const std::vector<int>& sorted) {
@@ -281,31 +277,22 @@ void Communicator::subsetBarrier(const std::vector<int>& sorted) {
 }
 
 std::shared_ptr<Communicator> Communicator::split(int color, int key) {
-  std::vector<std::int32_t> pairs(2 * static_cast<std::size_t>(size()));
-  pairs[2 * rank()] = color;
-  pairs[2 * rank() + 1] = key;
+  std::vector<std::int32_t> pairs;
+  dc::Prepared call = dc::splitCall(rank(), size(), color, key, Bootstrap::kNoColor, pairs);
   std::uint64_t splitNo;
   {
     detail::CallSlot::Scope scope(calling_, rank(), "split");
     std::lock_guard lock(collMutex_);
     splitNo = ++splits_;
-    dc::Call call;
-    call.op = dc::Op::Split;
-    call.bytes = 2 * sizeof(std::int32_t);
-    runCollective(*this, call, pairs.data(), pairs.data());
+    runCollective(*this, call.call, call.in, call.out);
   }
   if (color == Bootstrap::kNoColor) return nullptr;
-  std::vector<int> members;  // parent ranks, ordered by (key, parent rank)
-  for (int r = 0; r < size(); ++r)
-    if (pairs[2 * r] == color) members.push_back(r);
-  std::stable_sort(members.begin(), members.end(), [&](int a, int b) { return pairs[2 * a + 1] < pairs[2 * b + 1]; });
+  const detail::core::SplitMembers members = detail::core::splitMembers(pairs, rank(), color);
   Group g;
   g.comm = crypto::hash64(fmt::format("split:{}:{}", group_.comm, splitNo), std::to_string(color));
-  g.size = static_cast<int>(members.size());
-  for (std::size_t i = 0; i < members.size(); ++i) {
-    g.worldRanks.push_back(group_.worldRanks[members[i]]);
-    if (members[i] == rank()) g.rank = static_cast<int>(i);
-  }
+  g.size = static_cast<int>(members.parentRanks.size());
+  g.rank = members.rank;
+  for (int p : members.parentRanks) g.worldRanks.push_back(group_.worldRanks[p]);
   return std::shared_ptr<Communicator>(new Communicator(world_, std::move(g), timeout()));
 }
 

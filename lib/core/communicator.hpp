@@ -17,7 +17,8 @@
 #include "base/layer.hpp"
 #include "core/world.hpp"
 #include "tether/detail/call_slot.hpp"
-#include "tether/detail/coll/table.hpp"
+#include "tether/detail/coll/front.hpp"
+#include "tether/detail/core/collective_calls.hpp"
 #include "tether/request.hpp"
 
 TETHER_LAYER(6, "core");
@@ -54,19 +55,18 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
 
   void send(const void* data, std::size_t bytes, int peer, int tag);
   void recv(void* data, std::size_t bytes, int peer, int tag);
-  // A collective over this communicator: `in` is the caller's send data
-  // (may equal `out`), `out` its receive buffer. Arguments are checked by the caller.
-  void collective(detail::coll::Call call, const void* in, void* out);
+  // A collective over this communicator, built and checked by the caller
+  // (tether/detail/coll/front.hpp).
+  void collective(detail::coll::Prepared call);
   void subsetBarrier(const std::vector<int>& sortedRanks);
-  // Nonblocking (requests.cpp): start the call, return its request. `keep`
-  // holds memory the call reads until it ends (in-place all-to-all's copy).
-  std::unique_ptr<Request::Impl> startCollective(detail::coll::Call call, const void* in, void* out,
-                                                 std::vector<unsigned char> keep = {});
+  // Nonblocking (requests.cpp): start the call, return its request, which
+  // keeps the memory the call reads until it ends (in-place all-to-all's copy).
+  std::unique_ptr<Request::Impl> startCollective(detail::coll::Prepared call);
   std::unique_ptr<Request::Impl> startSend(const void* data, std::size_t bytes, int peer, int tag);
   std::unique_ptr<Request::Impl> startRecv(void* data, std::size_t bytes, int peer, int tag);
   // A collective failed (seen by a request): later collectives fail at once.
   void markBroken(const std::string& why);
-  // nullptr for kNoColor.
+  // Checks `color`; nullptr for kNoColor.
   std::shared_ptr<Communicator> split(int color, int key);
 
  private:
@@ -89,10 +89,11 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // One collective call at a time (tether/detail/call_slot.hpp).
   detail::CallSlot calling_;
   std::mutex collMutex_;  // guards the state below (markBroken comes from requests)
-  std::uint64_t nextColl_ = 1;
+  // Ids of this communicator's collectives; the broken-communicator policy
+  // (a subset's failure breaks its parent: only the parent's is checked).
+  detail::core::CollectiveCalls calls_;
   std::uint64_t splits_ = 0;
   std::map<std::vector<int>, std::shared_ptr<Communicator>> subsets_;
-  std::string brokenBy_;  // set when a collective failed (under collMutex_)
   const std::shared_ptr<CollectiveSeq> seq_ = std::make_shared<CollectiveSeq>();
 };
 

@@ -1,7 +1,6 @@
 // Nonblocking calls: a request is an operation started on the world (World::
 // start) that the caller tests, waits for or cancels later. The semantics are
 // in include/tether/request.hpp.
-#include <fmt/format.h>
 
 #include "base/env.hpp"
 #include "core/communicator.hpp"
@@ -36,10 +35,7 @@ class OpRequest final : public Request::Impl {
   }
 
   void wait(std::chrono::milliseconds timeout) override {
-    if (timeout.count() < 0)
-      detail::args::invalid(
-          comm_->rank(), op_->name(),
-          fmt::format("Request::wait: negative timeout {} ms (0 means the communicator's timeout)", timeout.count()));
+    detail::args::waitTimeout(comm_->rank(), op_->name(), timeout);
     auto t = timeout.count() == 0 ? comm_->timeout() : timeout;
     if (!done_->isDone()) {
       try {

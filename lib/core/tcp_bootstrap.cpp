@@ -18,6 +18,7 @@
 #include "core/unique_id_layout.hpp"
 #include "rendezvous/reserved_listener.hpp"
 #include "tether/detail/args.hpp"
+#include "tether/detail/coll/front.hpp"
 
 namespace tether {
 
@@ -167,81 +168,42 @@ void TcpBootstrap::abort(const std::string& reason) { impl_->world().abort(impl_
 // ---- point-to-point ----
 
 void TcpBootstrap::send(const void* data, std::size_t bytes, int peer, int tag) {
-  args::peer(rank(), size(), "send", peer);
-  args::tag(rank(), "send", tag);
-  args::buffer(rank(), "send", data, bytes);
+  args::message(rank(), size(), "send", data, bytes, peer, tag);
   args::payload(rank(), "send", bytes, impl_->world().config().maxPayload);
   impl_->send(data, bytes, peer, tag);
 }
 
 void TcpBootstrap::recv(void* data, std::size_t bytes, int peer, int tag) {
-  args::peer(rank(), size(), "recv", peer);
-  args::tag(rank(), "recv", tag);
-  args::buffer(rank(), "recv", data, bytes);
+  args::message(rank(), size(), "recv", data, bytes, peer, tag);
   args::payload(rank(), "recv", bytes, impl_->world().config().maxPayload);
   impl_->recv(data, bytes, peer, tag);
 }
 
-// ---- collectives ----
+// ---- collectives (built in tether/detail/coll/front.hpp) ----
 
 void TcpBootstrap::allgather(void* allData, std::size_t bytesPerRank) {
-  args::allgather(rank(), size(), "allgather", allData, bytesPerRank);
-  dc::Call call;
-  call.op = dc::Op::Allgather;
-  call.bytes = bytesPerRank;
-  impl_->collective(call, allData, allData);
+  impl_->collective(dc::allgatherCall(rank(), size(), "allgather", allData, bytesPerRank));
 }
 
 void TcpBootstrap::alltoall(const void* sendData, void* recvData, std::size_t bytesPerRank) {
-  args::alltoall(rank(), size(), sendData, recvData, bytesPerRank);
-  const auto n = static_cast<std::size_t>(size());
-  std::vector<std::size_t> counts(n, bytesPerRank), displs(n);
-  for (std::size_t i = 0; i < n; ++i) displs[i] = i * bytesPerRank;
-  // In place: the blocks to send are copied first, so none is overwritten
-  // by an arriving block before it has left.
-  std::vector<unsigned char> copy;
-  if (sendData == recvData && bytesPerRank) {
-    auto* p = static_cast<const unsigned char*>(sendData);
-    copy.assign(p, p + n * bytesPerRank);
-    sendData = copy.data();
-  }
-  dc::Call call;
-  call.op = dc::Op::Alltoall;
-  call.bytes = bytesPerRank;
-  call.blocks = dc::Blocks{counts.data(), displs.data(), counts.data(), displs.data()};
-  impl_->collective(call, sendData, recvData);
+  impl_->collective(dc::alltoallCall(rank(), size(), "alltoall", sendData, recvData, bytesPerRank));
 }
 
 void TcpBootstrap::alltoallv(const void* sendData, const std::size_t* sendCounts, const std::size_t* sendDispls,
                              void* recvData, const std::size_t* recvCounts, const std::size_t* recvDispls) {
-  args::alltoallv(rank(), size(), sendData, sendCounts, sendDispls, recvData, recvCounts, recvDispls);
-  dc::Call call;
-  call.op = dc::Op::Alltoallv;
-  for (int i = 0; i < size(); ++i) call.bytes = std::max({call.bytes, sendCounts[i], recvCounts[i]});
-  call.blocks = dc::Blocks{sendCounts, sendDispls, recvCounts, recvDispls};
-  impl_->collective(call, sendData, recvData);
+  impl_->collective(
+      dc::alltoallvCall(rank(), size(), sendData, sendCounts, sendDispls, recvData, recvCounts, recvDispls));
 }
 
 void TcpBootstrap::broadcast(void* data, std::size_t bytes, int root) {
-  args::root(rank(), size(), root);
-  args::buffer(rank(), "broadcast", data, bytes);
-  dc::Call call;
-  call.op = dc::Op::Broadcast;
-  call.bytes = bytes;
-  call.root = root;
-  impl_->collective(call, data, data);
+  impl_->collective(dc::broadcastCall(rank(), size(), data, bytes, root));
 }
 
-void TcpBootstrap::barrier() {
-  dc::Call call;
-  call.op = dc::Op::Barrier;
-  impl_->collective(call, nullptr, nullptr);
-}
+void TcpBootstrap::barrier() { impl_->collective(dc::barrierCall()); }
 
 void TcpBootstrap::barrier(const std::vector<int>& ranks) { impl_->subsetBarrier(args::subset(rank(), size(), ranks)); }
 
 std::shared_ptr<Bootstrap> TcpBootstrap::split(int color, int key) {
-  args::color(rank(), color, kNoColor);
   auto child = impl_->split(color, key);
   if (!child) return nullptr;
   return std::shared_ptr<Bootstrap>(new TcpBootstrap(std::move(child)));
@@ -250,51 +212,26 @@ std::shared_ptr<Bootstrap> TcpBootstrap::split(int color, int key) {
 // ---- nonblocking (tether/request.hpp) ----
 
 Request TcpBootstrap::isend(const void* data, std::size_t bytes, int peer, int tag) {
-  args::peer(rank(), size(), "isend", peer);
-  args::tag(rank(), "isend", tag);
-  args::buffer(rank(), "isend", data, bytes);
+  args::message(rank(), size(), "isend", data, bytes, peer, tag);
   args::payload(rank(), "isend", bytes, impl_->world().config().maxPayload);
   return Request(impl_->startSend(data, bytes, peer, tag));
 }
 
 Request TcpBootstrap::irecv(void* data, std::size_t bytes, int peer, int tag) {
-  args::peer(rank(), size(), "irecv", peer);
-  args::tag(rank(), "irecv", tag);
-  args::buffer(rank(), "irecv", data, bytes);
+  args::message(rank(), size(), "irecv", data, bytes, peer, tag);
   args::payload(rank(), "irecv", bytes, impl_->world().config().maxPayload);
   return Request(impl_->startRecv(data, bytes, peer, tag));
 }
 
 Request TcpBootstrap::iallgather(void* allData, std::size_t bytesPerRank) {
-  args::allgather(rank(), size(), "iallgather", allData, bytesPerRank);
-  dc::Call call;
-  call.op = dc::Op::Allgather;
-  call.bytes = bytesPerRank;
-  return Request(impl_->startCollective(call, allData, allData));
+  return Request(impl_->startCollective(dc::allgatherCall(rank(), size(), "iallgather", allData, bytesPerRank)));
 }
 
 Request TcpBootstrap::ialltoall(const void* sendData, void* recvData, std::size_t bytesPerRank) {
-  args::alltoall(rank(), size(), sendData, recvData, bytesPerRank, "ialltoall");
-  const auto n = static_cast<std::size_t>(size());
-  std::vector<std::size_t> counts(n, bytesPerRank), displs(n);
-  for (std::size_t i = 0; i < n; ++i) displs[i] = i * bytesPerRank;
-  std::vector<unsigned char> copy;  // in place: the request keeps the blocks to send
-  if (sendData == recvData && bytesPerRank) {
-    auto* p = static_cast<const unsigned char*>(sendData);
-    copy.assign(p, p + n * bytesPerRank);
-    sendData = copy.data();
-  }
-  dc::Call call;
-  call.op = dc::Op::Alltoall;
-  call.bytes = bytesPerRank;
-  call.blocks = dc::Blocks{counts.data(), displs.data(), counts.data(), displs.data()};  // copied when started
-  return Request(impl_->startCollective(call, sendData, recvData, std::move(copy)));
+  return Request(
+      impl_->startCollective(dc::alltoallCall(rank(), size(), "ialltoall", sendData, recvData, bytesPerRank)));
 }
 
-Request TcpBootstrap::ibarrier() {
-  dc::Call call;
-  call.op = dc::Op::Barrier;
-  return Request(impl_->startCollective(call, nullptr, nullptr));
-}
+Request TcpBootstrap::ibarrier() { return Request(impl_->startCollective(dc::barrierCall())); }
 
 }  // namespace tether

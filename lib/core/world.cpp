@@ -15,6 +15,7 @@
 #include "base/log.hpp"
 #include "link/tcp_stream.hpp"
 #include "rendezvous/reserved_listener.hpp"
+#include "tether/detail/core/collective_calls.hpp"
 
 namespace tether {
 namespace {
@@ -330,7 +331,7 @@ void World::abortAfterFailedCollective(std::exception_ptr e) {
     std::rethrow_exception(e);
   } catch (const Error& err) {
     const bool lost = err.code() == ErrorCode::PeerLost && err.peer() >= 0 && err.peer() < nranks();
-    if (lost || err.code() == ErrorCode::Protocol || err.code() == ErrorCode::Timeout)
+    if (detail::core::failureAbortsWorld(err, nranks()))
       abortOnProgress({static_cast<std::uint32_t>(rank()), err.what(),
                        lost ? static_cast<std::uint32_t>(err.peer()) : wire::kNoRank},
                       true);

@@ -16,6 +16,7 @@
 #include <tether/testing/in_process.hpp>
 
 #include "multiproc.hpp"
+#include "testing_api_nonblocking.hpp"
 #include "testing_api_support.hpp"
 
 using std::chrono::milliseconds;
@@ -418,6 +419,21 @@ std::vector<Scenario> scenarios() {
                     b.allgather(all.data(), sizeof(int));
                     check(all[0] == 20 && all[1] == 21, "allgather after the refusal");
                   }});
+  list.push_back({"a rank that returns instead of calling the collective: its peers fail at once, not at the deadline",
+                  2, [](Bootstrap& b) {
+                    if (b.rank() == 1) return;  // leaves: a TcpBootstrap is closed, an in-process rank has left
+                    b.setTimeout(milliseconds(60000));
+                    const auto start = std::chrono::steady_clock::now();
+                    int all[2] = {};
+                    auto e = errorFrom([&] { b.allgather(all, sizeof(int)); });
+                    const auto took = std::chrono::steady_clock::now() - start;
+                    check(e.code() == ErrorCode::PeerLost || e.code() == ErrorCode::Aborted,
+                          std::string("allgather without rank 1: ") + e.what());
+                    check(contains(e.what(), "lost rank 1") && contains(e.what(), "allgather"),
+                          std::string("names the rank that left and the operation: ") + e.what());
+                    check(took < std::chrono::seconds(20), "ends well before its 60 s deadline");
+                  }});
+  for (const auto& c : testing_api::nonblocking::cases()) list.push_back({c.name, c.nranks, c.body});
   for (const char* trial : {"1", "2", "3", "4", "5"})
     list.push_back({(std::string("two threads x 30 all-gathers on one communicator: the misuse is reported on "
                                  "every rank (trial ") +

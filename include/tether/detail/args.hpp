@@ -46,6 +46,14 @@ inline void buffer(int rank, const std::string& op, const void* data, std::size_
     invalid(rank, op, "a buffer of " + std::to_string(bytes) + " bytes does not fit in the address space");
 }
 
+// A point-to-point call's arguments (send, recv, isend, irecv): the peer,
+// the tag and the buffer.
+inline void message(int rank, int size, const std::string& op, const void* data, std::size_t bytes, int peer, int tag) {
+  args::peer(rank, size, op, peer);
+  args::tag(rank, op, tag);
+  buffer(rank, op, data, bytes);
+}
+
 // `count` blocks of `bytes`: their total, or InvalidArgument if it overflows
 // size_t (`what` names the product, e.g. "bytesPerRank x ranks").
 inline std::size_t product(int rank, const std::string& op, std::size_t bytes, std::size_t count, const char* what) {
@@ -138,6 +146,14 @@ inline void timeout(int rank, std::chrono::milliseconds t) {
     invalid(rank, "setTimeout",
             "negative timeout " + std::to_string(t.count()) + " ms (0 means the default: TETHER_TIMEOUT_MS, else " +
                 std::to_string(kDefaultTimeout.count()) + " ms)");
+}
+
+// Request::wait(timeout) of the call `op`: 0 means the communicator's timeout.
+inline void waitTimeout(int rank, const std::string& op, std::chrono::milliseconds t) {
+  if (t.count() < 0)
+    invalid(
+        rank, op,
+        "Request::wait: negative timeout " + std::to_string(t.count()) + " ms (0 means the communicator's timeout)");
 }
 
 }  // namespace args

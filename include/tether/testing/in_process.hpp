@@ -12,7 +12,8 @@
 //     b.allgather(all.data(), sizeof(int));
 //   });
 //
-// Header-only, C++17; depends only on the standard library and tether/{bootstrap,error}.hpp.
+// Header-only, C++17; depends only on the standard library and tether's own
+// headers (the contract's code in tether/detail/, shared with TcpBootstrap).
 #pragma once
 
 #include <chrono>

@@ -1,11 +1,12 @@
 // tether/testing/in_process_bootstrap.hpp — tether::Bootstrap over threads.
 //
 // One object per rank per communicator; made by tether::testing::InProcessWorld
-// (in_process.hpp). Same contract, matching and errors as TcpBootstrap, without
-// sockets: the same argument checks (tether/detail/args.hpp), the same
-// algorithm choice and sources (tether/detail/coll/: each collective's plan is
-// replayed here over in-process mailboxes), and messages matched under the
-// full key (communicator, collective id or tag, step, source). Header-only, C++17.
+// (in_process.hpp). Same contract, matching and errors as TcpBootstrap, from the
+// same code (tether/detail/: argument checks and call building, algorithm
+// choice and plans, the plan executor, full-key matching, collective ids and
+// failure policies, split membership); what is here is the in-memory
+// transport under them, and the nonblocking calls (detail/requests.hpp).
+// Header-only, C++17.
 #pragma once
 
 #include <algorithm>
@@ -16,22 +17,27 @@
 #include <mutex>
 #include <string>
 #include <thread>
-#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "tether/bootstrap.hpp"
 #include "tether/detail/args.hpp"
 #include "tether/detail/call_slot.hpp"
+#include "tether/detail/coll/execute.hpp"
+#include "tether/detail/coll/front.hpp"
 #include "tether/detail/coll/settings.hpp"
 #include "tether/detail/coll/table.hpp"
+#include "tether/detail/core/collective_calls.hpp"
+#include "tether/detail/core/split.hpp"
 #include "tether/error.hpp"
+#include "tether/request.hpp"
 #include "tether/testing/detail/endpoint.hpp"
+#include "tether/testing/detail/requests.hpp"
 
 namespace tether {
 namespace testing {
 
-class InProcessBootstrap : public Bootstrap {
+class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this<InProcessBootstrap> {
  public:
   InProcessBootstrap(std::shared_ptr<detail::WorldState> world, std::uint64_t comm, std::vector<int> members, int rank,
                      std::chrono::milliseconds timeout)
@@ -68,10 +74,8 @@ class InProcessBootstrap : public Bootstrap {
   }
 
   void send(const void* data, std::size_t bytes, int peer, int tag) override {
-    tether::detail::args::peer(rank(), size(), "send", peer);
-    tether::detail::args::tag(rank(), "send", tag);
-    tether::detail::args::buffer(rank(), "send", data, bytes);
-    const std::string where = "send to rank " + std::to_string(peer) + " tag " + std::to_string(tag);
+    tether::detail::args::message(rank(), size(), "send", data, bytes, peer, tag);
+    const std::string where = sendName(peer, tag);
     endpoint_.throwIfAborted(where);
     detail::ChannelKey key;
     key.channel = detail::Channel::PointToPoint;
@@ -82,64 +86,31 @@ class InProcessBootstrap : public Bootstrap {
   }
 
   void recv(void* data, std::size_t bytes, int peer, int tag) override {
-    tether::detail::args::peer(rank(), size(), "recv", peer);
-    tether::detail::args::tag(rank(), "recv", tag);
-    tether::detail::args::buffer(rank(), "recv", data, bytes);
+    tether::detail::args::message(rank(), size(), "recv", data, bytes, peer, tag);
     const std::string where = "recv from rank " + std::to_string(peer) + " tag " + std::to_string(tag);
     endpoint_.throwIfAborted(where);
     endpoint_.receivePointToPoint(data, bytes, peer, tag, where);
   }
 
   void allgather(void* allData, std::size_t bytesPerRank) override {
-    tether::detail::args::allgather(rank(), size(), "allgather", allData, bytesPerRank);
-    Call call;
-    call.op = Op::Allgather;
-    call.bytes = bytesPerRank;
-    collective(call, allData, allData);
+    collective(tether::detail::coll::allgatherCall(rank(), size(), "allgather", allData, bytesPerRank));
   }
 
   void alltoall(const void* sendData, void* recvData, std::size_t bytesPerRank) override {
-    tether::detail::args::alltoall(rank(), size(), sendData, recvData, bytesPerRank);
-    const auto n = static_cast<std::size_t>(size());
-    std::vector<std::size_t> counts(n, bytesPerRank), displs(n);
-    for (std::size_t i = 0; i < n; ++i) displs[i] = i * bytesPerRank;
-    std::vector<unsigned char> copy;  // in place: the blocks to send, before any is overwritten
-    if (sendData == recvData && bytesPerRank) {
-      copy = copyOf(sendData, n * bytesPerRank);
-      sendData = copy.data();
-    }
-    Call call;
-    call.op = Op::Alltoall;
-    call.bytes = bytesPerRank;
-    call.blocks = Blocks{counts.data(), displs.data(), counts.data(), displs.data()};
-    collective(call, sendData, recvData);
+    collective(tether::detail::coll::alltoallCall(rank(), size(), "alltoall", sendData, recvData, bytesPerRank));
   }
 
   void alltoallv(const void* sendData, const std::size_t* sendCounts, const std::size_t* sendDispls, void* recvData,
                  const std::size_t* recvCounts, const std::size_t* recvDispls) override {
-    tether::detail::args::alltoallv(rank(), size(), sendData, sendCounts, sendDispls, recvData, recvCounts, recvDispls);
-    Call call;
-    call.op = Op::Alltoallv;
-    for (int i = 0; i < size(); ++i) call.bytes = std::max({call.bytes, sendCounts[i], recvCounts[i]});
-    call.blocks = Blocks{sendCounts, sendDispls, recvCounts, recvDispls};
-    collective(call, sendData, recvData);
+    collective(tether::detail::coll::alltoallvCall(rank(), size(), sendData, sendCounts, sendDispls, recvData,
+                                                   recvCounts, recvDispls));
   }
 
   void broadcast(void* data, std::size_t bytes, int root) override {
-    tether::detail::args::root(rank(), size(), root);
-    tether::detail::args::buffer(rank(), "broadcast", data, bytes);
-    Call call;
-    call.op = Op::Broadcast;
-    call.bytes = bytes;
-    call.root = root;
-    collective(call, data, data);
+    collective(tether::detail::coll::broadcastCall(rank(), size(), data, bytes, root));
   }
 
-  void barrier() override {
-    Call call;
-    call.op = Op::Barrier;
-    collective(call, nullptr, nullptr);
-  }
+  void barrier() override { collective(tether::detail::coll::barrierCall()); }
 
   void barrier(const std::vector<int>& ranks) override {
     const std::vector<int> group = tether::detail::args::subset(rank(), size(), ranks);
@@ -148,7 +119,7 @@ class InProcessBootstrap : public Bootstrap {
     for (int r : group) groupId = detail::mix(groupId, static_cast<std::uint64_t>(r));
     {
       std::lock_guard<std::mutex> lock(stateMutex_);
-      count = ++subsetBarriers_[group];
+      count = subsets_[group].take();  // each subset numbers its own barriers, as over TCP
     }
     detail::OpStamp op;
     op.name = nameOf(Op::SubsetBarrier);
@@ -165,32 +136,44 @@ class InProcessBootstrap : public Bootstrap {
             [&] { replay(record(call, groupRank, static_cast<int>(group.size())), group, op, key, nullptr, nullptr); });
   }
 
-  std::shared_ptr<Bootstrap> split(int color, int key) override {
-    tether::detail::args::color(rank(), color, kNoColor);
-    std::vector<std::int32_t> all(2 * static_cast<std::size_t>(size()));
-    all[2 * static_cast<std::size_t>(rank())] = color;
-    all[2 * static_cast<std::size_t>(rank()) + 1] = key;
-    Call call;
-    call.op = Op::Split;
-    call.bytes = 2 * sizeof(std::int32_t);
-    const std::uint64_t splitId = collective(call, all.data(), all.data());
-    if (color == kNoColor) return nullptr;
+  // ---- nonblocking (tether/request.hpp; detail/requests.hpp) ----
 
-    std::vector<std::tuple<int, int>> order;  // (key, parent rank) of my color
-    for (int p = 0; p < size(); ++p) {
-      if (all[2 * static_cast<std::size_t>(p)] == color)
-        order.emplace_back(all[2 * static_cast<std::size_t>(p) + 1], p);
-    }
-    std::sort(order.begin(), order.end());
+  Request isend(const void* data, std::size_t bytes, int peer, int tag) override {
+    tether::detail::args::message(rank(), size(), "isend", data, bytes, peer, tag);
+    send(data, bytes, peer, tag);  // buffered: delivered now
+    return Request(std::make_unique<detail::SentRequest>(owner(), endpoint_, sendName(peer, tag)));
+  }
+
+  Request irecv(void* data, std::size_t bytes, int peer, int tag) override {
+    tether::detail::args::message(rank(), size(), "irecv", data, bytes, peer, tag);
+    return Request(std::make_unique<detail::RecvRequest>(
+        owner(), endpoint_, data, bytes, peer, tag,
+        "recv from rank " + std::to_string(peer) + " tag " + std::to_string(tag)));
+  }
+
+  Request iallgather(void* allData, std::size_t bytesPerRank) override {
+    return startCollective(tether::detail::coll::allgatherCall(rank(), size(), "iallgather", allData, bytesPerRank));
+  }
+
+  Request ialltoall(const void* sendData, void* recvData, std::size_t bytesPerRank) override {
+    return startCollective(
+        tether::detail::coll::alltoallCall(rank(), size(), "ialltoall", sendData, recvData, bytesPerRank));
+  }
+
+  Request ibarrier() override { return startCollective(tether::detail::coll::barrierCall()); }
+
+  std::shared_ptr<Bootstrap> split(int color, int key) override {
+    std::vector<std::int32_t> pairs;
+    const std::uint64_t splitId =
+        collective(tether::detail::coll::splitCall(rank(), size(), color, key, kNoColor, pairs));
+    if (color == kNoColor) return nullptr;
+    const tether::detail::core::SplitMembers split = tether::detail::core::splitMembers(pairs, rank(), color);
     std::vector<int> members;
-    int childRank = -1;
-    for (const auto& entry : order) {
-      if (std::get<1>(entry) == rank()) childRank = static_cast<int>(members.size());
-      members.push_back(endpoint_.worldRankOf(std::get<1>(entry)));
-    }
+    for (int p : split.parentRanks) members.push_back(endpoint_.worldRankOf(p));
     const std::uint64_t childComm =
         detail::mix(detail::mix(endpoint_.comm(), splitId), static_cast<std::uint64_t>(color));
-    return std::make_shared<InProcessBootstrap>(endpoint_.world(), childComm, std::move(members), childRank, timeout());
+    return std::make_shared<InProcessBootstrap>(endpoint_.world(), childComm, std::move(members), split.rank,
+                                                timeout());
   }
 
   void abort(const std::string& reason) override { endpoint_.world()->abortAll(endpoint_.worldRank(), reason); }
@@ -205,11 +188,12 @@ class InProcessBootstrap : public Bootstrap {
   using Deadline = detail::Endpoint::Clock::time_point;
   using Op = tether::detail::coll::Op;
   using Call = tether::detail::coll::Call;
-  using Blocks = tether::detail::coll::Blocks;
   using Plan = tether::detail::coll::Plan;
-  using Step = tether::detail::coll::Step;
 
   static const char* nameOf(Op op) { return tether::detail::coll::opName(op); }
+  static std::string sendName(int peer, int tag) {
+    return "send to rank " + std::to_string(peer) + " tag " + std::to_string(tag);
+  }
 
   // The algorithm TcpBootstrap would choose for this call here, recorded.
   Plan record(const Call& call, int groupRank, int groupSize) const {
@@ -226,77 +210,121 @@ class InProcessBootstrap : public Bootstrap {
 
   // Numbers the call, replays its plan, and marks the communicator unusable
   // if it fails (the ranks no longer agree on where they are). Returns the id.
-  std::uint64_t collective(const Call& call, const void* in, void* out) {
-    tether::detail::CallSlot::Scope scope(calling_, rank(), nameOf(call.op));
+  std::uint64_t collective(const tether::detail::coll::Prepared& prepared) {
+    tether::detail::CallSlot::Scope scope(calling_, rank(), nameOf(prepared.call.op));
+    Started started = start(prepared.call);
+    run(started, prepared.in, prepared.out, nullptr);
+    return started.op.id;
+  }
+
+  // The nonblocking form: holds the call slot until the call has its id,
+  // then runs on a thread of its own (detail/requests.hpp).
+  Request startCollective(tether::detail::coll::Prepared prepared) {
+    tether::detail::CallSlot::Scope scope(calling_, rank(), nameOf(prepared.call.op));
+    auto started = std::make_shared<Started>(start(prepared.call));
+    const void* in = prepared.in;
+    void* out = prepared.out;
+    return Request(std::make_unique<detail::CollectiveRequest>(
+        owner(), endpoint_, started->op.call(), /*abortWorldOnCancel=*/endpoint_.comm() == 0, std::move(prepared.keep),
+        [this, started, in, out](const detail::Interrupt* interrupt) { run(*started, in, out, interrupt); }));
+  }
+
+  // A collective with its id taken and its plan recorded.
+  struct Started {
+    detail::OpStamp op;
+    Plan plan;
+    detail::ChannelKey key;
+  };
+
+  Started start(const Call& call) {
     detail::OpStamp op;
     op.name = nameOf(call.op);
     op.root = call.op == Op::Broadcast ? call.root : -1;
     Plan plan = record(call, rank(), size());  // bad settings throw before an id is taken
     {
       std::lock_guard<std::mutex> lock(stateMutex_);
-      op.id = nextCollectiveId_++;
+      calls_.usable(endpoint_.who(), op.name + "#" + std::to_string(calls_.next()), rank());
+      op.id = calls_.take();
     }
     calling_.rename(op.call());
     detail::ChannelKey key;
     key.channel = detail::Channel::Collective;
     key.sequence = op.id;
-    guarded(op.call(), /*abortWorldOnFailure=*/endpoint_.comm() == 0,
-            [&] { replay(std::move(plan), allRanks(), op, key, in, out); });
-    return op.id;
+    return Started{op, std::move(plan), key};
   }
 
-  // Runs a plan: sends are posted (copied) at once, receives are taken at
-  // each settle, in order; `group` maps plan ranks to communicator ranks.
-  void replay(Plan plan, const std::vector<int>& group, const detail::OpStamp& op, detail::ChannelKey key,
-              const void* in, void* out) {
-    const Deadline until = endpoint_.deadline();
-    std::vector<unsigned char> scratch(plan.scratchBytes());
-    const tether::detail::coll::Memory mem{static_cast<const unsigned char*>(in), static_cast<unsigned char*>(out),
-                                           scratch.data()};
-    std::vector<Step> pending;
-    for (const Step& s : plan.steps()) {
-      switch (s.kind) {
-        case Step::Kind::Send: {
-          detail::Message message;
-          message.op = op;
-          message.step = s.step;
-          message.payload = copyOf(mem.at(s.at), s.bytes);
-          key.step = s.step;
-          endpoint_.post(group[static_cast<std::size_t>(s.peer)], key, std::move(message), op.call());
-          break;
-        }
-        case Step::Kind::Recv:
-          pending.push_back(s);
-          break;
-        case Step::Kind::Copy:
-        case Step::Kind::CopyBlocks:
-          mem.copy(s);
-          break;
-        case Step::Kind::Settle:
-          for (const Step& r : pending) {
-            key.step = r.step;
-            copyInto(mem.at(r.at),
-                     endpoint_.receiveCollective(key, op, group[static_cast<std::size_t>(r.peer)], r.bytes, until));
-          }
-          pending.clear();
-          break;
-      }
+  // Replays a started collective; marks the communicator broken if it fails.
+  void run(Started& started, const void* in, void* out, const detail::Interrupt* interrupt) {
+    guarded(started.op.call(), /*abortWorldOnFailure=*/endpoint_.comm() == 0,
+            [&] { replay(std::move(started.plan), allRanks(), started.op, started.key, in, out, interrupt); });
+  }
+
+  // What keeps this bootstrap alive while a request runs (nothing when it
+  // was not made by make_shared; its owner then keeps it).
+  std::shared_ptr<const void> owner() const { return weak_from_this().lock(); }
+
+  // One call's view of the mailboxes, the executor's transport
+  // (tether/detail/coll/execute.hpp): sends are posted (copied) at once,
+  // receives are taken at each settle, in order; `group` maps plan ranks to
+  // communicator ranks.
+  class CallTransport {
+   public:
+    CallTransport(const detail::Endpoint& endpoint, const std::vector<int>& group, const detail::OpStamp& op,
+                  detail::ChannelKey key, const detail::Interrupt* interrupt)
+        : endpoint_(endpoint), group_(group), op_(op), key_(key), until_(endpoint.deadline()), interrupt_(interrupt) {}
+
+    void postSend(int peer, std::uint32_t step, const void* data, std::size_t bytes) {
+      detail::Message message;
+      message.op = op_;
+      message.step = step;
+      message.payload = copyOf(data, bytes);
+      key_.step = step;
+      endpoint_.post(group_[static_cast<std::size_t>(peer)], key_, std::move(message), op_.call());
     }
+    void postRecv(int peer, std::uint32_t step, void* data, std::size_t bytes) {
+      round_.emplace_back();
+      detail::Endpoint::CollectiveRecv& r = round_.back();
+      r.key = key_;
+      r.key.step = step;
+      r.peer = group_[static_cast<std::size_t>(peer)];
+      r.data = data;
+      r.bytes = bytes;
+      endpoint_.postCollective(r);
+    }
+    void settle() {
+      endpoint_.settleCollective(round_, op_, until_, interrupt_);
+      round_.clear();
+    }
+    ~CallTransport() { endpoint_.withdraw(round_); }
+    CallTransport(const CallTransport&) = delete;
+    CallTransport& operator=(const CallTransport&) = delete;
+
+   private:
+    const detail::Endpoint& endpoint_;
+    const std::vector<int>& group_;
+    const detail::OpStamp& op_;
+    detail::ChannelKey key_;
+    const Deadline until_;
+    const detail::Interrupt* const interrupt_;  // a nonblocking call's, or nullptr
+    detail::Endpoint::Round round_;
+  };
+
+  void replay(Plan plan, const std::vector<int>& group, const detail::OpStamp& op, detail::ChannelKey key,
+              const void* in, void* out, const detail::Interrupt* interrupt = nullptr) {
+    CallTransport transport(endpoint_, group, op, key, interrupt);
+    tether::detail::coll::Execution run(std::move(plan), in, out);
+    while (run.next(transport)) transport.settle();
     endpoint_.rejectLeftovers(key, op);
   }
 
-  // Every collective (subset barriers too), as in TcpBootstrap: refused with
-  // Protocol once one has failed; a failure marks the communicator broken.
+  // Every collective (subset barriers too), as in TcpBootstrap: refused once
+  // one has failed; a failure marks the communicator broken, and on the world
+  // communicator may abort the world (tether/detail/core/collective_calls.hpp).
   template <class Body>
   void guarded(const std::string& where, bool abortWorldOnFailure, Body body) {
-    std::string broken;
     {
       std::lock_guard<std::mutex> lock(stateMutex_);
-      broken = brokenBy_;
-    }
-    if (!broken.empty()) {
-      endpoint_.fail(ErrorCode::Protocol, where, -1,
-                     "communicator unusable after an earlier collective failed: " + broken);
+      calls_.usable(endpoint_.who(), where, rank());
     }
     endpoint_.throwIfAborted(where);
     try {
@@ -304,21 +332,11 @@ class InProcessBootstrap : public Bootstrap {
     } catch (const Error& error) {
       {
         std::lock_guard<std::mutex> lock(stateMutex_);
-        if (brokenBy_.empty()) brokenBy_ = error.what();
+        calls_.markBroken(error.what());
       }
-      if (abortWorldOnFailure) abortIfFatal(error);
+      if (abortWorldOnFailure && tether::detail::core::failureAbortsWorld(error, size()))
+        endpoint_.world()->abortAll(endpoint_.worldRank(), error.what());
       throw;
-    }
-  }
-
-  // Like TcpBootstrap: a collective of the world communicator that failed here
-  // leaves every other rank waiting for steps this rank will never send, so
-  // the world is aborted with the error as reason. Child communicators and
-  // subset barriers must not stop ranks outside them; p2p concerns two ranks.
-  void abortIfFatal(const Error& error) {
-    const ErrorCode code = error.code();
-    if (code == ErrorCode::Protocol || code == ErrorCode::Timeout || code == ErrorCode::PeerLost) {
-      endpoint_.world()->abortAll(endpoint_.worldRank(), error.what());
     }
   }
 
@@ -339,16 +357,12 @@ class InProcessBootstrap : public Bootstrap {
     auto* begin = static_cast<const unsigned char*>(data);
     return bytes == 0 ? std::vector<unsigned char>() : std::vector<unsigned char>(begin, begin + bytes);
   }
-  static void copyInto(void* destination, const std::vector<unsigned char>& payload) {
-    if (!payload.empty()) std::memcpy(destination, payload.data(), payload.size());
-  }
 
   detail::Endpoint endpoint_;
   tether::detail::CallSlot calling_;  // one collective call at a time (call_slot.hpp)
   std::mutex stateMutex_;             // guards the counters below
-  std::uint64_t nextCollectiveId_ = 1;
-  std::string brokenBy_;  // first failed collective's message; empty while usable
-  std::map<std::vector<int>, std::uint64_t> subsetBarriers_;
+  tether::detail::core::CollectiveCalls calls_;
+  std::map<std::vector<int>, tether::detail::core::CollectiveCalls> subsets_;
 };
 
 }  // namespace testing

@@ -5,12 +5,13 @@
 // counterpart of the TCP link layer. Header-only, C++17.
 #pragma once
 
-#include <algorithm>
 #include <atomic>
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -75,36 +76,63 @@ class Endpoint {
     world_->deliverLocked(worldRankOf(peer), key, std::move(message));
   }
 
-  // Point-to-point receive: the oldest posted recv for (peer, tag) takes the
-  // oldest message for it; sizes must agree.
-  void receivePointToPoint(void* data, std::size_t bytes, int peer, int tag, const std::string& where) const {
-    const auto until = deadline();
+  // The key of a point-to-point message from `peer` with `tag`.
+  ChannelKey pointToPoint(int peer, int tag) const {
     ChannelKey key;
     key.comm = comm_;
     key.channel = Channel::PointToPoint;
     key.sequence = static_cast<std::uint64_t>(tag);
     key.source = peer;
+    return key;
+  }
 
-    std::unique_lock<std::mutex> lock(world_->mutex);
-    RankMailbox& box = mailbox();
+  // Point-to-point receive: the oldest message waiting for (peer, tag), else
+  // a receive posted for it, which the next such message fills; sizes must agree.
+  void receivePointToPoint(void* data, std::size_t bytes, int peer, int tag, const std::string& where) const {
+    const auto until = deadline();
+    const ChannelKey key = pointToPoint(peer, tag);
+    RecvSlot slot;
+    post(key, slot, where);
+    try {
+      waitFor(slot, until, where, peer, tag, nullptr);
+    } catch (...) {
+      withdraw(key, slot);
+      throw;
+    }
+    take(slot, data, bytes, peer, tag, where);
+  }
+
+  // The pieces of a receive, for irecv: post it (or take a waiting message) ...
+  void post(const ChannelKey& key, RecvSlot& slot, const std::string& where) const {
+    std::lock_guard<std::mutex> lock(world_->mutex);
     throwIfAbortedLocked(where);
-    const std::uint64_t ticket = box.nextTicket++;
-    box.postedRecvs[key].push_back(ticket);
-    PostedRecvGuard guard{box, key, ticket};
-
-    const std::string waitingFor = "a message with tag " + std::to_string(tag) + " from rank " + std::to_string(peer);
-    // Messages already here for the receives ahead of this one and for it:
-    // the sender leaving does not take them away.
-    auto queuedForUs = [&] {
-      const auto& queue = box.postedRecvs[key];
-      const auto ahead = static_cast<std::size_t>(std::find(queue.begin(), queue.end(), ticket) - queue.begin());
-      auto in = box.inbox.find(key);
-      return in != box.inbox.end() && in->second.size() > ahead;
-    };
+    postLocked(key, slot);
+  }
+  // ... wait until it is filled (or `until`, an abort, the sender leaving, an
+  // interrupt from another thread) ...
+  void waitFor(RecvSlot& slot, Clock::time_point until, const std::string& where, int peer, int tag,
+               const Interrupt* interrupt) const {
+    std::unique_lock<std::mutex> lock(world_->mutex);
     waitLocked(
-        lock, until, where, peer, waitingFor,
-        [&] { return box.postedRecvs[key].front() == ticket && box.inbox.count(key) != 0; }, queuedForUs);
-    Message message = popLocked(box, key);
+        lock, until, where, peer, "a message with tag " + std::to_string(tag) + " from rank " + std::to_string(peer),
+        [&] { return slot.done; }, interrupt);
+  }
+  // ... or look without waiting (Request::test) ...
+  bool done(const RecvSlot& slot, const std::string& where, int peer) const {
+    std::lock_guard<std::mutex> lock(world_->mutex);
+    throwIfAbortedLocked(where);
+    if (slot.done) return true;
+    throwIfLeftLocked(where, peer);
+    return false;
+  }
+  // ... or withdraw it unmatched (true if it was) ...
+  bool withdraw(const ChannelKey& key, RecvSlot& slot) const {
+    std::lock_guard<std::mutex> lock(world_->mutex);
+    return !slot.done && mailbox().matching.unpost(key, &slot);
+  }
+  // ... and copy its message out once filled.
+  void take(const RecvSlot& slot, void* data, std::size_t bytes, int peer, int tag, const std::string& where) const {
+    const Message& message = slot.message;
     if (message.payload.size() != bytes) {
       fail(ErrorCode::Protocol, where, peer,
            "rank " + std::to_string(peer) + " sent send tag " + std::to_string(tag) + " (" +
@@ -114,28 +142,67 @@ class Endpoint {
     if (bytes != 0) std::memcpy(data, message.payload.data(), bytes);
   }
 
-  // Collective receive of `key.step` from `peer`, as the TCP world matches a
-  // frame: a message of another operation at the same call id, or of the
-  // wrong size, is a Protocol error naming both sides.
-  std::vector<unsigned char> receiveCollective(ChannelKey key, const OpStamp& expected, int peer,
-                                               std::size_t payloadBytes, Clock::time_point until) const {
-    key.comm = comm_;
-    key.source = peer;
+  // Ends the waits that watch `flag` (a nonblocking call's, on another thread).
+  void interrupt(Interrupt& flag, Interrupt why) const {
+    std::lock_guard<std::mutex> lock(world_->mutex);
+    if (flag == Interrupt::None) flag = why;
+    mailbox().wake.notify_all();
+  }
+
+  // One receive of a collective's round: step `key.step` from `peer`.
+  struct CollectiveRecv {
+    ChannelKey key;
+    int peer = 0;
+    void* data = nullptr;
+    std::size_t bytes = 0;
+    RecvSlot slot;
+  };
+  // A round's receives, at stable addresses (the mailbox points to their slots).
+  using Round = std::deque<CollectiveRecv>;
+
+  // Posts `r` (or takes its message if it is already here).
+  void postCollective(CollectiveRecv& r) const {
+    r.key.comm = comm_;
+    r.key.source = r.peer;
+    std::lock_guard<std::mutex> lock(world_->mutex);
+    postLocked(r.key, r.slot);
+  }
+
+  // Waits for a round's receives in order and copies them, as the TCP world
+  // matches a frame: a message of another operation at the same call id, or
+  // of the wrong size, is a Protocol error naming both sides.
+  void settleCollective(Round& round, const OpStamp& expected, Clock::time_point until,
+                        const Interrupt* interrupt) const {
+    if (round.empty()) return;
     const std::string where = expected.call();
     std::unique_lock<std::mutex> lock(world_->mutex);
-    RankMailbox& box = mailbox();
-    waitLocked(lock, until, where, peer, "step " + std::to_string(key.step) + " from rank " + std::to_string(peer),
-               [&] {
-                 rejectForeignCallsLocked(box, key, expected);
-                 return box.inbox.count(key) != 0;
-               });
-    Message message = popLocked(box, key);
-    if (message.payload.size() != payloadBytes) {
-      fail(ErrorCode::Protocol, where, peer,
-           "rank " + std::to_string(peer) + " sent " + message.describe() + ", this rank expects " +
-               std::to_string(payloadBytes) + " bytes");
+    for (CollectiveRecv& r : round) {
+      waitLocked(
+          lock, until, where, r.peer, "step " + std::to_string(r.key.step) + " from rank " + std::to_string(r.peer),
+          [&] {
+            rejectForeignCallsLocked(round.front().key, expected);
+            for (const CollectiveRecv& other : round)
+              if (other.slot.done) checkStamp(other.slot.message, other.peer, expected);
+            return r.slot.done;
+          },
+          interrupt);
     }
-    return std::move(message.payload);
+    for (const CollectiveRecv& r : round) {
+      const Message& message = r.slot.message;
+      if (message.payload.size() != r.bytes) {
+        fail(ErrorCode::Protocol, where, r.peer,
+             "rank " + std::to_string(r.peer) + " sent " + message.describe() + ", this rank expects " +
+                 std::to_string(r.bytes) + " bytes");
+      }
+      if (r.bytes != 0) std::memcpy(r.data, message.payload.data(), r.bytes);
+    }
+  }
+
+  // Withdraws the round's receives that no message matched (a failed call).
+  void withdraw(Round& round) const {
+    std::lock_guard<std::mutex> lock(world_->mutex);
+    for (CollectiveRecv& r : round)
+      if (!r.slot.done) mailbox().matching.unpost(r.key, &r.slot);
   }
 
   // After a collective: any message left at its call id was sent by a rank
@@ -143,32 +210,31 @@ class Endpoint {
   void rejectLeftovers(ChannelKey key, const OpStamp& expected) const {
     key.comm = comm_;
     std::lock_guard<std::mutex> lock(world_->mutex);
-    RankMailbox& box = mailbox();
-    rejectForeignCallsLocked(box, key, expected);
-    key.source = INT_MIN;
-    key.step = 0;
-    auto it = box.inbox.lower_bound(key);
-    if (it == box.inbox.end() || !sameCall(it->first, key) || it->second.empty()) return;
-    fail(ErrorCode::Protocol, expected.call(), it->first.source,
-         "rank " + std::to_string(it->first.source) + " sent " + it->second.front().describe() + " which this rank's " +
-             expected.call() + " never receives");
+    rejectForeignCallsLocked(key, expected);
+    const Message* left = nullptr;
+    int from = INT_MAX;
+    mailbox().matching.forEachStashed([&](const ChannelKey& k, const Message& m) {
+      if (k.sameCall(key) && k.source < from) {
+        from = k.source;
+        left = &m;
+      }
+    });
+    if (!left) return;
+    fail(ErrorCode::Protocol, expected.call(), from,
+         "rank " + std::to_string(from) + " sent " + left->describe() + " which this rank's " + expected.call() +
+             " never receives");
   }
 
  private:
-  // Removes a recv's ticket however it ends, so later recvs for the key can proceed.
-  struct PostedRecvGuard {
-    RankMailbox& box;
-    ChannelKey key;
-    std::uint64_t ticket;
-    ~PostedRecvGuard() {
-      auto it = box.postedRecvs.find(key);
-      if (it == box.postedRecvs.end()) return;
-      auto& queue = it->second;
-      queue.erase(std::remove(queue.begin(), queue.end(), ticket), queue.end());
-      if (queue.empty()) box.postedRecvs.erase(it);
-      box.wake.notify_all();
+  void postLocked(const ChannelKey& key, RecvSlot& slot) const {
+    RankMailbox& box = mailbox();
+    if (auto message = box.matching.takeStashed(key)) {
+      slot.message = std::move(*message);
+      slot.done = true;
+      return;
     }
-  };
+    box.matching.post(key, PostedRecv{&slot, &slot});
+  }
 
   RankMailbox& mailbox() const { return *world_->mailboxes[static_cast<std::size_t>(worldRank())]; }
 
@@ -193,58 +259,51 @@ class Endpoint {
          "lost rank " + std::to_string(peer) + ": it closed its bootstrap (its body returned)");
   }
 
-  // Sleeps on this rank's condition variable until ready(), an abort, or the
-  // deadline. A peer that left fails the wait unless queued(): what it waits
-  // for is already here (behind another thread's receive).
-  template <class Ready, class Queued>
+  // Sleeps on this rank's condition variable until ready(), an abort, the
+  // deadline or `*interrupt`. A peer that left fails the wait: what it sent is
+  // already in the mailbox, so nothing more is coming.
+  template <class Ready>
   void waitLocked(std::unique_lock<std::mutex>& lock, Clock::time_point until, const std::string& where, int peer,
-                  const std::string& waitingFor, Ready ready, Queued queued) const {
+                  const std::string& waitingFor, Ready ready, const Interrupt* interrupt) const {
     RankMailbox& box = mailbox();
     for (;;) {
       throwIfAbortedLocked(where);
       if (ready()) return;
-      if (!queued()) throwIfLeftLocked(where, peer);
-      if (box.wake.wait_until(lock, until) == std::cv_status::timeout) {
+      throwIfLeftLocked(where, peer);
+      const Interrupt why = interrupt ? *interrupt : Interrupt::None;
+      if (why == Interrupt::Cancelled) fail(ErrorCode::Aborted, where, -1, "cancelled on this rank");
+      if (why == Interrupt::TimedOut || box.wake.wait_until(lock, until) == std::cv_status::timeout) {
         throwIfAbortedLocked(where);
         if (ready()) return;
         fail(ErrorCode::Timeout, where, peer, "timed out waiting for " + waitingFor);
       }
     }
   }
-  template <class Ready>
-  void waitLocked(std::unique_lock<std::mutex>& lock, Clock::time_point until, const std::string& where, int peer,
-                  const std::string& waitingFor, Ready ready) const {
-    waitLocked(lock, until, where, peer, waitingFor, ready, [] { return false; });
+
+  // A message from `source` stamped with another operation, or another root.
+  void checkStamp(const Message& m, int source, const OpStamp& expected) const {
+    const std::string from = "rank " + std::to_string(source);
+    if (m.op.name != expected.name)
+      fail(ErrorCode::Protocol, expected.call(), source,
+           from + " is in " + m.describe() + " — the ranks called different collectives");
+    if (m.op.root != expected.root)
+      fail(ErrorCode::Protocol, expected.call(), source,
+           from + " is in " + m.op.call() + " with root " + std::to_string(m.op.root) + ", this rank's root is " +
+               std::to_string(expected.root));
   }
 
-  static bool sameCall(const ChannelKey& a, const ChannelKey& b) {
-    return a.comm == b.comm && a.channel == b.channel && a.group == b.group && a.sequence == b.sequence;
-  }
-
-  // A message at this call id from another operation, or with another root.
-  void rejectForeignCallsLocked(const RankMailbox& box, ChannelKey key, const OpStamp& expected) const {
-    key.source = INT_MIN;
-    key.step = 0;
-    for (auto it = box.inbox.lower_bound(key); it != box.inbox.end() && sameCall(it->first, key); ++it) {
-      if (it->second.empty()) continue;
-      const Message& m = it->second.front();
-      const std::string from = "rank " + std::to_string(it->first.source);
-      if (m.op.name != expected.name)
-        fail(ErrorCode::Protocol, expected.call(), it->first.source,
-             from + " is in " + m.describe() + " — the ranks called different collectives");
-      if (m.op.root != expected.root)
-        fail(ErrorCode::Protocol, expected.call(), it->first.source,
-             from + " is in " + m.op.call() + " with root " + std::to_string(m.op.root) + ", this rank's root is " +
-                 std::to_string(expected.root));
-    }
-  }
-
-  static Message popLocked(RankMailbox& box, const ChannelKey& key) {
-    auto it = box.inbox.find(key);
-    Message message = std::move(it->second.front());
-    it->second.pop_front();
-    if (it->second.empty()) box.inbox.erase(it);
-    return message;
+  // A message waiting at this call id from another operation, or with another root.
+  void rejectForeignCallsLocked(const ChannelKey& key, const OpStamp& expected) const {
+    const Message* foreign = nullptr;
+    int from = INT_MAX;
+    mailbox().matching.forEachStashed([&](const ChannelKey& k, const Message& m) {
+      if (!k.sameCall(key) || k.source >= from) return;
+      if (m.op.name != expected.name || m.op.root != expected.root) {
+        foreign = &m;
+        from = k.source;
+      }
+    });
+    if (foreign) checkStamp(*foreign, from, expected);
   }
 
   std::shared_ptr<WorldState> world_;

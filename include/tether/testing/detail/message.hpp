@@ -31,9 +31,29 @@ struct ChannelKey {
   int source = 0;          // sender's rank in the communicator
   std::uint32_t step = 0;  // collectives: the step within the algorithm
 
-  bool operator<(const ChannelKey& other) const {
-    return std::tie(comm, channel, group, sequence, source, step) <
+  bool operator==(const ChannelKey& other) const {
+    return std::tie(comm, channel, group, sequence, source, step) ==
            std::tie(other.comm, other.channel, other.group, other.sequence, other.source, other.step);
+  }
+  // The same call (communicator, channel, subset, id), any source and step.
+  bool sameCall(const ChannelKey& other) const {
+    return comm == other.comm && channel == other.channel && group == other.group && sequence == other.sequence;
+  }
+};
+
+// splitmix64 finaliser: deterministic ids for children and subsets.
+inline std::uint64_t mix(std::uint64_t seed, std::uint64_t value) {
+  std::uint64_t z = seed ^ (value + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2));
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+struct ChannelKeyHash {
+  std::size_t operator()(const ChannelKey& k) const noexcept {
+    std::uint64_t h = mix(k.comm, static_cast<std::uint64_t>(k.channel));
+    h = mix(mix(h, k.group), k.sequence);
+    return static_cast<std::size_t>(mix(mix(h, static_cast<std::uint32_t>(k.source)), k.step));
   }
 };
 
@@ -57,14 +77,6 @@ struct Message {
     return op.call() + " step " + std::to_string(step) + " (" + std::to_string(payload.size()) + " bytes)";
   }
 };
-
-// splitmix64 finaliser: deterministic ids for children and subsets.
-inline std::uint64_t mix(std::uint64_t seed, std::uint64_t value) {
-  std::uint64_t z = seed ^ (value + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2));
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 
 }  // namespace detail
 }  // namespace testing

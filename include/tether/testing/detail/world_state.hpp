@@ -9,8 +9,6 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
-#include <deque>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -18,6 +16,7 @@
 
 #include "tether/bootstrap.hpp"
 #include "tether/detail/env_int.hpp"
+#include "tether/detail/match/mailbox.hpp"
 #include "tether/error.hpp"
 #include "tether/testing/detail/message.hpp"
 
@@ -25,13 +24,29 @@ namespace tether {
 namespace testing {
 namespace detail {
 
+// Ends a nonblocking call's waits from another thread: Request::cancel, or
+// Request::wait whose timeout passed. Read and written under the world mutex.
+enum class Interrupt : std::uint8_t { None, Cancelled, TimedOut };
+
+// One posted receive: the message that matched it, once one has.
+struct RecvSlot {
+  bool done = false;
+  Message message;
+};
+
+struct PostedRecv {
+  RecvSlot* slot = nullptr;
+  const void* owner = nullptr;  // the slot itself
+};
+
+// Matching under the full key, the same code as the TCP world's
+// (tether/detail/match/mailbox.hpp): posted receives first in, first out
+// per key, so receives are non-overtaking across threads too.
+using Matching = ::tether::detail::match::Mailbox<ChannelKey, ChannelKeyHash, PostedRecv, Message>;
+
 struct RankMailbox {
   std::condition_variable wake;
-  std::map<ChannelKey, std::deque<Message>> inbox;
-  // Point-to-point receives posted per key, in posting order: only the oldest
-  // may take the next message, which makes recv non-overtaking across threads.
-  std::map<ChannelKey, std::deque<std::uint64_t>> postedRecvs;
-  std::uint64_t nextTicket = 0;
+  Matching matching;
 
   bool aborted = false;
   std::string abortReason;
@@ -55,10 +70,16 @@ struct WorldState {
 
   int nodeOf(int worldRank) const { return worldRank / nranksPerNode; }
 
-  // Delivers a copy to `dstWorld`; caller holds `mutex`.
+  // Delivers a copy to `dstWorld`: to the oldest receive posted under `key`,
+  // else kept until one is; caller holds `mutex`.
   void deliverLocked(int dstWorld, const ChannelKey& key, Message message) {
     RankMailbox& box = *mailboxes[static_cast<std::size_t>(dstWorld)];
-    box.inbox[key].push_back(std::move(message));
+    if (auto posted = box.matching.claimPosted(key)) {
+      posted->slot->message = std::move(message);
+      posted->slot->done = true;
+    } else {
+      box.matching.stash(key, std::move(message), /*unique=*/false);
+    }
     box.wake.notify_all();
   }
 

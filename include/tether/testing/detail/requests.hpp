@@ -1,0 +1,249 @@
+// tether/testing/detail/requests.hpp — the in-process world's nonblocking
+// calls (tether/request.hpp), with the semantics of TcpBootstrap's:
+//  * isend: the payload is copied into the receiver's mailbox at once, so the
+//    request is done when made; cancel() returns false.
+//  * irecv: a receive posted on the mailbox, filled by the sender's delivery;
+//    cancel() withdraws it while unmatched (the communicator stays usable).
+//  * collectives: the plan runs on a thread of its own (the TCP world's
+//    progress thread does the same work), so peers progress whether or not
+//    this rank tests; cancel() fails it with Aborted "cancelled on this
+//    rank", leaves the communicator unusable and, on the world communicator,
+//    aborts the world naming this rank.
+// A request not done when destroyed is cancelled and waited for, so the
+// caller's buffers are never touched after the destructor. Header-only, C++17.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "tether/detail/args.hpp"
+#include "tether/error.hpp"
+#include "tether/request.hpp"
+#include "tether/testing/detail/endpoint.hpp"
+
+namespace tether {
+namespace testing {
+namespace detail {
+
+// What every in-process request shares: its endpoint (kept alive by
+// `owner`), its name in errors, and the check of wait()'s argument.
+class RequestBase : public Request::Impl {
+ protected:
+  RequestBase(std::shared_ptr<const void> owner, const Endpoint& endpoint, std::string where)
+      : owner_(std::move(owner)), endpoint_(endpoint), where_(std::move(where)) {}
+
+  // wait(timeout)'s deadline: 0 means the communicator's timeout.
+  Endpoint::Clock::time_point until(std::chrono::milliseconds timeout) const {
+    ::tether::detail::args::waitTimeout(endpoint_.rank(), where_, timeout);
+    if (timeout.count() == 0) return endpoint_.deadline();
+    const std::chrono::milliseconds cap = std::chrono::hours(24 * 365 * 10);
+    return Endpoint::Clock::now() + std::min(timeout, cap);
+  }
+
+  std::shared_ptr<const void> owner_;
+  const Endpoint& endpoint_;
+  const std::string where_;  // "recv from rank 0 tag 3", "allgather#2"
+};
+
+// isend: delivered when made.
+class SentRequest final : public RequestBase {
+ public:
+  SentRequest(std::shared_ptr<const void> owner, const Endpoint& endpoint, std::string where)
+      : RequestBase(std::move(owner), endpoint, std::move(where)) {}
+  bool test() override { return true; }
+  void wait(std::chrono::milliseconds timeout) override { (void)until(timeout); }
+  bool cancel() override { return false; }
+};
+
+// irecv: posted now; done once a message fills it.
+class RecvRequest final : public RequestBase {
+ public:
+  RecvRequest(std::shared_ptr<const void> owner, const Endpoint& endpoint, void* data, std::size_t bytes, int peer,
+              int tag, const std::string& where)
+      : RequestBase(std::move(owner), endpoint, where),
+        key_(endpoint.pointToPoint(peer, tag)),
+        data_(data),
+        bytes_(bytes),
+        peer_(peer),
+        tag_(tag) {
+    endpoint_.post(key_, slot_, where_);
+  }
+  ~RecvRequest() override {
+    if (!finished_) endpoint_.withdraw(key_, slot_);
+  }
+
+  bool test() override {
+    if (!finished_) {
+      try {
+        if (!endpoint_.done(slot_, where_, peer_)) return false;
+      } catch (...) {
+        end(std::current_exception());
+      }
+      complete();
+    }
+    finish();
+    return true;
+  }
+
+  void wait(std::chrono::milliseconds timeout) override {
+    const auto deadline = until(timeout);
+    if (!finished_) {
+      try {
+        endpoint_.waitFor(slot_, deadline, where_, peer_, tag_, nullptr);
+      } catch (...) {
+        end(std::current_exception());
+      }
+      complete();
+    }
+    finish();
+  }
+
+  bool cancel() override {
+    if (finished_ || !endpoint_.withdraw(key_, slot_)) return false;
+    finished_ = true;
+    error_ = std::make_exception_ptr(
+        Error(ErrorCode::Aborted, endpoint_.who() + ": " + where_ + ": cancelled on this rank", endpoint_.rank(), -1));
+    return true;
+  }
+
+ private:
+  // Failed before a message came: withdrawn.
+  void end(std::exception_ptr error) {
+    endpoint_.withdraw(key_, slot_);
+    finished_ = true;
+    error_ = std::move(error);
+  }
+  // Filled: its message goes to the caller's buffer (sizes must agree).
+  void complete() {
+    if (finished_) return;
+    finished_ = true;
+    try {
+      endpoint_.take(slot_, data_, bytes_, peer_, tag_, where_);
+    } catch (...) {
+      error_ = std::current_exception();
+    }
+  }
+  void finish() const {
+    if (error_) std::rethrow_exception(error_);
+  }
+
+  const ChannelKey key_;
+  RecvSlot slot_;  // the mailbox points to it while posted
+  void* const data_;
+  const std::size_t bytes_;
+  const int peer_, tag_;
+  bool finished_ = false;
+  std::exception_ptr error_;
+};
+
+// A collective started (its id taken): `body` replays its plan on a thread
+// of its own, watching the interrupt that cancel() and wait() set.
+class CollectiveRequest final : public RequestBase {
+ public:
+  CollectiveRequest(std::shared_ptr<const void> owner, const Endpoint& endpoint, const std::string& where,
+                    bool abortWorldOnCancel, std::vector<unsigned char> keep,
+                    std::function<void(const Interrupt*)> body)
+      : RequestBase(std::move(owner), endpoint, where),
+        abortWorldOnCancel_(abortWorldOnCancel),
+        keep_(std::move(keep)) {
+    thread_ = std::thread([this, body] {
+      std::exception_ptr error;
+      try {
+        body(&interrupt_);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      std::lock_guard<std::mutex> lock(mutex_);
+      error_ = error;
+      done_ = true;
+      wake_.notify_all();
+    });
+  }
+  ~CollectiveRequest() override {
+    try {
+      cancel();
+    } catch (...) {
+    }
+    if (thread_.joinable()) thread_.join();
+  }
+
+  bool test() override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!done_) return false;
+    }
+    finish();
+    return true;
+  }
+
+  void wait(std::chrono::milliseconds timeout) override {
+    const auto deadline = until(timeout);
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (!wake_.wait_until(lock, deadline, [&] { return done_; })) {
+        lock.unlock();
+        endpoint_.interrupt(interrupt_, Interrupt::TimedOut);  // it fails with Timeout, as a blocking call
+      }
+    }
+    finish();
+  }
+
+  // True if the call ended because of it.
+  bool cancel() override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (done_) return false;
+    }
+    endpoint_.interrupt(interrupt_, Interrupt::Cancelled);
+    std::exception_ptr error;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return done_; });
+      error = error_;
+    }
+    if (!error) return false;  // it completed first
+    try {
+      std::rethrow_exception(error);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::Aborted || std::string(e.what()).find("cancelled on this rank") == std::string::npos)
+        return false;
+      // Peers have started it too and wait for steps this rank will not send.
+      if (abortWorldOnCancel_) endpoint_.world()->abortAll(endpoint_.worldRank(), e.what());
+      return true;
+    } catch (...) {
+      return false;
+    }
+  }
+
+ private:
+  // Waits for the thread; rethrows the call's error.
+  void finish() {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return done_; });
+    }
+    if (thread_.joinable()) thread_.join();
+    if (error_) std::rethrow_exception(error_);
+  }
+
+  const bool abortWorldOnCancel_;
+  std::vector<unsigned char> keep_;        // in-place all-to-all's blocks to send
+  Interrupt interrupt_ = Interrupt::None;  // under the world mutex
+  std::mutex mutex_;                       // guards the two below
+  std::condition_variable wake_;
+  bool done_ = false;
+  std::exception_ptr error_;
+  std::thread thread_;
+};
+
+}  // namespace detail
+}  // namespace testing
+}  // namespace tether

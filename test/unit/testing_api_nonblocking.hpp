@@ -1,0 +1,177 @@
+// The nonblocking scenarios (tether/request.hpp), on any tether::Bootstrap:
+// several requests outstanding at once, test() driving completion, cancel of
+// an unmatched receive and of a collective, argument checks before a
+// collective id. Run over forked TcpBootstrap ranks (test/multiproc/
+// nonblocking_test.cpp, also with background progress) and, with the other
+// conformance scenarios, over InProcessWorld and TcpBootstrap
+// (testing_api_conformance_test.cpp): one contract, both worlds.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <tether/bootstrap.hpp>
+#include <tether/error.hpp>
+#include <tether/request.hpp>
+
+#include "testing_api_support.hpp"
+
+namespace testing_api {
+namespace nonblocking {
+
+using tether::Bootstrap;
+using tether::ErrorCode;
+using tether::Request;
+
+struct Case {
+  const char* name;
+  int nranks;
+  std::function<void(Bootstrap&)> body;
+};
+
+inline bool has(const tether::Error& e, const std::string& part) { return contains(e.what(), part); }
+
+inline void collectivesWhileIrecvPending(Bootstrap& b) {
+  const int n = b.size(), r = b.rank();
+  const int next = (r + 1) % n, prev = (r + n - 1) % n;
+  int got = -1;
+  Request pending = b.irecv(&got, sizeof got, prev, 7);
+  Request bar = b.ibarrier();
+  std::vector<int> all(n, -1);
+  all[r] = 100 + r;
+  Request gather = b.iallgather(all.data(), sizeof(int));
+  std::vector<int> out(n, -1), in(n);
+  for (int i = 0; i < n; ++i) in[i] = r * 10 + i;
+  Request a2a = b.ialltoall(in.data(), out.data(), sizeof(int));
+  // A blocking collective while this thread's nonblocking ones are in
+  // flight stays legal (docs/design.md, "Threads"): only a call made while
+  // another thread's collective call is in progress is refused.
+  b.barrier();
+  // Waited for in the reverse order of starting: completion order is free.
+  a2a.wait();
+  gather.wait();
+  bar.wait();
+  for (int i = 0; i < n; ++i) {
+    check(all[i] == 100 + i, "allgather block " + std::to_string(i));
+    check(out[i] == i * 10 + r, "alltoall block " + std::to_string(i));
+  }
+  int mine = 1000 + r;
+  Request s = b.isend(&mine, sizeof mine, next, 7);
+  s.wait();
+  pending.wait();
+  check(got == 1000 + prev, "irecv payload");
+  check(pending.test() && s.test(), "done requests stay done");
+  b.barrier();  // the ids still agree after the nonblocking collectives
+}
+
+inline void testAloneCompletes(Bootstrap& b) {
+  const int n = b.size(), r = b.rank();
+  std::vector<int> v(n);
+  for (int i = 0; i < n; ++i) v[i] = r * 10 + i;
+  Request a2a = b.ialltoall(v.data(), v.data(), sizeof(int));
+  int got = -1;
+  Request rr;
+  if (r == 1) rr = b.irecv(&got, sizeof got, 0, 3);
+  if (r == 0) {
+    int x = 77;
+    b.send(&x, sizeof x, 1, 3);
+  }
+  // Polls with a pause: test() never blocks, the deadline only turns a hang into a failure.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!(a2a.test() & rr.test())) {
+    check(std::chrono::steady_clock::now() < deadline, "requests done by test() before the deadline");
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  for (int i = 0; i < n; ++i) check(v[i] == i * 10 + r, "in-place alltoall block " + std::to_string(i));
+  if (r == 1) check(got == 77, "irecv payload via test()");
+  b.barrier();
+}
+
+inline void cancelUnmatchedIrecv(Bootstrap& b) {
+  if (b.rank() == 1) {
+    int lost = -1;
+    Request r = b.irecv(&lost, sizeof lost, 0, 3);
+    check(r.cancel(), "cancel of an unmatched irecv");
+    tether::Error e = errorFrom([&] { r.wait(); });
+    check(e.code() == ErrorCode::Aborted, "cancelled irecv: Aborted");
+    check(has(e, "rank 1") && has(e, "recv from rank 0 tag 3") && has(e, "cancelled"),
+          std::string("message names rank, peer and operation: ") + e.what());
+    check(!r.cancel(), "a second cancel does nothing");
+    {
+      int dropped = -1;
+      Request d = b.irecv(&dropped, sizeof dropped, 0, 3);  // destroyed unmatched: cancelled
+    }
+  }
+  b.barrier();  // the communicator is still usable
+  if (b.rank() == 0) {
+    int x = 42;
+    b.send(&x, sizeof x, 1, 3);
+  } else {
+    int got = -1;
+    b.recv(&got, sizeof got, 0, 3);  // neither the cancelled nor the destroyed irecv took it
+    check(got == 42, "the next recv gets the message");
+  }
+  int y = 5;
+  if (b.rank() == 0) {
+    Request s = b.isend(&y, sizeof y, 1, 4);
+    s.wait();
+    check(!s.cancel(), "cancel of a completed isend");
+  } else {
+    int got = 0;
+    b.recv(&got, sizeof got, 0, 4);
+    check(got == 5, "isend payload");
+  }
+  b.barrier();
+}
+
+inline void cancelWorldCollective(Bootstrap& b) {
+  if (b.rank() == 0) {
+    std::vector<int> all(2, 0);
+    Request g = b.iallgather(all.data(), sizeof(int));  // rank 1 never calls it
+    check(g.cancel(), "cancel of a running collective");
+    tether::Error e = errorFrom([&] { g.wait(); });
+    check(e.code() == ErrorCode::Aborted && has(e, "allgather#1") && has(e, "cancelled"),
+          std::string("cancelled collective: ") + e.what());
+    tether::Error next = errorFrom([&] { b.barrier(); });
+    check(has(next, "cancelled"), std::string("later collective names the cancel: ") + next.what());
+  } else {
+    int never = 0;
+    tether::Error e = errorFrom([&] { b.recv(&never, sizeof never, 0, 9); });
+    check(e.code() == ErrorCode::Aborted && has(e, "rank 0"), std::string("peer told: ") + e.what());
+  }
+}
+
+inline void invalidArgumentsFirst(Bootstrap& b) {
+  const int n = b.size();
+  std::vector<int> buf(2 * n);
+  tether::Error e = errorFrom([&] { (void)b.ialltoall(buf.data(), buf.data() + 1, sizeof(int)); });
+  check(e.code() == ErrorCode::InvalidArgument, "overlap: InvalidArgument");
+  tether::Error p = errorFrom([&] { (void)b.irecv(buf.data(), 4, n, 0); });
+  check(p.code() == ErrorCode::InvalidArgument, "peer out of range: InvalidArgument");
+  std::vector<int> all(n, -1);
+  all[b.rank()] = b.rank();
+  Request g = b.iallgather(all.data(), sizeof(int));
+  g.wait(std::chrono::milliseconds(20000));
+  for (int i = 0; i < n; ++i) check(all[i] == i, "allgather after rejected calls");
+  tether::Error w = errorFrom([&] { g.wait(std::chrono::milliseconds(-1)); });
+  check(w.code() == ErrorCode::InvalidArgument, "negative timeout: InvalidArgument");
+  const std::string text = "rank " + std::to_string(b.rank()) +
+                           ": allgather#1: Request::wait: negative timeout -1 ms (0 means the communicator's timeout)";
+  check(w.what() == text, std::string("the same words in every world: '") + w.what() + "'");
+}
+
+inline std::vector<Case> cases() {
+  return {
+      {"nonblocking: ibarrier, iallgather and ialltoall while an irecv is pending", 4, collectivesWhileIrecvPending},
+      {"nonblocking: test() alone completes an irecv and an in-place ialltoall", 3, testAloneCompletes},
+      {"nonblocking: cancel withdraws an unmatched irecv cleanly", 2, cancelUnmatchedIrecv},
+      {"nonblocking: cancelling a world collective poisons it and tells the peers", 2, cancelWorldCollective},
+      {"nonblocking: invalid arguments throw before a collective id is taken", 3, invalidArgumentsFirst},
+  };
+}
+
+}  // namespace nonblocking
+}  // namespace testing_api
