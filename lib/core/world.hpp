@@ -111,10 +111,6 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
   // thread runs it) until `deadline`; at the deadline the op fails with a
   // Timeout naming what it still waited for. Rethrows the op's error.
   void wait(const std::shared_ptr<Op>& op, Completion& done, Clock::time_point deadline);
-  void run(const std::shared_ptr<Op>& op, Body body, Clock::time_point deadline) {
-    auto done = start(op, std::move(body));
-    wait(op, *done, deadline);
-  }
   // Nonblocking: progress without waiting (Driver::poll). True if `done`.
   bool poll(Completion& done) { return driver_.poll(done); }
   // Ends `op` with Error{Aborted} "cancelled on this rank" if it can still be
@@ -163,7 +159,6 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
   void onLinkDown(link::Link& link, const std::string& reason, bool graceful) override;
   void onTransferDone(link::Owner& owner, bool abandoned) override;
   void onLinkIdle(link::Link& link) override;
-  void onReadDrained(link::Link&) override { resumeWoken(); }
   // link::LinkSink (the lingering close)
   void onGoodbye(link::Link& link, wire::GoodbyeMode mode) override;
   // link::Admission
@@ -270,10 +265,9 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
   // Runs io_: the calling thread during a call, else a background thread;
   // after each handler it resumes the operations that handler woke.
   Driver driver_{io_, [this] { resumeWoken(); }};
-  // Operations whose wait ended, with their result. Resumed when the link
-  // that completed them has handed over every frame it read (between frames,
-  // still inside the event loop's handler, so nothing is posted twice), else
-  // after the handler that woke them returns. Never in the middle of a frame.
+  // Operations whose wait ended, with their result. The driver resumes them
+  // after the handler that woke them returns (a link's read handler once it
+  // waits for bytes again): never on a link's stack, never mid-frame.
   std::vector<std::pair<Op::Waiter, std::exception_ptr>> woken_;
   tcp::acceptor acceptor_;
   link::Connector connector_;

@@ -92,11 +92,11 @@ asio::awaitable<void> World::settle(Op& op) {
       [&op](auto handler) { op.waiter.emplace(std::move(handler)); }, asio::use_awaitable);
 }
 
-// Schedules the operation's coroutine to resume at the next safe point: when
-// the link that completed it has handed over every frame it read, or once
-// the handler running now (a write completion, a timer) has returned. Never
-// in the middle of a frame, and without a trip through the event loop's
-// queue (which would cost an extra epoll_wait per message).
+// Schedules the operation's coroutine to resume once the handler running now
+// (a link's read or write completion, a timer) has returned: the driver runs
+// resumeWoken between handlers. Never on a link's stack or in the middle of a
+// frame, and without a trip through the event loop's queue (which would cost
+// an extra epoll_wait per message).
 void World::wake(Op& op) {
   if (!op.waiter || (!op.error && op.outstanding > 0)) return;
   woken_.emplace_back(std::move(*op.waiter), op.error);
