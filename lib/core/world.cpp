@@ -151,27 +151,25 @@ void World::learnTopology() {
 }
 
 void World::finishInit(std::exception_ptr e) {
-  if (initComplete_) return;
-  initComplete_ = true;
-  initOk_ = !e;
+  if (!life_.finishJoin(!e)) return;
   initDone_.complete(e);
 }
 
 World::~World() { close(std::min(cfg_.timeout, std::chrono::milliseconds(5000)), cfg_.timeout); }
 
 bool World::close(std::chrono::milliseconds drain, std::chrono::milliseconds limit) {
-  if (!work_ || closed_.exchange(true)) return drained_;
+  if (!work_ || closed_.exchange(true)) return life_.drained();
   auto done = std::make_shared<Completion>();
   asio::post(io_, [this, done, drain, limit] { shutdownOnProgress(done, drain, limit); });
   driver_.wait(*done);
   driver_.stop();
   work_.reset();
-  return drained_;
+  return life_.drained();
 }
 
 void World::shutdownOnProgress(const std::shared_ptr<Completion>& done, std::chrono::milliseconds drain,
                                std::chrono::milliseconds limit) {
-  shuttingDown_ = true;
+  life_.beginDrain(Clock::now() + std::max(drain, limit));
   log::info(rank(), "closing: {} links opened over the run, at most {} open at once (budget {})", linksOpened_,
             peakLinks_, cfg_.maxLinks);
   // The listener stays open until the drain ends (R7): a peer may still be
@@ -186,7 +184,7 @@ void World::shutdownOnProgress(const std::shared_ptr<Completion>& done, std::chr
     // waiting for. Not after an abort either: the peer may have admitted the
     // dial already, and a connection closed without a goodbye would make it
     // report this (healthy) rank as lost.
-    if (l->state() == link::Link::State::Dialing && (!initOk_ || unavailable(l->peer()))) {
+    if (l->state() == link::Link::State::Dialing && (!life_.joined() || relay_.unavailable(l->peer()))) {
       l->fail("shutting down after a failed rendezvous");
       continue;
     }
@@ -195,8 +193,6 @@ void World::shutdownOnProgress(const std::shared_ptr<Completion>& done, std::chr
   }
   // Let queued frames reach the peers and be read (bounded), then close.
   drainTimer_.emplace(io_);
-  drainLimit_ = Clock::now() + std::max(drain, limit);
-  drainOpen_ = -1;
   armDrain(done, drain);
   checkDrained();
 }
@@ -205,10 +201,9 @@ void World::shutdownOnProgress(const std::shared_ptr<Completion>& done, std::chr
 // link closing meanwhile: peers that keep confirming (a loaded host with many
 // links) extend it, up to `limit` (close()'s caller's); a silent one does not.
 void World::armDrain(const std::shared_ptr<Completion>& done, std::chrono::milliseconds drain) {
-  drainProgress_ = false;
   drainTimer_->expires_after(drain);
   drainTimer_->async_wait([this, done, drain](boost::system::error_code) {
-    if (!drained_ && drainProgress_ && Clock::now() + drain <= drainLimit_) return armDrain(done, drain);
+    if (life_.extend(Clock::now(), drain)) return armDrain(done, drain);
     boost::system::error_code ignored;
     acceptor_.close(ignored);
     std::vector<std::shared_ptr<link::Link>> all;
@@ -226,8 +221,7 @@ std::shared_ptr<Completion> World::start(const std::shared_ptr<Op>& op, Body bod
   auto done = std::make_shared<Completion>();
   asio::post(io_, [this, op, body = std::move(body), done]() mutable {
     if (abort_.handled()) return done->complete(std::make_exception_ptr(abortedError(op->name())));
-    activeOps_.insert(op.get());
-    op->active = true;
+    ops_.add(*op);
     asio::co_spawn(io_, body(*op), [this, op, done](std::exception_ptr e) {
       endOp(*op, e);
       if (op->draining > 0)  // a link still uses its buffer (Link::abandon)
@@ -260,7 +254,7 @@ bool World::cancel(const std::shared_ptr<Op>& op) {
     if (op->active && !op->error && withdrawable) {
       *cancelled = true;
       const std::string what = fmt::format("rank {}: {}: cancelled on this rank", rank(), op->name());
-      failOp(*op, std::make_exception_ptr(Error(ErrorCode::Aborted, what, rank())));
+      ops_.failOp(*op, std::make_exception_ptr(Error(ErrorCode::Aborted, what, rank())));
       // Peers already run this collective and will never get our steps: on
       // the world communicator they are told at once (as after any failed
       // collective); a child communicator's peers fail at their deadline.
@@ -280,69 +274,46 @@ void World::abort(int origin, const std::string& reason) {
 }
 
 void World::abortOnProgress(const wire::AbortNotice& n, bool notifyPeers, int from) {
-  if (!abort_.beginHandling(n)) return;
-  const int origin = static_cast<int>(n.origin);
-  if (origin != rank()) log::warn(rank(), "rank {} aborted: {}", origin, n.reason);
-  if (notifyPeers) sendAbortNotice(from);
-  std::vector<Op*> ops(activeOps_.begin(), activeOps_.end());
-  for (Op* op : ops) failOp(*op, std::make_exception_ptr(abortedError(op->name())));
-  if (!initComplete_) finishInit(std::make_exception_ptr(abortedError("rendezvous")));
+  if (!relay_.handle(n, notifyPeers, from, life_.joined())) return;
+  for (Op* op : ops_.active()) ops_.failOp(*op, std::make_exception_ptr(abortedError(op->name())));
+  if (life_.joining()) finishInit(std::make_exception_ptr(abortedError("rendezvous")));
 }
 
-// Over every open link (fast, as far as they reach), then down the abort tree
-// (AbortChannel) so that it reaches every rank whatever the link budget has
-// closed. Needs the rendezvous table to dial; before it, open links only.
-void World::sendAbortNotice(int from) {
-  const auto n = abort_.notice();
-  const auto payload = wire::encode(n);
-  const int origin = static_cast<int>(n.origin);
-  for (int r : {origin, from})
-    if (r >= 0 && r < nranks()) abort_.markSent(r);  // it has the notice and forwards it itself
-  // A copy: a write that fails at once closes its link and changes links_.
-  const auto current = links_;
-  for (const auto& l : current)
-    if (l && !l->goodbyeSent() && l->peer() != origin && l->peer() != from) {
-      abort_.markSent(l->peer());
-      sendControl(*l, wire::Kind::Abort, payload);
-    }
-  if (!initComplete_ || !initOk_) return;
-  for (int t : abort_.treeTargets(origin == rank(), [this](int r) { return unavailable(r); }))
-    sendAbortNoticeTo(t, payload);
+// Only the world communicator: a child communicator's failure must not stop
+// ranks outside it, and point-to-point failures concern two ranks.
+void World::abortAfterFailedCollective(std::exception_ptr e) {
+  if (auto n = relay_.afterFailedCollective(e)) abortOnProgress(*n, true);
 }
 
-void World::sendAbortNoticeTo(int peer, const std::vector<unsigned char>& payload) {
+// ---- NoticeLinks (for the abort relay) ----
+
+std::vector<int> World::openPeers() const {
+  std::vector<int> peers;
+  for (const auto& l : links_)
+    if (l && !l->goodbyeSent()) peers.push_back(l->peer());
+  return peers;
+}
+
+void World::sendOpen(int peer, const std::vector<unsigned char>& payload) {
+  // A write that failed at once may have closed an earlier peer's link: look again.
+  if (const auto& l = links_[static_cast<std::size_t>(peer)]; l && !l->goodbyeSent())
+    sendControl(*l, wire::Kind::Abort, payload);
+}
+
+void World::sendDialling(int peer, const std::vector<unsigned char>& payload) {
   auto l = linkFor(peer);
   if (!l || l->goodbyeSent()) return;
   log::trace(rank(), "abort notice to rank {} down the abort tree", peer);
   sendControl(*l, wire::Kind::Abort, payload);
-  if (shuttingDown_) {  // a link opened while closing: it closes behind the notice
+  if (life_.closing()) {  // a link opened while closing: it closes behind the notice
     l->sendGoodbye(wire::GoodbyeMode::Final);
     if (l->state() == link::Link::State::Closing) setAside(*l);
   }
 }
 
-bool World::unavailable(int peer) const {
+bool World::departed(int peer) const {
   const auto& st = peers_[static_cast<std::size_t>(peer)];
-  return st.gone || st.leaving || static_cast<std::uint32_t>(peer) == abort_.notice().lost;
-}
-
-// A world collective that failed here leaves every other rank waiting for
-// steps this rank will never send: send them an abort notice (origin: this
-// rank, reason: the error) so they fail now with Aborted instead of at their
-// deadline. Only the world communicator: a child communicator's failure must
-// not stop ranks outside it, and point-to-point failures concern two ranks.
-void World::abortAfterFailedCollective(std::exception_ptr e) {
-  if (abort_.handled()) return;
-  try {
-    std::rethrow_exception(e);
-  } catch (const Error& err) {
-    const bool lost = err.code() == ErrorCode::PeerLost && err.peer() >= 0 && err.peer() < nranks();
-    if (lost || err.code() == ErrorCode::Protocol || err.code() == ErrorCode::Timeout)
-      abortOnProgress({static_cast<std::uint32_t>(rank()), err.what(),
-                       lost ? static_cast<std::uint32_t>(err.peer()) : wire::kNoRank},
-                      true);
-  } catch (...) {
-  }
+  return st.gone || st.leaving;
 }
 
 Error World::peerGoneError(int peer, const std::string& opName) const {
@@ -353,12 +324,12 @@ Error World::peerGoneError(int peer, const std::string& opName) const {
 }
 
 void World::addCommunicator(std::uint64_t comm, std::shared_ptr<CollectiveSeq> seq) {
-  asio::post(io_, [this, comm, seq = std::move(seq)]() mutable { comms_[comm] = std::move(seq); });
+  asio::post(io_, [this, comm, seq = std::move(seq)]() mutable { sequences_.add(comm, std::move(seq)); });
 }
 
 void World::removeCommunicator(std::uint64_t comm) {
   if (closed_.load()) return;
-  asio::post(io_, [this, comm] { comms_.erase(comm); });
+  asio::post(io_, [this, comm] { sequences_.remove(comm); });
 }
 
 }  // namespace tether

@@ -70,9 +70,9 @@ int World::openLinks() const {
 // always admitted.
 void World::enforceBudget() {
   // The rendezvous owns the links it opens until it is done.
-  if (!initComplete_ || openLinks() < cfg_.maxLinks) return;
+  if (life_.joining() || openLinks() < cfg_.maxLinks) return;
   std::vector<char> awaited(static_cast<std::size_t>(nranks()), 0);
-  for (const Op* op : activeOps_)
+  for (const Op* op : ops_.activeSet())
     for (const auto& k : op->posted) awaited[k.src] = 1;
   Link* victim = nullptr;
   for (const auto& l : links_)
@@ -138,15 +138,15 @@ link::Verdict World::admit(int peer, std::uint32_t epoch, const std::string& rem
     return Verdict::refuse(RejectCode::Stale,
                            fmt::format("connection {} of rank {} is closed ({} now)", epoch, peer, epoch_[peer]));
   auto& l = links_[peer];  // R6: only the current link counts
-  if (shuttingDown_ && !l) return Verdict::refuse(RejectCode::ShuttingDown, "this rank is shutting down");  // R7
-  if (awaitingAck(peer)) return Verdict::wait();                                                            // R4
+  if (life_.closing() && !l) return Verdict::refuse(RejectCode::ShuttingDown, "this rank is shutting down");  // R7
+  if (awaitingAck(peer)) return Verdict::wait();                                                              // R4
   if (l && l->state() == Link::State::Up && l->dialedByUs() && peer > rank())
     return Verdict::refuse(RejectCode::Simultaneous, "both ranks dialled; the lower rank's connection is kept");
   if (peers_[peer].gone || (l && l->state() == Link::State::Up)) {
     std::string why = fmt::format("rank {} is already connected{}", peer,
                                   l && !l->remote().empty() ? " from " + l->remote() : std::string());
     // Two processes claim the same rank: the job is misconfigured.
-    if (!initComplete_) rendezvous_->onDuplicateClaim(peer, remote);
+    if (life_.joining()) rendezvous_->onDuplicateClaim(peer, remote);
     return Verdict::refuse(RejectCode::DuplicateRank, why);
   }
   if (l && l->state() == Link::State::Dialing && peer > rank())
@@ -182,11 +182,11 @@ void World::connected(int peer, std::uint32_t epoch, tcp::socket socket, bool di
   log::trace(rank(), "link to rank {} is up ({})", peer, l->remote());
   ++linksOpened_;
   peakLinks_ = std::max(peakLinks_, openLinks());
-  if (!initComplete_) rendezvous_->onLinkUp(peer);
+  if (life_.joining()) rendezvous_->onLinkUp(peer);
 }
 
 void World::connectFailed(int peer, std::uint32_t epoch, const link::ConnectFailure& failure) {
-  if (!initComplete_) rendezvous_->onConnectFailed(peer, failure);
+  if (life_.joining()) rendezvous_->onConnectFailed(peer, failure);
   auto& l = links_[peer];
   if (!l || l->epoch() != epoch || l->state() != Link::State::Dialing) return;
   // A peer that is closing its bootstrap left in order, as if it had said goodbye.
@@ -200,7 +200,7 @@ bool World::stillDialing(int peer, std::uint32_t epoch) const {
 }
 
 void World::refused(const link::Refusal& refusal) {
-  if (!initComplete_) rendezvous_->onRefused(refusal);
+  if (life_.joining()) rendezvous_->onRefused(refusal);
 }
 
 // ---- link::LinkSink: link events ----
@@ -241,9 +241,8 @@ void World::onLinkDown(Link& link, const std::string& reason, bool graceful) {
   }
   // A rank the abort notice was sent to down the tree is gone: its children
   // get the notice from here instead.
-  if (abort_.handled() && st.gone && initOk_)
-    for (int t : abort_.reroute(p, [this](int r) { return unavailable(r); })) sendAbortNoticeTo(t, abort_.payload());
-  if (shuttingDown_) return checkDrained();
+  if (st.gone && life_.joined()) relay_.peerGone(p);
+  if (life_.closing()) return checkDrained();
   if (!clean && !st.graceful) {
     if (link.remote().empty())
       log::warn(rank(), "{}", reason);  // never connected: the reason says to whom
@@ -251,40 +250,26 @@ void World::onLinkDown(Link& link, const std::string& reason, bool graceful) {
       log::warn(rank(), "lost {}: {}", describeRank(p), reason);
   }
   failOpsOfPeer(p, st.gone, st.graceful, link);
-  if (!clean && !st.gone && !links_[p] && awaits(p)) linkFor(p);  // learn whether it is still there
-  if (!initComplete_) rendezvous_->onLinkDown(p, reason, st.graceful || clean);
+  if (!clean && !st.gone && !links_[p] && ops_.awaits(p)) linkFor(p);  // learn whether it is still there
+  if (life_.joining()) rendezvous_->onLinkDown(p, reason, st.graceful || clean);
 }
 
 void World::onLinkIdle(Link&) {
-  if (shuttingDown_) checkDrained();
+  if (life_.closing()) checkDrained();
 }
 
 void World::onTransferDone(link::Owner& owner, bool abandoned) {
-  Op& op = static_cast<Op&>(owner);
-  if (abandoned) {
-    if (--op.draining > 0 || !op.afterDrain) return;
-    auto then = std::move(op.afterDrain);
-    op.afterDrain = nullptr;
-    then();
-    return;
-  }
-  if (op.error) return;
-  --op.outstanding;
-  wake(op);
+  ops_.transferDone(static_cast<Op&>(owner), abandoned);
 }
 
 // Closing is done when every link has closed after its goodbye exchange (so
 // every frame before it was read), or its peer aborted (it will not read
 // anything any more).
 void World::checkDrained() {
-  if (!drainTimer_) return;
+  if (!drainTimer_ || life_.drained()) return;
   int open = 0;
   forEachLink([&](const Link& l) { open += l.state() != Link::State::Closed && !peers_[l.peer()].aborted; });
-  if (drainOpen_ >= 0 && open < drainOpen_) drainProgress_ = true;
-  drainOpen_ = open;
-  if (open) return;
-  drained_ = true;
-  drainTimer_->cancel();
+  if (life_.linksOpen(open)) drainTimer_->cancel();
 }
 
 void World::onControlFrame(Link& link, const wire::FrameHeader& h, std::vector<unsigned char>&& payload) {
@@ -297,7 +282,7 @@ void World::onControlFrame(Link& link, const wire::FrameHeader& h, std::vector<u
           throw std::invalid_argument("rank out of range");
         peers_[link.peer()].aborted = true;
         abortOnProgress(n, true, link.peer());
-        if (shuttingDown_) checkDrained();
+        if (life_.closing()) checkDrained();
         return;
       }
       case wire::Kind::Heartbeat:
