@@ -38,12 +38,7 @@ World::World(WorldConfig config)
     : cfg_(std::move(config)),
       acceptor_(io_),
       connector_(io_, connectorConfig(cfg_), *this),
-      links_(cfg_.nranks),
-      lingering_(cfg_.nranks),
-      epoch_(cfg_.nranks, 0),
-      dialDeferred_(cfg_.nranks, 0),
-      predecessorWaits_(cfg_.nranks),
-      peers_(cfg_.nranks),
+      table_(io_, static_cast<link::LinkSink&>(*this), cfg_.rank, cfg_.nranks, cfg_.maxPayload),
       abort_(cfg_.rank, cfg_.nranks),
       probe_(io_, cfg_.rank, [this](int peer, wire::Kind kind, const std::vector<unsigned char>& payload) {
         return sendControlTo(peer, kind, payload);
@@ -175,8 +170,8 @@ void World::shutdownOnProgress(const std::shared_ptr<Completion>& done, std::chr
   // The listener stays open until the drain ends (R7): a peer may still be
   // dialling us to deliver frames, or answer our own last dial.
   std::vector<std::shared_ptr<link::Link>> current;
-  for (auto& l : links_)
-    if (l) current.push_back(l);
+  for (int p = 0; p < nranks(); ++p)
+    if (const auto& l = table_.current(p)) current.push_back(l);
   for (auto& l : current) {
     // Links still dialling carry queued frames too (a last small send is
     // fire-and-forget, an abort notice): they get the goodbye behind them and
@@ -189,7 +184,7 @@ void World::shutdownOnProgress(const std::shared_ptr<Completion>& done, std::chr
       continue;
     }
     l->sendGoodbye(wire::GoodbyeMode::Final);
-    if (l->state() == link::Link::State::Closing) setAside(*l);
+    if (l->state() == link::Link::State::Closing) table_.setAside(*l);
   }
   // Let queued frames reach the peers and be read (bounded), then close.
   drainTimer_.emplace(io_);
@@ -207,7 +202,7 @@ void World::armDrain(const std::shared_ptr<Completion>& done, std::chrono::milli
     boost::system::error_code ignored;
     acceptor_.close(ignored);
     std::vector<std::shared_ptr<link::Link>> all;
-    forEachLink([&](link::Link& l) { all.push_back(l.shared_from_this()); });
+    table_.forEach([&](link::Link& l) { all.push_back(l.shared_from_this()); });
     for (auto& l : all) l->fail("shutting down");
     done->complete(nullptr);
   });
@@ -289,15 +284,14 @@ void World::abortAfterFailedCollective(std::exception_ptr e) {
 
 std::vector<int> World::openPeers() const {
   std::vector<int> peers;
-  for (const auto& l : links_)
-    if (l && !l->goodbyeSent()) peers.push_back(l->peer());
+  for (int p = 0; p < nranks(); ++p)
+    if (const auto& l = table_.current(p); l && !l->goodbyeSent()) peers.push_back(p);
   return peers;
 }
 
 void World::sendOpen(int peer, const std::vector<unsigned char>& payload) {
   // A write that failed at once may have closed an earlier peer's link: look again.
-  if (const auto& l = links_[static_cast<std::size_t>(peer)]; l && !l->goodbyeSent())
-    sendControl(*l, wire::Kind::Abort, payload);
+  if (const auto& l = table_.current(peer); l && !l->goodbyeSent()) sendControl(*l, wire::Kind::Abort, payload);
 }
 
 void World::sendDialling(int peer, const std::vector<unsigned char>& payload) {
@@ -307,17 +301,17 @@ void World::sendDialling(int peer, const std::vector<unsigned char>& payload) {
   sendControl(*l, wire::Kind::Abort, payload);
   if (life_.closing()) {  // a link opened while closing: it closes behind the notice
     l->sendGoodbye(wire::GoodbyeMode::Final);
-    if (l->state() == link::Link::State::Closing) setAside(*l);
+    if (l->state() == link::Link::State::Closing) table_.setAside(*l);
   }
 }
 
 bool World::departed(int peer) const {
-  const auto& st = peers_[static_cast<std::size_t>(peer)];
+  const auto& st = table_.peer(peer);
   return st.gone || st.leaving;
 }
 
 Error World::peerGoneError(int peer, const std::string& opName) const {
-  const auto& st = peers_[peer];
+  const auto& st = table_.peer(peer);
   std::string why = st.graceful ? "it closed its bootstrap" : st.reason;
   return Error(ErrorCode::PeerLost, fmt::format("rank {}: {}: lost rank {}: {}", rank(), opName, peer, why), rank(),
                peer);

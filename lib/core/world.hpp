@@ -1,8 +1,8 @@
 // The world: one per TcpBootstrap world communicator (children share it);
 // the composition root of the core units. It owns the event loop and who runs
-// it (Driver), the listener and connector, the link table (one current Link
-// per peer, lingering links, epochs, rules R1-R8, the budget) and hosts the
-// rendezvous (rdv::Host, Admission, LinkSink); the operations are the
+// it (Driver), the listener and connector, and hosts the rendezvous
+// (rdv::Host, Admission, LinkSink); the links, epochs and rules R1-R8 are the
+// LinkTable's (World acts on its decisions: dials, the budget); the operations are the
 // OpTable's, the collective sequences the SequenceGuard's, the join and close
 // states the Lifecycle's, the abort state and where notices go the
 // AbortChannel's and AbortRelay's, who is behind a timeout the StallProbe's.
@@ -35,6 +35,7 @@
 #include "core/completion.hpp"
 #include "core/driver.hpp"
 #include "core/lifecycle.hpp"
+#include "core/link_table.hpp"
 #include "core/op.hpp"
 #include "core/sequence.hpp"
 #include "core/op_table.hpp"
@@ -179,33 +180,11 @@ class World final : link::LinkSink, link::Admission, rdv::Host, TransferView, No
     abortOnProgress({static_cast<std::uint32_t>(rank()), reason, wire::kNoRank}, true);
   }
 
-  // Links (world_links.cpp).
-  link::Link& newLink(int peer);
+  // Links (world_links.cpp); the LinkTable holds them and decides by R1-R8.
   std::shared_ptr<link::Link> linkFor(int peer);
   void dial(int peer);
-  // Sets a link aside after a goodbye was sent or read on it (R1): it only
-  // lingers now; frames to its peer go to a new link.
-  void setAside(link::Link& link);
-  // Our goodbye on a lingering link to `peer` is not acknowledged yet: we
-  // may not dial `peer` (R3) and must hold its hellos (R4).
-  bool awaitingAck(int peer) const;
   // Closes the least recently used idle link if the budget is reached.
   void enforceBudget();
-  int openLinks() const;
-  // Current and lingering links.
-  template <class F>
-  void forEachLink(F&& f) const {
-    for (const auto& l : links_)
-      if (l) f(*l);
-    for (const auto& peer : lingering_)
-      for (const auto& l : peer) f(*l);
-  }
-  // The current and lingering links to one peer.
-  template <class F>
-  void forEachLinkTo(int peer, F&& f) const {
-    if (const auto& l = links_[static_cast<std::size_t>(peer)]) f(*l);
-    for (const auto& l : lingering_[static_cast<std::size_t>(peer)]) f(*l);
-  }
   void sendControl(link::Link& link, wire::Kind kind, const std::vector<unsigned char>& payload);
   // To `peer` over its current link, dialling if needed; false if it is gone.
   bool sendControlTo(int peer, wire::Kind kind, const std::vector<unsigned char>& payload);
@@ -260,20 +239,7 @@ class World final : link::LinkSink, link::Admission, rdv::Host, TransferView, No
   Topology topology_;
 
   // Progress-thread state.
-  std::vector<std::shared_ptr<link::Link>> links_;                   // current link per peer (Dialing/Up)
-  std::vector<std::vector<std::shared_ptr<link::Link>>> lingering_;  // set aside, closing (R1, R2)
-  std::vector<std::uint32_t> epoch_;                                 // connections set aside per peer (R5)
-  std::vector<char> dialDeferred_;  // a current link waits to dial until our goodbye is acked (R3)
-  std::vector<std::vector<std::shared_ptr<asio::steady_timer>>> predecessorWaits_;  // held hellos (R4)
-  std::uint64_t useClock_ = 0;  // for least-recently-used link choices
-  struct PeerState {
-    bool gone = false;      // no more links to it: it left or died
-    bool graceful = false;  // it left in order (a final goodbye)
-    bool leaving = false;   // its final goodbye was read (or it refused us as shutting down)
-    bool aborted = false;   // the peer sent an abort notice: it will not read our goodbye
-    std::string reason;
-  };
-  std::vector<PeerState> peers_;
+  LinkTable table_;                               // current and lingering links, epochs, what each peer did
   Lifecycle life_;                                // joining, then closing: named states
   std::optional<asio::steady_timer> drainTimer_;  // close() waits on it
   Completion initDone_;

@@ -21,7 +21,7 @@ void World::sendFrame(Op& op, int dst, const wire::FrameHeader& h, const void* p
   }
   auto link = linkFor(dst);
   if (!link) throw peerGoneError(dst, op.name());
-  link->lastUsed = ++useClock_;
+  table_.touch(*link);
   log::trace(rank(), "queue {} to rank {}", h, dst);
   link::OutFrame f;
   wire::encodeHeader(h, f.header.data());
@@ -41,7 +41,7 @@ void World::postRecv(Op& op, const match::Key& key, void* buf, std::size_t len) 
   if (op.error) std::rethrow_exception(op.error);
   if (ops_.takeStashed(op, key, buf, len)) return;
   const bool self = key.src == static_cast<std::uint32_t>(rank());
-  if (!self && peers_[key.src].gone) throw peerGoneError(static_cast<int>(key.src), op.name());
+  if (!self && table_.peer(static_cast<int>(key.src)).gone) throw peerGoneError(static_cast<int>(key.src), op.name());
   // A point-to-point receive from a rank we never talked to opens the link now
   // (the sender would open it anyway), so that rank's death shows as a refused
   // dial or EOF -> PeerLost instead of a wait until the deadline.
@@ -50,7 +50,7 @@ void World::postRecv(Op& op, const match::Key& key, void* buf, std::size_t len) 
   // A frame parked on a link from key.src: read it into this receive if it is
   // this receive's, else into the stash (this receive comes behind it).
   if (!self)
-    forEachLinkTo(static_cast<int>(key.src), [&](link::Link& l) {
+    table_.forEachTo(static_cast<int>(key.src), [&](link::Link& l) {
       if (l.parked()) l.unpark(match::keyOf(key.src, *l.parked()) != key);
     });
 }
@@ -94,7 +94,7 @@ void World::failOpsOfPeer(int p, bool gone, bool graceful, link::Link& link) {
 
 link::Target World::onDataHeader(link::Link& link, const wire::FrameHeader& h, bool mayWait) {
   const int src = link.peer();
-  link.lastUsed = ++useClock_;
+  table_.touch(link);
   log::trace(rank(), "frame {} from rank {}", h, src);
   if (auto claim = ops_.claim(src, h)) {
     if (!claim->op) return link::Target{};
@@ -139,7 +139,7 @@ void World::beginCollective(CollectiveSeq& seq, Op& op) {
   // A member that already died (not one that said goodbye) means this
   // collective cannot complete: fail now, naming it, instead of at the deadline.
   for (int m : op.members)
-    if (m != rank() && peers_[m].gone && !peers_[m].graceful)
+    if (m != rank() && table_.peer(m).gone && !table_.peer(m).graceful)
       return ops_.failOp(op, std::make_exception_ptr(peerGoneError(m, op.name())));
   sequences_.checkStashed(op, ops_.mailbox());
 }
@@ -148,17 +148,17 @@ void World::beginCollective(CollectiveSeq& seq, Op& op) {
 
 int World::abandonTransfers(Op& op) {
   int held = 0;
-  forEachLink([&](link::Link& l) { held += l.abandon(&op); });
+  table_.forEach([&](link::Link& l) { held += l.abandon(&op); });
   return held;
 }
 
 void World::unparkAll() {
-  forEachLink([](link::Link& l) { l.unpark(true); });
+  table_.forEach([](link::Link& l) { l.unpark(true); });
 }
 
 int World::queuedFor(const Op& op) const {
   int peer = -1;
-  forEachLink([&](const link::Link& l) {
+  table_.forEach([&](const link::Link& l) {
     auto owners = l.ownersWithQueuedFrames();
     if (peer < 0 && std::find(owners.begin(), owners.end(), &op) != owners.end()) peer = l.peer();
   });
