@@ -5,15 +5,14 @@
 #include <fmt/format.h>
 
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <algorithm>
-#include <thread>
 
 #include "base/bytes.hpp"
 #include "base/endpoint.hpp"
 #include "base/env.hpp"
 #include "base/log.hpp"
-#include "rendezvous/reserved_listener.hpp"
 
 namespace tether {
 namespace {
@@ -77,48 +76,7 @@ std::shared_ptr<World> World::create(WorldConfig config) {
 
 void World::start() {
   // Listener first: peers may dial us as soon as the root publishes the table.
-  boost::system::error_code ec;
-  tcp::endpoint at = cfg_.root;
-  if (rank() == 0) {
-    if (auto fd = reserved::take(toPeerAddress(cfg_.root, 0))) {
-      acceptor_.assign(cfg_.root.protocol(), *fd, ec);  // bound by createUniqueId(), not listening yet
-      if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
-    } else {
-      acceptor_.open(cfg_.root.protocol(), ec);
-      if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
-      if (!ec) acceptor_.bind(cfg_.root, ec);
-      if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
-    }
-  } else {
-    reserved::release(toPeerAddress(cfg_.root, 0));  // an inherited reservation is rank 0's, not ours
-    at = tcp::endpoint(chooseListenAddress(cfg_.root.address(), cfg_.listenHost, rank()), 0);
-    acceptor_.open(at.protocol(), ec);
-    if (!ec) acceptor_.bind(at, ec);
-    if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
-  }
-  if (ec) {
-    // Another process listens on the root's port: another job given the same
-    // root address, or an earlier run still closing. Never share it.
-    std::string hint = rank() == 0 && ec == asio::error::address_in_use
-                           ? " (another process listens there: another job with the same TETHER_ROOT or "
-                             "MASTER_ADDR/MASTER_PORT, or an earlier run still closing; give each job its own port)"
-                           : "";
-    throw Error(ErrorCode::System,
-                fmt::format("rank {}: cannot listen on {}{}: {}{}", rank(), rank() == 0 ? "the root address " : "",
-                            toString(at), ec.message(), hint),
-                rank());
-  }
-  auto local = acceptor_.local_endpoint();
-  tcp::endpoint advertised = local;
-  std::string override = cfg_.advertiseFor ? cfg_.advertiseFor(toString(local)) : cfg_.advertise;
-  if (!override.empty()) {
-    auto hp = parseHostPort(override);
-    advertised = tcp::endpoint(resolveHost(hp.host), hp.port);
-  }
-  self_ = toPeerAddress(advertised, thisHostId());
-  self_.cores = static_cast<std::uint16_t>(std::clamp(std::thread::hardware_concurrency(), 1u, 65535u));
-  log::info(rank(), "listening on {} (advertised as {})", toString(local), toString(advertised));
-
+  self_ = openListener(acceptor_, cfg_);
   work_.emplace(io_.get_executor());
   driver_.start();
   asio::post(io_, [this] {
@@ -128,21 +86,7 @@ void World::start() {
 }
 
 void World::learnTopology() {
-  std::unordered_map<std::uint64_t, int> nodes;
-  std::vector<int> cores;
-  topology_.nodeOf.resize(nranks());
-  for (int r = 0; r < nranks(); ++r) {
-    const PeerAddress a = address(r);
-    auto [it, added] = nodes.emplace(a.hostId, static_cast<int>(nodes.size()));
-    if (added) {
-      topology_.ranksOn.push_back(0);
-      cores.push_back(a.cores);
-    }
-    topology_.nodeOf[r] = it->second;
-    ++topology_.ranksOn[it->second];
-  }
-  for (std::size_t n = 0; n < cores.size(); ++n)
-    if (cores[n] > 0 && topology_.ranksOn[n] > cores[n]) topology_.cpuBound = true;
+  topology_ = tether::learnTopology(nranks(), [this](int r) { return address(r); });
 }
 
 void World::finishInit(std::exception_ptr e) {
@@ -217,15 +161,27 @@ std::shared_ptr<Completion> World::start(const std::shared_ptr<Op>& op, Body bod
   asio::post(io_, [this, op, body = std::move(body), done]() mutable {
     if (abort_.handled()) return done->complete(std::make_exception_ptr(abortedError(op->name())));
     ops_.add(*op);
-    asio::co_spawn(io_, body(*op), [this, op, done](std::exception_ptr e) {
-      endOp(*op, e);
-      if (op->draining > 0)  // a link still uses its buffer (Link::abandon)
-        op->afterDrain = [done, e] { done->complete(e); };
-      else
-        done->complete(e);
-    });
+    asio::co_spawn(io_, runOp(op, std::move(body), done), asio::detached);
   });
   return done;
+}
+
+// The op ends inside its own coroutine, not in co_spawn's completion handler:
+// the driver resumes operations between handlers, outside the io_context's
+// run(), where that handler would be posted (one more trip through the
+// event loop, an extra epoll_wait per call) instead of run at once.
+asio::awaitable<void> World::runOp(std::shared_ptr<Op> op, Body body, std::shared_ptr<Completion> done) {
+  std::exception_ptr e;
+  try {
+    co_await body(*op);
+  } catch (...) {
+    e = std::current_exception();
+  }
+  endOp(*op, e);
+  if (op->draining > 0)  // a link still uses its buffer (Link::abandon)
+    op->afterDrain = [done, e] { done->complete(e); };
+  else
+    done->complete(e);
 }
 
 void World::wait(const std::shared_ptr<Op>& op, Completion& done, Clock::time_point deadline) {

@@ -32,6 +32,7 @@
 #include "base/layer.hpp"
 #include "core/abort_channel.hpp"
 #include "core/abort_relay.hpp"
+#include "core/bring_up.hpp"
 #include "core/completion.hpp"
 #include "core/driver.hpp"
 #include "core/lifecycle.hpp"
@@ -74,15 +75,6 @@ struct WorldConfig {
   // idle link is closed (TETHER_MAX_LINKS); a soft budget.
   int maxLinks = 64;  // measured at 1,024 ranks: docs/benchmarks.md, "Scale"
   int maxDials = 32;  // dials in flight (TETHER_MAX_DIALS)
-};
-
-// The world's nodes, from the rendezvous table (after the rendezvous; immutable).
-struct Topology {
-  std::vector<int> nodeOf;   // world rank -> node (nodes numbered by their lowest world rank)
-  std::vector<int> ranksOn;  // node -> ranks of the world on it
-  // Some node runs more ranks than it has cores: latency is then set by CPU
-  // time, and tree algorithms win. Every rank computes the same value.
-  bool cpuBound = false;
 };
 
 class World final : link::LinkSink, link::Admission, rdv::Host, TransferView, NoticeLinks {
@@ -145,6 +137,7 @@ class World final : link::LinkSink, link::Admission, rdv::Host, TransferView, No
   explicit World(WorldConfig config);
   void start();
   void finishInit(std::exception_ptr e);
+  asio::awaitable<void> runOp(std::shared_ptr<Op> op, Body body, std::shared_ptr<Completion> done);
   void learnTopology();
   void shutdownOnProgress(const std::shared_ptr<Completion>& done, std::chrono::milliseconds drain,
                           std::chrono::milliseconds limit);
