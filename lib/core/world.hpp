@@ -1,23 +1,17 @@
-// The world: one per TcpBootstrap world communicator (children share it). It
-// owns the event loop and who runs it (Driver), the listener and connector,
-// one Link per peer, the mailbox, the rendezvous and the operations in
-// flight, and implements the seams below it: LinkSink (frames and link
-// events), Admission (who may connect) and rdv::Host (what a rendezvous
-// needs). Everything below "progress thread" runs only on the thread that
-// runs the event loop, so it needs no locks. Methods are split by concern:
+// The world: one per TcpBootstrap world communicator (children share it);
+// the composition root of the core units. It owns the event loop and who runs
+// it (Driver), the listener and connector, and hosts the rendezvous
+// (rdv::Host, Admission, LinkSink); the links, epochs and rules R1-R8 are the
+// LinkTable's (World acts on its decisions: dials, the budget); the operations are the
+// OpTable's, the collective sequences the SequenceGuard's, the join and close
+// states the Lifecycle's, the abort state and where notices go the
+// AbortChannel's and AbortRelay's, who is behind a timeout the StallProbe's.
+// World implements the small interfaces those units see the links through
+// (TransferView, NoticeLinks). Everything below "progress thread" runs only
+// on the thread that runs the event loop, so it needs no locks. Files:
 // world.cpp (lifecycle, calls, abort), world_links.cpp (links and control
-// frames), world_ops.cpp (sending, receiving, matching), world_stall.cpp
-// (timeouts and the stall probe). The abort state and where notices go are
-// the AbortChannel's; finding who is behind a timeout is the StallProbe's.
-//
-// Why one class of about 700 lines of methods (over the ~400 this project
-// aims at): the state it holds — links, mailbox, operations, abort and
-// shutdown — is touched by every event, on one thread, without locks; cutting
-// it into objects that call each other would put that state behind
-// interfaces whose only user is the other half (a back door, not a seam). The
-// parts that have their own life are already out: the Connector (dial, accept,
-// handshake), the Rendezvous, the collective plans, the Communicator (all
-// per-communicator state), the Driver/Completion pair.
+// frames), world_ops.cpp (where operations meet links), world_stall.cpp
+// (timeouts and the stall probe's answers).
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
@@ -37,10 +31,16 @@
 
 #include "base/layer.hpp"
 #include "core/abort_channel.hpp"
+#include "core/abort_relay.hpp"
+#include "core/bring_up.hpp"
 #include "core/completion.hpp"
 #include "core/driver.hpp"
+#include "core/lifecycle.hpp"
+#include "core/link_table.hpp"
 #include "core/op.hpp"
 #include "core/sequence.hpp"
+#include "core/op_table.hpp"
+#include "core/sequence_guard.hpp"
 #include "core/stall_probe.hpp"
 #include "link/connector.hpp"
 #include "link/link.hpp"
@@ -77,16 +77,7 @@ struct WorldConfig {
   int maxDials = 32;  // dials in flight (TETHER_MAX_DIALS)
 };
 
-// The world's nodes, from the rendezvous table (after the rendezvous; immutable).
-struct Topology {
-  std::vector<int> nodeOf;   // world rank -> node (nodes numbered by their lowest world rank)
-  std::vector<int> ranksOn;  // node -> ranks of the world on it
-  // Some node runs more ranks than it has cores: latency is then set by CPU
-  // time, and tree algorithms win. Every rank computes the same value.
-  bool cpuBound = false;
-};
-
-class World final : link::LinkSink, link::Admission, rdv::Host {
+class World final : link::LinkSink, link::Admission, rdv::Host, TransferView, NoticeLinks {
  public:
   using Clock = std::chrono::steady_clock;
   using Body = std::function<asio::awaitable<void>(Op&)>;
@@ -111,10 +102,6 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
   // thread runs it) until `deadline`; at the deadline the op fails with a
   // Timeout naming what it still waited for. Rethrows the op's error.
   void wait(const std::shared_ptr<Op>& op, Completion& done, Clock::time_point deadline);
-  void run(const std::shared_ptr<Op>& op, Body body, Clock::time_point deadline) {
-    auto done = start(op, std::move(body));
-    wait(op, *done, deadline);
-  }
   // Nonblocking: progress without waiting (Driver::poll). True if `done`.
   bool poll(Completion& done) { return driver_.poll(done); }
   // Ends `op` with Error{Aborted} "cancelled on this rank" if it can still be
@@ -140,16 +127,17 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
   // Posts a receive under `key` (key.src is a world rank).
   void postRecv(Op& op, const match::Key& key, void* buf, std::size_t len);
   // Waits until everything the op posted is done, or rethrows its error.
-  asio::awaitable<void> settle(Op& op);
+  asio::awaitable<void> settle(Op& op) { return ops_.settle(op); }
   // The op starts as collective op.coll of `seq`'s communicator.
   void beginCollective(CollectiveSeq& seq, Op& op);
   // "rank 3 (10.0.0.7:41235)".
-  std::string describeRank(int worldRank) const;
+  std::string describeRank(int worldRank) const override;
 
  private:
   explicit World(WorldConfig config);
   void start();
   void finishInit(std::exception_ptr e);
+  asio::awaitable<void> runOp(std::shared_ptr<Op> op, Body body, std::shared_ptr<Completion> done);
   void learnTopology();
   void shutdownOnProgress(const std::shared_ptr<Completion>& done, std::chrono::milliseconds drain,
                           std::chrono::milliseconds limit);
@@ -163,7 +151,6 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
   void onLinkDown(link::Link& link, const std::string& reason, bool graceful) override;
   void onTransferDone(link::Owner& owner, bool abandoned) override;
   void onLinkIdle(link::Link& link) override;
-  void onReadDrained(link::Link&) override { resumeWoken(); }
   // link::LinkSink (the lingering close)
   void onGoodbye(link::Link& link, wire::GoodbyeMode mode) override;
   // link::Admission
@@ -172,8 +159,8 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
   void connected(int peer, std::uint32_t epoch, std::shared_ptr<link::Stream> stream, bool dialedByUs) override;
   void connectFailed(int peer, std::uint32_t epoch, const link::ConnectFailure& failure) override;
   void refused(const link::Refusal& refusal) override;
-  bool closing() const override { return shuttingDown_; }
-  bool mayRetry() const override { return !shuttingDown_ && !abort_.aborted(); }
+  bool closing() const override { return life_.closing(); }
+  bool mayRetry() const override { return !life_.closing() && !abort_.aborted(); }
   bool stillDialing(int peer, std::uint32_t epoch) const override;
   std::string dialStatus(int peer) const override { return connector_.retrying(peer); }
   // rdv::Host
@@ -186,62 +173,26 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
     abortOnProgress({static_cast<std::uint32_t>(rank()), reason, wire::kNoRank}, true);
   }
 
-  // Links (world_links.cpp).
-  link::Link& newLink(int peer);
+  // Links (world_links.cpp); the LinkTable holds them and decides by R1-R8.
   std::shared_ptr<link::Link> linkFor(int peer);
   void dial(int peer);
-  // Sets a link aside after a goodbye was sent or read on it (R1): it only
-  // lingers now; frames to its peer go to a new link.
-  void setAside(link::Link& link);
-  // Our goodbye on a lingering link to `peer` is not acknowledged yet: we
-  // may not dial `peer` (R3) and must hold its hellos (R4).
-  bool awaitingAck(int peer) const;
   // Closes the least recently used idle link if the budget is reached.
   void enforceBudget();
-  int openLinks() const;
-  // Current and lingering links.
-  template <class F>
-  void forEachLink(F&& f) const {
-    for (const auto& l : links_)
-      if (l) f(*l);
-    for (const auto& peer : lingering_)
-      for (const auto& l : peer) f(*l);
-  }
-  // The current and lingering links to one peer.
-  template <class F>
-  void forEachLinkTo(int peer, F&& f) const {
-    if (const auto& l = links_[static_cast<std::size_t>(peer)]) f(*l);
-    for (const auto& l : lingering_[static_cast<std::size_t>(peer)]) f(*l);
-  }
   void sendControl(link::Link& link, wire::Kind kind, const std::vector<unsigned char>& payload);
   // To `peer` over its current link, dialling if needed; false if it is gone.
   bool sendControlTo(int peer, wire::Kind kind, const std::vector<unsigned char>& payload);
   void checkDrained();
 
   // Operations (world.cpp, world_ops.cpp).
-  void wake(Op& op);
-  void resumeWoken();
-  void failOp(Op& op, std::exception_ptr e);
   void endOp(Op& op, std::exception_ptr& e);
   // Fails the ops that cannot complete now that `link` to `peer` closed:
   // those with frames still queued on it, and, if the peer is gone, those
   // waiting for it (or, unless it left in order, having it as a member).
   void failOpsOfPeer(int peer, bool gone, bool graceful, link::Link& link);
-  bool awaits(int peer) const;  // an op has a receive posted from `peer`
-  void deliverLocal(const wire::FrameHeader& h, const void* payload);
-  bool deliverToPosted(int src, const wire::FrameHeader& h, const unsigned char* payload);
-  struct Claim {
-    Op* op;
-    void* buf;
-  };
-  std::optional<Claim> claimPosted(int src, const wire::FrameHeader& h);
-  void checkStashedAgainst(Op& op);
-  void checkLeftovers(Op& op);
-  void reportProtocol(std::uint64_t comm, const Error& e);
-  std::string pendingDescription(const Op& op) const;
-  // The rank `op` waits for (a receive posted, or a send that cannot be
-  // written); -1 if none.
-  int waitsOn(const Op& op) const;
+  // TransferView
+  int abandonTransfers(Op& op) override;
+  void unparkAll() override;
+  int queuedFor(const Op& op) const override;
 
   // Timeouts (world_stall.cpp): the op timed out; a collective first asks
   // who is behind (StallProbe), then fails with Timeout saying so.
@@ -257,24 +208,23 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
   void abortOnProgress(const wire::AbortNotice& n, bool notifyPeers, int from = -1);
   void abortAfterFailedCollective(std::exception_ptr e);
   Error abortedError(const std::string& opName) const { return abort_.abortedError(opName); }
-  // Sends the abort notice over every open link and down the abort tree.
-  void sendAbortNotice(int from);
-  void sendAbortNoticeTo(int peer, const std::vector<unsigned char>& payload);
-  // Dead or gone: the abort tree routes around it.
-  bool unavailable(int peer) const;
+  // NoticeLinks
+  std::vector<int> openPeers() const override;
+  void sendOpen(int peer, const std::vector<unsigned char>& payload) override;
+  void sendDialling(int peer, const std::vector<unsigned char>& payload) override;
+  bool departed(int peer) const override;
   Error peerGoneError(int peer, const std::string& opName) const;
 
   WorldConfig cfg_;
   asio::io_context io_{1};
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
+  // The operations in flight and their mailbox; the collective sequences.
+  OpTable ops_{cfg_.rank, *this};
+  SequenceGuard sequences_{cfg_.rank, ops_};
   // Runs io_: the calling thread during a call, else a background thread;
-  // after each handler it resumes the operations that handler woke.
-  Driver driver_{io_, [this] { resumeWoken(); }};
-  // Operations whose wait ended, with their result. Resumed when the link
-  // that completed them has handed over every frame it read (between frames,
-  // still inside the event loop's handler, so nothing is posted twice), else
-  // after the handler that woke them returns. Never in the middle of a frame.
-  std::vector<std::pair<Op::Waiter, std::exception_ptr>> woken_;
+  // after each handler it resumes the operations that handler woke (never on
+  // a link's stack, never mid-frame).
+  Driver driver_{io_, [this] { ops_.resumeWoken(); }};
   std::shared_ptr<link::Listener> listener_;
   link::Connector connector_;
   std::unique_ptr<rdv::Rendezvous> rendezvous_;
@@ -282,35 +232,14 @@ class World final : link::LinkSink, link::Admission, rdv::Host {
   Topology topology_;
 
   // Progress-thread state.
-  std::vector<std::shared_ptr<link::Link>> links_;                   // current link per peer (Dialing/Up)
-  std::vector<std::vector<std::shared_ptr<link::Link>>> lingering_;  // set aside, closing (R1, R2)
-  std::vector<std::uint32_t> epoch_;                                 // connections set aside per peer (R5)
-  std::vector<char> dialDeferred_;  // a current link waits to dial until our goodbye is acked (R3)
-  std::vector<std::vector<std::shared_ptr<asio::steady_timer>>> predecessorWaits_;  // held hellos (R4)
-  std::uint64_t useClock_ = 0;  // for least-recently-used link choices
-  struct PeerState {
-    bool gone = false;      // no more links to it: it left or died
-    bool graceful = false;  // it left in order (a final goodbye)
-    bool leaving = false;   // its final goodbye was read (or it refused us as shutting down)
-    bool aborted = false;   // the peer sent an abort notice: it will not read our goodbye
-    std::string reason;
-  };
-  std::vector<PeerState> peers_;
-  match::Mailbox mailbox_;
-  std::unordered_set<Op*> activeOps_;
-  std::unordered_map<std::uint64_t, std::shared_ptr<CollectiveSeq>> comms_;
-  bool shuttingDown_ = false;
-  bool initComplete_ = false;
-  bool initOk_ = false;
+  LinkTable table_;                               // current and lingering links, epochs, what each peer did
+  Lifecycle life_;                                // joining, then closing: named states
   std::optional<asio::steady_timer> drainTimer_;  // close() waits on it
-  bool drained_ = false;                          // every link closed after its goodbye
-  Clock::time_point drainLimit_{};                // a drain making progress ends by then
-  int drainOpen_ = -1;                            // links still open at the last check
-  bool drainProgress_ = false;                    // a link closed since the drain timer was armed
   Completion initDone_;
 
   // Abort state (readable from calling threads) and where notices go.
   AbortChannel abort_;
+  AbortRelay relay_{cfg_.rank, cfg_.nranks, abort_, *this};
   StallProbe probe_;
   std::atomic<bool> closed_{false};
   int linksOpened_ = 0;  // over the run, reopened ones included (INFO at close)

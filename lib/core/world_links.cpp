@@ -1,8 +1,9 @@
-// The world's links: one current link per peer, opened lazily (or by the
-// rendezvous), admitted by the lower-rank-wins rule, closed with a lingering
-// goodbye and reopened under the link budget by the rules of
-// docs/ordering.md ("Closing and reopening a link", R1-R8, checked by the
-// model in test/model/); and the control frames that travel on them.
+// The world's side of its links: opened lazily (or by the rendezvous),
+// admitted by the lower-rank-wins rule, closed with a lingering goodbye and
+// reopened under the link budget by the rules of docs/ordering.md ("Closing
+// and reopening a link", R1-R8, checked by the model in test/model/; the
+// LinkTable holds the links and decides by those rules, this file acts on
+// what it decides); and the control frames that travel on them.
 #include <fmt/format.h>
 
 #include <boost/asio/post.hpp>
@@ -21,47 +22,20 @@ namespace tether {
 
 using link::Link;
 
-Link& World::newLink(int peer) {
-  link::LinkLimits limits{cfg_.maxPayload, rank()};
-  links_[peer] = std::make_shared<Link>(io_, static_cast<link::LinkSink&>(*this), peer, epoch_[peer], limits);
-  links_[peer]->lastUsed = ++useClock_;
-  return *links_[peer];
-}
-
 void World::dial(int peer) {
-  connector_.dial(peer, epoch_[peer], link::tcpEndpoint(address(peer)), {Clock::now() + cfg_.timeout, false});
+  connector_.dial(peer, table_.epoch(peer), link::tcpEndpoint(address(peer)), {Clock::now() + cfg_.timeout, false});
 }
 
 std::shared_ptr<Link> World::linkFor(int peer) {
-  auto& l = links_[peer];
-  if (l) return l;
-  if (peers_[peer].gone || peers_[peer].leaving) return nullptr;
+  if (const auto& l = table_.current(peer)) return l;
+  if (table_.peer(peer).gone || table_.peer(peer).leaving) return nullptr;
   enforceBudget();
-  newLink(peer);
-  if (awaitingAck(peer))
-    dialDeferred_[peer] = 1;  // R3: dial once our goodbye on the old connection is acknowledged
+  table_.open(peer);
+  if (table_.awaitingAck(peer))
+    table_.deferDial(peer);  // R3: dial once our goodbye on the old connection is acknowledged
   else
     dial(peer);
-  return l;
-}
-
-bool World::awaitingAck(int peer) const {
-  return std::any_of(lingering_[peer].begin(), lingering_[peer].end(),
-                     [](const auto& l) { return l->goodbyeSent() && !l->ackRead(); });
-}
-
-void World::setAside(Link& link) {
-  const int p = link.peer();
-  if (links_[p].get() != &link) return;
-  lingering_[p].push_back(std::move(links_[p]));
-  links_[p].reset();
-  ++epoch_[p];
-}
-
-int World::openLinks() const {
-  int n = 0;
-  forEachLink([&](const Link& l) { n += l.state() != Link::State::Closed; });
-  return n;
+  return table_.current(peer);
 }
 
 // The soft link budget: at most cfg_.maxLinks open links; a new one (dialled
@@ -71,19 +45,15 @@ int World::openLinks() const {
 // always admitted.
 void World::enforceBudget() {
   // The rendezvous owns the links it opens until it is done.
-  if (!initComplete_ || openLinks() < cfg_.maxLinks) return;
+  if (life_.joining() || table_.openCount() < cfg_.maxLinks) return;
   std::vector<char> awaited(static_cast<std::size_t>(nranks()), 0);
-  for (const Op* op : activeOps_)
+  for (const Op* op : ops_.activeSet())
     for (const auto& k : op->posted) awaited[k.src] = 1;
-  Link* victim = nullptr;
-  for (const auto& l : links_)
-    if (l && l->state() == Link::State::Up && l->idle() && !l->midFrame() && !awaited[l->peer()] &&
-        (!victim || l->lastUsed < victim->lastUsed))
-      victim = l.get();
+  Link* victim = table_.idleVictim(awaited);
   if (!victim) return;
   log::trace(rank(), "link budget ({} links): closing the idle link to rank {}", cfg_.maxLinks, victim->peer());
   victim->sendGoodbye(wire::GoodbyeMode::Idle);
-  setAside(*victim);
+  table_.setAside(*victim);
 }
 
 void World::sendControl(Link& link, wire::Kind kind, const std::vector<unsigned char>& payload) {
@@ -98,30 +68,25 @@ bool World::sendControlTo(int peer, wire::Kind kind, const std::vector<unsigned 
   return true;
 }
 
-std::string World::describeRank(int worldRank) const {
-  if (worldRank < 0 || worldRank >= nranks()) return fmt::format("rank {}", worldRank);
-  const auto& l = links_[worldRank];
-  if (l && !l->remote().empty()) return fmt::format("rank {} ({})", worldRank, l->remote());
-  return fmt::format("rank {}", worldRank);
-}
+std::string World::describeRank(int worldRank) const { return table_.describe(worldRank); }
 
 // ---- rdv::Host ----
 
 void World::connect(int peer, const PeerAddress& at) {
-  newLink(peer);
-  connector_.dial(peer, epoch_[peer], link::tcpEndpoint(at), {Clock::now() + cfg_.timeout, /*retryRefused=*/true});
+  table_.open(peer);
+  connector_.dial(peer, table_.epoch(peer), link::tcpEndpoint(at), {Clock::now() + cfg_.timeout, /*retryRefused=*/true});
 }
 
 void World::send(int peer, wire::Kind kind, wire::SharedBytes payload) {
-  if (auto& l = links_[peer]) l->enqueue(link::controlFrame(kind, std::move(payload)));
+  if (const auto& l = table_.current(peer)) l->enqueue(link::controlFrame(kind, std::move(payload)));
 }
 
 bool World::release(int peer) {
-  auto& l = links_[peer];
+  const auto l = table_.current(peer);
   if (!l || l->state() != Link::State::Up || !l->idle() || l->midFrame()) return false;
   log::trace(rank(), "rendezvous: releasing the link to rank {}", peer);
   l->sendGoodbye(wire::GoodbyeMode::Idle);
-  setAside(*l);
+  table_.setAside(*l);
   return true;
 }
 
@@ -130,120 +95,73 @@ void World::post(std::function<void()> fn) { asio::post(io_, std::move(fn)); }
 // ---- link::Admission ----
 
 link::Verdict World::admit(int peer, std::uint32_t epoch, const std::string& remote) {
-  using link::Verdict;
-  using wire::RejectCode;
-  if (peer < 0 || peer >= nranks() || peer == rank())
-    return Verdict::refuse(RejectCode::BadRank,
-                           fmt::format("rank {} is not a peer of rank {} in a world of {}", peer, rank(), nranks()));
-  if (epoch != epoch_[peer])  // R5: dialled before a close completed here
-    return Verdict::refuse(RejectCode::Stale,
-                           fmt::format("connection {} of rank {} is closed ({} now)", epoch, peer, epoch_[peer]));
-  auto& l = links_[peer];  // R6: only the current link counts
-  if (shuttingDown_ && !l) return Verdict::refuse(RejectCode::ShuttingDown, "this rank is shutting down");  // R7
-  if (awaitingAck(peer)) return Verdict::wait();                                                            // R4
-  if (l && l->state() == Link::State::Up && l->dialedByUs() && peer > rank())
-    return Verdict::refuse(RejectCode::Simultaneous, "both ranks dialled; the lower rank's connection is kept");
-  if (peers_[peer].gone || (l && l->state() == Link::State::Up)) {
-    std::string why = fmt::format("rank {} is already connected{}", peer,
-                                  l && !l->remote().empty() ? " from " + l->remote() : std::string());
-    // Two processes claim the same rank: the job is misconfigured.
-    if (!initComplete_) rendezvous_->onDuplicateClaim(peer, remote);
-    return Verdict::refuse(RejectCode::DuplicateRank, why);
-  }
-  if (l && l->state() == Link::State::Dialing && peer > rank())
-    return Verdict::refuse(RejectCode::Simultaneous, "both ranks dialled; the lower rank's connection is kept");
+  bool duplicate = false;
+  auto verdict = table_.admit(peer, epoch, life_.closing(), &duplicate);
+  if (duplicate && life_.joining()) rendezvous_->onDuplicateClaim(peer, remote);
   // Reserve the link now: a send to this peer while our welcome is on its way
   // must wait for this connection, not dial a second one (which the peer,
   // still waiting for our welcome, could accept too — each side would then
   // keep a different connection). The budget is soft: an incoming link is
   // always admitted, and the least recently used idle one makes room.
-  if (!l) {
+  if (verdict.kind == link::Verdict::Kind::Welcome && !table_.current(peer)) {
     enforceBudget();
-    newLink(peer);
+    table_.open(peer);
   }
-  return Verdict::welcome();
+  return verdict;
 }
 
 asio::awaitable<void> World::predecessorClosed(int peer, link::Clock::time_point deadline) {
-  auto timer = std::make_shared<asio::steady_timer>(io_, deadline);
-  predecessorWaits_[peer].push_back(timer);
+  auto timer = table_.holdHello(peer, deadline);
   boost::system::error_code ignored;
   co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
 }
 
 void World::connected(int peer, std::uint32_t epoch, std::shared_ptr<link::Stream> stream, bool dialedByUs) {
-  auto l = links_[peer];  // a copy: attaching may already close it and change links_
+  auto l = table_.dialing(peer, epoch);  // a copy: attaching may already close it and change the table
   // A dial's outcome belongs to the link it was started for (R5).
-  if (!l || l->epoch() != epoch || l->state() != Link::State::Dialing) {
+  if (!l) {
     stream->close();
     return;
   }
   l->attach(std::move(stream), dialedByUs);
   log::trace(rank(), "link to rank {} is up ({})", peer, l->remote());
   ++linksOpened_;
-  peakLinks_ = std::max(peakLinks_, openLinks());
-  if (!initComplete_) rendezvous_->onLinkUp(peer);
+  peakLinks_ = std::max(peakLinks_, table_.openCount());
+  if (life_.joining()) rendezvous_->onLinkUp(peer);
 }
 
 void World::connectFailed(int peer, std::uint32_t epoch, const link::ConnectFailure& failure) {
-  if (!initComplete_) rendezvous_->onConnectFailed(peer, failure);
-  auto& l = links_[peer];
-  if (!l || l->epoch() != epoch || l->state() != Link::State::Dialing) return;
+  if (life_.joining()) rendezvous_->onConnectFailed(peer, failure);
+  auto l = table_.dialing(peer, epoch);
+  if (!l) return;
   // A peer that is closing its bootstrap left in order, as if it had said goodbye.
-  if (failure.peerClosing) peers_[peer].leaving = true;
+  if (failure.peerClosing) table_.peer(peer).leaving = true;
   l->fail(failure.reason);
 }
 
-bool World::stillDialing(int peer, std::uint32_t epoch) const {
-  const auto& l = links_[peer];
-  return l && l->epoch() == epoch && l->state() == Link::State::Dialing;
-}
+bool World::stillDialing(int peer, std::uint32_t epoch) const { return table_.dialing(peer, epoch) != nullptr; }
 
 void World::refused(const link::Refusal& refusal) {
-  if (!initComplete_) rendezvous_->onRefused(refusal);
+  if (life_.joining()) rendezvous_->onRefused(refusal);
 }
 
 // ---- link::LinkSink: link events ----
 
 void World::onGoodbye(Link& link, wire::GoodbyeMode mode) {
-  if (mode == wire::GoodbyeMode::Final) peers_[link.peer()].leaving = true;
-  setAside(link);
+  if (mode == wire::GoodbyeMode::Final) table_.peer(link.peer()).leaving = true;
+  table_.setAside(link);
 }
 
 void World::onLinkDown(Link& link, const std::string& reason, bool graceful) {
   const int p = link.peer();
-  auto& lingering = lingering_[p];
-  auto it = std::find_if(lingering.begin(), lingering.end(), [&](const auto& l) { return l.get() == &link; });
-  std::shared_ptr<Link> keep;  // the link may be destroyed below; keep it until this returns
-  if (it != lingering.end()) {
-    keep = *it;
-    lingering.erase(it);
-    for (auto& t : predecessorWaits_[p]) t->cancel();  // R4: held hellos may proceed
-    predecessorWaits_[p].clear();
-  } else if (links_[p].get() == &link) {
-    keep = std::move(links_[p]);
-    links_[p].reset();
-  }
-  auto& st = peers_[p];
-  const bool clean = link.closedAfterGoodbye();
-  if (st.leaving) {
-    // Its final goodbye was read (or it refused us as shutting down): it left in order.
-    if (!st.gone) st.gone = true, st.graceful = true, st.reason = "it closed its bootstrap";
-  } else if (!clean && !link.idleClose() && !link.goodbyeSent()) {
-    // A connection that broke without a goodbye: the peer is lost.
-    if (!st.gone) st.gone = true, st.graceful = graceful, st.reason = reason;
-  }
-  // Otherwise an idle close (clean, or broken while lingering): the peer may
-  // be dialled again; a dial reveals whether it is still there.
-  if (dialDeferred_[p] && !awaitingAck(p) && links_[p] && links_[p]->state() == Link::State::Dialing) {
-    dialDeferred_[p] = 0;
-    dial(p);  // R3: our goodbye is acknowledged (or the old connection failed); also while shutting down
-  }
+  const auto down = table_.remove(link, reason, graceful);  // keeps the link alive until this returns
+  const auto& st = table_.peer(p);
+  const bool clean = down.clean;
+  if (down.redial) dial(p);  // R3: our goodbye is acknowledged (or the old connection failed); also while shutting down
   // A rank the abort notice was sent to down the tree is gone: its children
   // get the notice from here instead.
-  if (abort_.handled() && st.gone && initOk_)
-    for (int t : abort_.reroute(p, [this](int r) { return unavailable(r); })) sendAbortNoticeTo(t, abort_.payload());
-  if (shuttingDown_) return checkDrained();
+  if (st.gone && life_.joined()) relay_.peerGone(p);
+  if (life_.closing()) return checkDrained();
   if (!clean && !st.graceful) {
     if (link.remote().empty())
       log::warn(rank(), "{}", reason);  // never connected: the reason says to whom
@@ -251,40 +169,26 @@ void World::onLinkDown(Link& link, const std::string& reason, bool graceful) {
       log::warn(rank(), "lost {}: {}", describeRank(p), reason);
   }
   failOpsOfPeer(p, st.gone, st.graceful, link);
-  if (!clean && !st.gone && !links_[p] && awaits(p)) linkFor(p);  // learn whether it is still there
-  if (!initComplete_) rendezvous_->onLinkDown(p, reason, st.graceful || clean);
+  if (!clean && !st.gone && !table_.current(p) && ops_.awaits(p)) linkFor(p);  // learn whether it is still there
+  if (life_.joining()) rendezvous_->onLinkDown(p, reason, st.graceful || clean);
 }
 
 void World::onLinkIdle(Link&) {
-  if (shuttingDown_) checkDrained();
+  if (life_.closing()) checkDrained();
 }
 
 void World::onTransferDone(link::Owner& owner, bool abandoned) {
-  Op& op = static_cast<Op&>(owner);
-  if (abandoned) {
-    if (--op.draining > 0 || !op.afterDrain) return;
-    auto then = std::move(op.afterDrain);
-    op.afterDrain = nullptr;
-    then();
-    return;
-  }
-  if (op.error) return;
-  --op.outstanding;
-  wake(op);
+  ops_.transferDone(static_cast<Op&>(owner), abandoned);
 }
 
 // Closing is done when every link has closed after its goodbye exchange (so
 // every frame before it was read), or its peer aborted (it will not read
 // anything any more).
 void World::checkDrained() {
-  if (!drainTimer_) return;
+  if (!drainTimer_ || life_.drained()) return;
   int open = 0;
-  forEachLink([&](const Link& l) { open += l.state() != Link::State::Closed && !peers_[l.peer()].aborted; });
-  if (drainOpen_ >= 0 && open < drainOpen_) drainProgress_ = true;
-  drainOpen_ = open;
-  if (open) return;
-  drained_ = true;
-  drainTimer_->cancel();
+  table_.forEach([&](const Link& l) { open += l.state() != Link::State::Closed && !table_.peer(l.peer()).aborted; });
+  if (life_.linksOpen(open)) drainTimer_->cancel();
 }
 
 void World::onControlFrame(Link& link, const wire::FrameHeader& h, std::vector<unsigned char>&& payload) {
@@ -295,9 +199,9 @@ void World::onControlFrame(Link& link, const wire::FrameHeader& h, std::vector<u
         if (n.origin >= static_cast<std::uint32_t>(nranks()) ||
             (n.lost != wire::kNoRank && n.lost >= static_cast<std::uint32_t>(nranks())))
           throw std::invalid_argument("rank out of range");
-        peers_[link.peer()].aborted = true;
+        table_.peer(link.peer()).aborted = true;
         abortOnProgress(n, true, link.peer());
-        if (shuttingDown_) checkDrained();
+        if (life_.closing()) checkDrained();
         return;
       }
       case wire::Kind::Heartbeat:

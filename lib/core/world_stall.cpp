@@ -12,33 +12,23 @@
 
 namespace tether {
 
-int World::waitsOn(const Op& op) const {
-  if (!op.posted.empty()) return static_cast<int>(op.posted.front().src);
-  int peer = -1;
-  forEachLink([&](const link::Link& l) {
-    auto owners = l.ownersWithQueuedFrames();
-    if (peer < 0 && std::find(owners.begin(), owners.end(), &op) != owners.end()) peer = l.peer();
-  });
-  return peer;
-}
-
 void World::timeOut(const std::shared_ptr<Op>& op, std::chrono::milliseconds probeBudget) {
   if (!op->active || op->error) return;
-  std::string what = fmt::format("rank {}: {}: timed out {}", rank(), op->name(), pendingDescription(*op));
-  const int peer = waitsOn(*op);
-  if (op->kind() == Op::Kind::Collective && peer >= 0 && peer != rank() && initOk_ && !shuttingDown_) {
+  std::string what = fmt::format("rank {}: {}: timed out {}", rank(), op->name(), ops_.pendingDescription(*op));
+  const int peer = ops_.waitsOn(*op);
+  if (op->kind() == Op::Kind::Collective && peer >= 0 && peer != rank() && life_.joined() && !life_.closing()) {
     asio::co_spawn(io_, probeThenFail(op, std::move(what), peer, probeBudget), asio::detached);
     return;
   }
-  failOp(*op, std::make_exception_ptr(Error(ErrorCode::Timeout, what, rank(), peer)));
+  ops_.failOp(*op, std::make_exception_ptr(Error(ErrorCode::Timeout, what, rank(), peer)));
 }
 
 asio::awaitable<void> World::probeThenFail(std::shared_ptr<Op> op, std::string what, int peer,
                                            std::chrono::milliseconds budget) {
   auto found = co_await probe_.findBehind(op->comm, op->coll, op->name(), peer, budget);
   if (!op->active || op->error) co_return;  // it completed meanwhile, or an abort ended it
-  failOp(*op, std::make_exception_ptr(Error(ErrorCode::Timeout, what + "; " + found.text, rank(),
-                                            found.behind >= 0 ? found.behind : peer)));
+  ops_.failOp(*op, std::make_exception_ptr(Error(ErrorCode::Timeout, what + "; " + found.text, rank(),
+                                                 found.behind >= 0 ? found.behind : peer)));
 }
 
 wire::StatusAnswer World::statusOf(const wire::StatusQuery& q) const {
@@ -46,26 +36,26 @@ wire::StatusAnswer World::statusOf(const wire::StatusQuery& q) const {
   a.id = q.id;
   auto calls = [&] {
     std::string in;
-    for (const Op* op : activeOps_) {
+    for (const Op* op : ops_.activeSet()) {
       if (op->error) continue;
       in += (in.empty() ? "in " : ", ") + op->name();
     }
     return in.empty() ? std::string("not in a tether call") : in;
   };
-  auto it = comms_.find(q.comm);
-  if (it == comms_.end()) {
+  const CollectiveSeq* found = sequences_.find(q.comm);
+  if (!found) {
     a.state = wire::StallState::NoComm;
     a.doing = calls();
     return a;
   }
-  const CollectiveSeq& seq = *it->second;
+  const CollectiveSeq& seq = *found;
   auto run = seq.running.find(q.coll);
   if (run != seq.running.end()) {
     a.state = wire::StallState::Running;
     const Op& op = *run->second;
-    const int w = waitsOn(op);
+    const int w = ops_.waitsOn(op);
     if (w >= 0) a.waitsOn = static_cast<std::uint32_t>(w);
-    a.doing = fmt::format("in {}, {}", op.name(), pendingDescription(op));
+    a.doing = fmt::format("in {}, {}", op.name(), ops_.pendingDescription(op));
     return a;
   }
   a.state = q.coll > seq.started ? wire::StallState::NotEntered : wire::StallState::Finished;

@@ -305,12 +305,11 @@ asio::awaitable<void> Link::readDataFrame(const wire::FrameHeader& h) {
   while (t.where == Target::Where::Wait) {
     parked_ = h;
     unparked_ = false;
-    sink_.onReadDrained(*this);  // what earlier frames completed runs now, as before a wait for bytes
-    if (!unparked_) {
-      parkTimer_.expires_after(kParkLimit);
-      auto [ec] = co_await parkTimer_.async_wait(asio::as_tuple(asio::use_awaitable));
-      if (!ec && !unparked_) stashParked_ = true;  // waited long enough: read it into the stash
-    }
+    // The receive is posted by an operation the driver resumes after this
+    // handler returns; its unpark() cancels the wait.
+    parkTimer_.expires_after(kParkLimit);
+    auto [ec] = co_await parkTimer_.async_wait(asio::as_tuple(asio::use_awaitable));
+    if (!ec && !unparked_) stashParked_ = true;  // waited long enough: read it into the stash
     parked_.reset();
     if (state_ == State::Closed) co_return;
     t = sink_.onDataHeader(*this, h, !std::exchange(stashParked_, false));
@@ -336,7 +335,6 @@ asio::awaitable<void> Link::readLoop() {
   auto self = shared_from_this();
   try {
     for (;;) {
-      if (rend_ - rbegin_ < wire::kHeaderBytes) sink_.onReadDrained(*this);
       co_await fill(wire::kHeaderBytes);
       std::string why;
       auto h = wire::decodeHeader(rbuf_.data() + rbegin_, limits_.maxPayload, &why);

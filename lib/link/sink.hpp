@@ -52,10 +52,6 @@ class LinkSink {
   virtual void onTransferDone(Owner& owner, bool abandoned) = 0;
   // Nothing is queued or being written any more.
   virtual void onLinkIdle(Link& link) = 0;
-  // Every complete frame read so far has been handed over; the link is about
-  // to wait for more bytes. A safe point (between frames) for the owner to
-  // act on what those frames completed.
-  virtual void onReadDrained(Link& link) = 0;
 
  protected:
   ~LinkSink() = default;

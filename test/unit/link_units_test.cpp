@@ -53,7 +53,6 @@ struct FakeSink final : link::LinkSink {
   }
   void onTransferDone(link::Owner&, bool) override {}
   void onLinkIdle(Link&) override {}
-  void onReadDrained(Link&) override {}
 };
 
 // Welcomes every authenticated hello and records the outcome.

@@ -1,0 +1,79 @@
+#include "core/bring_up.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <thread>
+#include <unordered_map>
+
+#include "base/endpoint.hpp"
+#include "base/log.hpp"
+#include "core/world.hpp"
+#include "rendezvous/reserved_listener.hpp"
+
+namespace tether {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+PeerAddress openListener(asio::io_context& io, const link::TcpOptions& options, const WorldConfig& cfg,
+                         std::shared_ptr<link::Listener>& out) {
+  boost::system::error_code ec;
+  tcp::endpoint at = cfg.root;
+  std::shared_ptr<link::TcpListener> listener;
+  if (cfg.rank == 0) {
+    // An adopted socket was bound by createUniqueId() (not listening yet).
+    auto fd = reserved::take(toPeerAddress(cfg.root, 0));
+    listener = link::TcpListener::open(io, options, cfg.root, /*reuseAddress=*/true, fd, ec);
+  } else {
+    reserved::release(toPeerAddress(cfg.root, 0));  // an inherited reservation is rank 0's, not ours
+    at = tcp::endpoint(chooseListenAddress(cfg.root.address(), cfg.listenHost, cfg.rank), 0);
+    listener = link::TcpListener::open(io, options, at, /*reuseAddress=*/false, std::nullopt, ec);
+  }
+  if (ec) {
+    // Another process listens on the root's port: another job given the same
+    // root address, or an earlier run still closing. Never share it.
+    std::string hint = cfg.rank == 0 && ec == asio::error::address_in_use
+                           ? " (another process listens there: another job with the same TETHER_ROOT or "
+                             "MASTER_ADDR/MASTER_PORT, or an earlier run still closing; give each job its own port)"
+                           : "";
+    throw Error(ErrorCode::System,
+                fmt::format("rank {}: cannot listen on {}{}: {}{}", cfg.rank, cfg.rank == 0 ? "the root address " : "",
+                            toString(at), ec.message(), hint),
+                cfg.rank);
+  }
+  auto local = listener->localEndpoint();
+  out = listener;
+  tcp::endpoint advertised = local;
+  std::string override = cfg.advertiseFor ? cfg.advertiseFor(toString(local)) : cfg.advertise;
+  if (!override.empty()) {
+    auto hp = parseHostPort(override);
+    advertised = tcp::endpoint(resolveHost(hp.host), hp.port);
+  }
+  PeerAddress self = toPeerAddress(advertised, thisHostId());
+  self.cores = static_cast<std::uint16_t>(std::clamp(std::thread::hardware_concurrency(), 1u, 65535u));
+  log::info(cfg.rank, "listening on {} (advertised as {})", toString(local), toString(advertised));
+  return self;
+}
+
+Topology learnTopology(int nranks, const std::function<PeerAddress(int)>& address) {
+  Topology t;
+  std::unordered_map<std::uint64_t, int> nodes;
+  std::vector<int> cores;
+  t.nodeOf.resize(nranks);
+  for (int r = 0; r < nranks; ++r) {
+    const PeerAddress a = address(r);
+    auto [it, added] = nodes.emplace(a.hostId, static_cast<int>(nodes.size()));
+    if (added) {
+      t.ranksOn.push_back(0);
+      cores.push_back(a.cores);
+    }
+    t.nodeOf[r] = it->second;
+    ++t.ranksOn[it->second];
+  }
+  for (std::size_t n = 0; n < cores.size(); ++n)
+    if (cores[n] > 0 && t.ranksOn[n] > cores[n]) t.cpuBound = true;
+  return t;
+}
+
+}  // namespace tether

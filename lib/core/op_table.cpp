@@ -1,0 +1,178 @@
+#include "core/op_table.hpp"
+
+#include <fmt/format.h>
+
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <algorithm>
+#include <cstring>
+
+namespace tether {
+
+namespace asio = boost::asio;
+
+std::string Op::name() const {
+  switch (kind_) {
+    case Kind::Send:
+      return fmt::format("send to rank {} tag {}", peer_, tag_);
+    case Kind::Recv:
+      return fmt::format("recv from rank {} tag {}", peer_, tag_);
+    case Kind::Collective:
+      break;
+  }
+  if (child_) return fmt::format("{}#{} (comm {:016x})", wire::opName(static_cast<wire::OpCode>(code)), coll, comm);
+  return fmt::format("{}#{}", wire::opName(static_cast<wire::OpCode>(code)), coll);
+}
+
+namespace {
+
+Error lengthMismatch(int rank, const Op& op, int src, const wire::FrameHeader& h, std::size_t expected) {
+  return Error(ErrorCode::Protocol,
+               fmt::format("rank {}: {}: rank {} sent {}, this rank expects {} bytes", rank, op.name(), src,
+                           wire::describe(h), expected),
+               rank, src);
+}
+
+bool postedFrom(const Op& op, int peer) {
+  return std::any_of(op.posted.begin(), op.posted.end(),
+                     [&](const match::Key& k) { return static_cast<int>(k.src) == peer; });
+}
+
+}  // namespace
+
+void OpTable::add(Op& op) {
+  active_.insert(&op);
+  op.active = true;
+}
+
+void OpTable::remove(Op& op) {
+  active_.erase(&op);
+  op.active = false;
+}
+
+bool OpTable::awaits(int peer) const {
+  return std::any_of(active_.begin(), active_.end(), [&](const Op* op) { return postedFrom(*op, peer); });
+}
+
+bool OpTable::takeStashed(Op& op, const match::Key& key, void* buf, std::size_t len) {
+  auto s = mailbox_.takeStashed(key);
+  if (!s) return false;
+  if (s->header.length != len) throw lengthMismatch(rank_, op, static_cast<int>(key.src), s->header, len);
+  if (len) std::memcpy(buf, s->payload.data(), len);
+  return true;
+}
+
+void OpTable::post(Op& op, const match::Key& key, void* buf, std::size_t len) {
+  mailbox_.post(key, match::Posted{buf, len, &op});
+  op.posted.push_back(key);
+  ++op.outstanding;
+}
+
+std::optional<OpTable::Claim> OpTable::claim(int src, const wire::FrameHeader& h) {
+  auto key = match::keyOf(static_cast<std::uint32_t>(src), h);
+  auto p = mailbox_.claimPosted(key);
+  if (!p) return std::nullopt;
+  Op* op = const_cast<Op*>(static_cast<const Op*>(p->owner));
+  auto it = std::find(op->posted.begin(), op->posted.end(), key);
+  if (it != op->posted.end()) op->posted.erase(it);
+  if (p->len != h.length) {
+    failOp(*op, std::make_exception_ptr(lengthMismatch(rank_, *op, src, h, p->len)));
+    return Claim{nullptr, nullptr};
+  }
+  return Claim{op, p->buf};
+}
+
+bool OpTable::deliver(int src, const wire::FrameHeader& h, const unsigned char* payload) {
+  if (auto c = claim(src, h)) {
+    if (!c->op) return true;
+    if (h.length) std::memcpy(c->buf, payload, h.length);
+    received(*c->op);
+    return true;
+  }
+  return mailbox_.stash(match::keyOf(static_cast<std::uint32_t>(src), h),
+                        match::Stashed{h, std::vector<unsigned char>(payload, payload + h.length)});
+}
+
+bool OpTable::deliver(int src, const wire::FrameHeader& h, std::vector<unsigned char>&& payload) {
+  if (auto c = claim(src, h)) {  // a receive was posted while the payload was arriving
+    if (!c->op) return true;
+    if (h.length) std::memcpy(c->buf, payload.data(), h.length);
+    received(*c->op);
+    return true;
+  }
+  return mailbox_.stash(match::keyOf(static_cast<std::uint32_t>(src), h), match::Stashed{h, std::move(payload)});
+}
+
+void OpTable::received(Op& op) {
+  if (op.error) return;
+  --op.outstanding;
+  wake(op);
+}
+
+void OpTable::transferDone(Op& op, bool abandoned) {
+  if (abandoned) {
+    if (--op.draining > 0 || !op.afterDrain) return;
+    auto then = std::move(op.afterDrain);
+    op.afterDrain = nullptr;
+    then();
+    return;
+  }
+  received(op);
+}
+
+asio::awaitable<void> OpTable::settle(Op& op) {
+  if (op.error) std::rethrow_exception(op.error);
+  if (op.outstanding == 0) co_return;
+  co_await asio::async_initiate<const asio::use_awaitable_t<>&, void(std::exception_ptr)>(
+      [&op](auto handler) { op.waiter.emplace(std::move(handler)); }, asio::use_awaitable);
+}
+
+// Schedules the operation's coroutine to resume once the handler running now
+// (a link's read or write completion, a timer) has returned: the driver runs
+// resumeWoken between handlers. Never on a link's stack or in the middle of a
+// frame, and without a trip through the event loop's queue (which would cost
+// an extra epoll_wait per message).
+void OpTable::wake(Op& op) {
+  if (!op.waiter || (!op.error && op.outstanding > 0)) return;
+  woken_.emplace_back(std::move(*op.waiter), op.error);
+  op.waiter.reset();
+}
+
+void OpTable::resumeWoken() {
+  while (!woken_.empty()) {
+    auto ready = std::move(woken_);
+    woken_.clear();
+    for (auto& [handler, e] : ready) std::move(handler)(e);
+  }
+}
+
+void OpTable::failOp(Op& op, std::exception_ptr e) {
+  if (op.error) return;
+  op.error = e;
+  for (const auto& k : op.posted) mailbox_.unpost(k, &op);
+  op.posted.clear();
+  op.draining += links_.abandonTransfers(op);
+  op.outstanding = 0;
+  wake(op);
+  // Something failed: parked frames are read now (into the stash), so that
+  // what their peers sent behind them (an abort notice, a goodbye) is seen.
+  links_.unparkAll();
+}
+
+std::string OpTable::pendingDescription(const Op& op) const {
+  if (!op.posted.empty()) {
+    const auto& k = op.posted.front();
+    std::string what =
+        k.kind == wire::Kind::P2P ? fmt::format("a message with tag {}", k.tag) : fmt::format("step {}", k.step);
+    return fmt::format("waiting for {} from {}", what, links_.describeRank(static_cast<int>(k.src)));
+  }
+  const int to = links_.queuedFor(op);
+  return to < 0 ? "before completing" : fmt::format("waiting to send to {}", links_.describeRank(to));
+}
+
+int OpTable::waitsOn(const Op& op) const {
+  if (!op.posted.empty()) return static_cast<int>(op.posted.front().src);
+  return links_.queuedFor(op);
+}
+
+}  // namespace tether

@@ -1,0 +1,117 @@
+#include "core/sequence_guard.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+#include <vector>
+
+#include "base/log.hpp"
+
+namespace tether {
+
+const CollectiveSeq* SequenceGuard::find(std::uint64_t comm) const {
+  auto it = comms_.find(comm);
+  return it == comms_.end() ? nullptr : it->second.get();
+}
+
+bool SequenceGuard::admit(int src, const wire::FrameHeader& h) {
+  const CollectiveSeq* seq = find(h.comm);
+  if (!seq) return true;
+  if (seq->finished(h.coll)) {
+    reportProtocol(h.comm, Error(ErrorCode::Protocol,
+                                 fmt::format("rank {}: received {} from rank {}, but this rank has already "
+                                             "finished that collective (latest: #{})",
+                                             rank_, wire::describe(h), src, seq->started),
+                                 rank_, src));
+    return false;
+  }
+  auto run = seq->running.find(h.coll);
+  if (run != seq->running.end() && wire::opCodeOf(h.tag) != run->second->code) {
+    reportProtocol(h.comm, Error(ErrorCode::Protocol,
+                                 fmt::format("rank {}: {}: rank {} is in {} — the ranks called different collectives",
+                                             rank_, run->second->name(), src, wire::describe(h)),
+                                 rank_, src));
+    return false;
+  }
+  return true;
+}
+
+bool SequenceGuard::begin(CollectiveSeq& seq, Op& op) {
+  seq.started = std::max(seq.started, op.coll);
+  seq.running[op.coll] = &op;
+  if (!seq.poison) return true;
+  ops_.failOp(op, seq.poison);
+  return false;
+}
+
+void SequenceGuard::checkStashed(Op& op, const match::Mailbox& mailbox) {
+  std::optional<Error> mismatch;
+  mailbox.forEachStashed([&](const match::Key& k, const match::Stashed& s) {
+    if (mismatch || k.kind != wire::Kind::Collective || k.comm != op.comm || k.coll != op.coll) return;
+    if (wire::opCodeOf(k.tag) != op.code)
+      mismatch = Error(ErrorCode::Protocol,
+                       fmt::format("rank {}: {}: rank {} is in {} — the ranks called different collectives", rank_,
+                                   op.name(), k.src, wire::describe(s.header)),
+                       rank_, static_cast<int>(k.src));
+  });
+  if (mismatch) ops_.failOp(op, std::make_exception_ptr(*mismatch));
+}
+
+void SequenceGuard::end(Op& op, std::exception_ptr& e, match::Mailbox& mailbox) {
+  if (!op.seq) return;
+  op.seq->running.erase(op.coll);
+  if (!e) {
+    try {
+      checkLeftovers(op, mailbox);
+    } catch (...) {
+      e = std::current_exception();
+    }
+  }
+  if (!e) return;
+  op.seq->failedColl = op.coll;
+  try {
+    std::rethrow_exception(e);
+  } catch (const Error& err) {
+    op.seq->failedWhat = err.what();
+    op.seq->failedPeer = err.peer();
+  } catch (const std::exception& other) {
+    op.seq->failedWhat = other.what();
+    op.seq->failedPeer = -1;
+  }
+}
+
+// Every frame of a finished collective has been consumed by a receive; one
+// left over was sent by a rank that ran a different algorithm or operation.
+void SequenceGuard::checkLeftovers(Op& op, match::Mailbox& mailbox) {
+  std::optional<Error> extra;
+  auto ofThisCall = [&](const match::Key& k) {
+    return k.kind == wire::Kind::Collective && k.comm == op.comm && k.coll == op.coll;
+  };
+  mailbox.forEachStashed([&](const match::Key& k, const match::Stashed& s) {
+    if (!extra && ofThisCall(k))
+      extra = Error(ErrorCode::Protocol,
+                    fmt::format("rank {}: {}: rank {} sent {} which this rank's {} never receives", rank_, op.name(),
+                                k.src, wire::describe(s.header), op.name()),
+                    rank_, static_cast<int>(k.src));
+  });
+  if (!extra) return;
+  mailbox.dropStashed(ofThisCall);
+  throw *extra;
+}
+
+void SequenceGuard::reportProtocol(std::uint64_t comm, const Error& e) {
+  log::warn(rank_, "{}", e.what());
+  auto it = comms_.find(comm);
+  if (it == comms_.end()) return;
+  auto& seq = *it->second;
+  if (seq.running.empty()) {
+    if (!seq.poison) seq.poison = std::make_exception_ptr(e);
+    return;
+  }
+  std::vector<Op*> ops;
+  for (auto& [coll, op] : seq.running) ops.push_back(op);
+  for (Op* op : ops) ops_.failOp(*op, std::make_exception_ptr(e));
+}
+
+}  // namespace tether
