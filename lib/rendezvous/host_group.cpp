@@ -74,6 +74,7 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
       if (opts_.rank != 0) pending_.push_back({static_cast<std::uint32_t>(opts_.rank), self_});
       log::trace(opts_.rank, "host-local: this rank leads its host ({})", opts_.socket);
       asio::co_spawn(io_, acceptLoop(shared_from_this()), asio::detached);
+      if (events_.leading) events_.leading();
       checkFlush();
       return;
     }

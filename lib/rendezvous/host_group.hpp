@@ -36,6 +36,8 @@ struct HostGroupOptions {
 };
 
 struct HostGroupEvents {
+  // This rank leads its host (it bound the socket).
+  std::function<void()> leading;
   // Leader: registrations to pass on (its own first). Rank 0 is never in a
   // batch: it registers itself.
   std::function<void(std::vector<wire::Register>)> batch;

@@ -46,6 +46,7 @@ class HostLocal final : public Registration {
     o.socket = hostSocketName(cfg_.secret, cfg_.worldId, cfg_.nranks);
     o.localRanks = local_;
     HostGroupEvents e;
+    e.leading = [this] { onLeading(); };
     e.batch = [this](std::vector<wire::Register> b) { onBatch(std::move(b)); };
     e.table = [this](wire::SharedBytes t) { onTable(-1, std::move(t)); };
     e.failed = [this](ErrorCode code, std::string what, int peer) { stop(code, what, peer); };
@@ -128,6 +129,14 @@ class HostLocal final : public Registration {
     return fmt::format(" (the host leader of ranks {})", joined(it->second, ", "));
   }
 
+  // A leader dials the root at once, before its host is complete: if the
+  // rendezvous fails meanwhile, the root's abort reaches it and its host.
+  void onLeading() {
+    if (cfg_.rank == 0 || dialed_) return;
+    dialed_ = true;
+    host_.connect(0, cfg_.root);
+  }
+
   // The leader's batch: the root adds it; another leader sends it to the root.
   void onBatch(std::vector<wire::Register> batch) {
     if (done_) return;
@@ -142,7 +151,7 @@ class HostLocal final : public Registration {
       auto one = wire::encode(r);
       bytes.insert(bytes.end(), one.begin(), one.end());
     }
-    if (!sentToRoot_) host_.connect(0, cfg_.root);
+    onLeading();
     sentToRoot_ = true;
     host_.send(0, wire::Kind::Register, std::make_shared<const wire::Bytes>(std::move(bytes)));  // sent once up
   }
@@ -208,6 +217,7 @@ class HostLocal final : public Registration {
   std::set<int> leaders_;                  // the root's: leaders that registered a host
   std::map<int, std::vector<int>> hosts_;  // the root's: leader -> its host's ranks
   int received_ = 0;                       // the root's host registrations
+  bool dialed_ = false;
   bool sentToRoot_ = false;
   bool connectedToRoot_ = false;
 };
