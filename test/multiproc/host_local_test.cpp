@@ -12,12 +12,20 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstddef>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "base/crypto.hpp"
+#include "core/unique_id_layout.hpp"
 #include "multiproc.hpp"
+#include "rendezvous/host_group.hpp"
 #include "rendezvous/rendezvous.hpp"
 
 using namespace tether;
@@ -47,6 +55,49 @@ void runAt(int n, const char* hostLocal) {
   ::unsetenv("TETHER_HOST_LOCAL");
   INFO(test::summary(res));
   for (const auto& r : res) CHECK(r.exitCode == 0);
+}
+
+// A process that knows the host's socket name but not the secret: it
+// answers the leader's challenge with a wrong proof; returns what came back
+// ("reject: <reason>") or why nothing did.
+std::string stranger(const UniqueId& id, int n) {
+  auto f = uid::parse(id);
+  auto world =
+      crypto::hash64("tether-world", std::string_view(reinterpret_cast<const char*>(f.secret.data()), f.secret.size()));
+  std::string name = rdv::hostSocketName(f.secret, world, n);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::memcpy(a.sun_path + 1, name.data() + 1, name.size() - 1);
+  auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size());
+  int fd = -1;
+  for (int i = 0; i < 500; ++i) {  // until a leader listens
+    fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), len) == 0) break;
+    ::close(fd);
+    fd = -1;
+    std::this_thread::sleep_for(10ms);
+  }
+  if (fd < 0) return "no leader";
+  auto readMsg = [&](std::vector<unsigned char>& body) {
+    unsigned char head[5];
+    if (::recv(fd, head, 5, MSG_WAITALL) != 5) return -1;
+    std::uint32_t l = head[0] | head[1] << 8 | head[2] << 16 | static_cast<std::uint32_t>(head[3]) << 24;
+    body.resize(l - 1);
+    if (l > 1 && ::recv(fd, body.data(), l - 1, MSG_WAITALL) != static_cast<ssize_t>(l - 1)) return -1;
+    return static_cast<int>(head[4]);
+  };
+  std::vector<unsigned char> body;
+  if (readMsg(body) != 1) return "no challenge";
+  wire::Hello h{7, static_cast<std::uint32_t>(n), world, 0, {}, {}};  // claims rank 7, proof all zero
+  auto hello = wire::encode(h);
+  auto l = static_cast<std::uint32_t>(hello.size() + 1);
+  unsigned char head[5] = {static_cast<unsigned char>(l), static_cast<unsigned char>(l >> 8), 0, 0, 2};
+  (void)!::write(fd, head, 5);
+  (void)!::write(fd, hello.data(), hello.size());
+  int type = readMsg(body);
+  ::close(fd);
+  if (type != 4) return "answer of type " + std::to_string(type);
+  return "reject: " + wire::decodeReject(body).reason;
 }
 
 // Runs `body` in a forked child that may enter namespaces; 77: skipped.
@@ -152,6 +203,23 @@ TEST_CASE("every rank gets the same table with host-local aggregation on and off
     SECTION("off, " + std::to_string(n) + " ranks") { runAt(n, "0"); }
     SECTION("on, " + std::to_string(n) + " ranks") { runAt(n, "1"); }
   }
+}
+
+TEST_CASE("a stranger on the host's socket is refused and never merged", "[multiproc][host-local]") {
+  const int n = 4;
+  ::setenv("TETHER_HOST_LOCAL", "1", 1);
+  auto res = test::runRanks(n, [&](int rank, const UniqueId& id) {
+    if (rank == 3) {  // before it joins: the job waits for it
+      std::string got = stranger(id, n);
+      test::expect(got.find("reject: a process claiming rank 7 does not know this job's secret") == 0,
+                   "the stranger is refused: " + got);
+    }
+    TcpBootstrap b(rank, n, id, TcpOptions{60s, {}, {}, {}});
+    exchange(b);
+  });
+  ::unsetenv("TETHER_HOST_LOCAL");
+  INFO(test::summary(res));
+  for (const auto& r : res) CHECK(r.exitCode == 0);
 }
 
 TEST_CASE("with host-local aggregation the root receives one registration per host", "[multiproc][host-local]") {
