@@ -91,6 +91,7 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
 
   void sendTable(wire::SharedBytes table) override {
     tableSent_ = true;
+    if (listener_) listener_->close();  // every rank is here: the name is free again
     for (auto& [r, s] : members_)
       asio::co_spawn(io_, writeOne(shared_from_this(), s, Msg::Table, table), asio::detached);
   }
@@ -246,7 +247,11 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
       co_await s->read(one);  // a member sends nothing more: EOF once it has the table
       reason = "it sent more than a registration";
     } catch (const boost::system::system_error& e) {
-      if (e.code() == asio::error::eof && self->tableSent_) co_return;
+      if (e.code() == asio::error::eof && self->tableSent_) {  // it has the table: its socket goes now
+        s->close();
+        self->members_.erase(who);
+        co_return;
+      }
       reason = reasonOf(e);
     } catch (const std::exception& e) {
       reason = e.what();
