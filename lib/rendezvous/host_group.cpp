@@ -119,9 +119,10 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
 
   std::string describe() const override {
     if (leader_)
-      return fmt::format("this rank leads its host ({}): ranks {} of {} there{}", opts_.socket, joined(ranks_, ", "),
-                         opts_.localRanks > 0 ? std::to_string(opts_.localRanks) : std::string("an unknown number"),
-                         rootHere_ ? " (and rank 0)" : "");
+      return fmt::format("this rank leads its host ({}): ranks {}{} are here, of {}", opts_.socket,
+                         joined(ranks_, ", "), rootHere_ ? " and 0" : "",
+                         opts_.localRanks > 0 ? fmt::format("{} expected (TETHER_LOCAL_NRANKS)", opts_.localRanks)
+                                              : std::string("an unknown number"));
     if (leaderRank_ >= 0)
       return fmt::format("registered with the host leader (rank {}, {}), which has not sent the table", leaderRank_,
                          opts_.socket);

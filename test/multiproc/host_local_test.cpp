@@ -188,6 +188,7 @@ struct Hosts {
 };
 
 void expectSkippedOrPassed(int code, const std::string& text) {
+  std::printf("%s", text.c_str());
   if (code == 77) {
     WARN(text);
     return;
@@ -282,6 +283,7 @@ TEST_CASE("a host leader killed mid-rendezvous: every rank fails fast, its host'
                   test::expect(what.find("rank " + std::to_string(leader)) != std::string::npos,
                                "names the leader: " + what);
                 std::printf("rank %d: %s\n", rank, what.c_str());
+                std::fflush(stdout);
                 return;
               }
               test::expect(false, "rank " + std::to_string(rank) + " should have failed");
