@@ -223,6 +223,39 @@ TEST_CASE("a stranger on the host's socket is refused and never merged", "[multi
   for (const auto& r : res) CHECK(r.exitCode == 0);
 }
 
+TEST_CASE("a rank lost before its host's table is out fails its host and the job fast, naming it",
+          "[multiproc][host-local]") {
+  const int n = 6, victim = 5;
+  ::setenv("TETHER_HOST_LOCAL", "1", 1);
+  ::setenv("TETHER_LOCAL_NRANKS", "7", 1);  // one more than come: the leader holds the host's registration
+  const auto began = std::chrono::steady_clock::now();
+  auto res = test::runRanks(n, [&](int rank, const UniqueId& id) {
+    if (rank == victim) {
+      std::this_thread::sleep_for(500ms);  // a member, not the leader
+      std::thread([] {
+        std::this_thread::sleep_for(1500ms);
+        ::_exit(3);
+      }).detach();
+    }
+    try {
+      TcpBootstrap b(rank, n, id, TcpOptions{60s, {}, {}, {}});
+    } catch (const Error& e) {
+      std::string what = e.what();
+      test::expect(what.find("rank 5") != std::string::npos || what.find("host leader (rank") != std::string::npos,
+                   "names the lost rank or this host's leader: " + what);
+      return;
+    }
+    test::expect(false, "should have failed");
+  });
+  const auto took = std::chrono::steady_clock::now() - began;
+  ::unsetenv("TETHER_HOST_LOCAL");
+  ::unsetenv("TETHER_LOCAL_NRANKS");
+  INFO(test::summary(res));
+  for (const auto& r : res)
+    if (r.rank != victim) CHECK(r.exitCode == 0);
+  CHECK(took < 20s);  // the deadline is 60 s
+}
+
 TEST_CASE("with host-local aggregation the root receives one registration per host", "[multiproc][host-local]") {
   std::string text;
   int code = inChild(
