@@ -42,6 +42,9 @@ World::World(WorldConfig config)
         return sendControlTo(peer, kind, payload);
       }) {
   rdv::Config rc{cfg_.rank, cfg_.nranks, toPeerAddress(cfg_.root, 0), cfg_.timeout};
+  rc.secret = cfg_.secret;
+  rc.worldId = cfg_.worldId;
+  rc.io = &io_;
   rendezvous_ = rdv::make(*this, rc, env::get("TETHER_RENDEZVOUS").value_or("auto"));
 }
 

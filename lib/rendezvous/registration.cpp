@@ -48,15 +48,16 @@ void Registration::registerSelf(const PeerAddress& self) {
   registeredCount_ = 1;
 }
 
-bool Registration::add(int peer, const wire::Register& r) {
-  if (cfg_.rank != 0 || static_cast<int>(r.rank) != peer || peer < 0 || peer >= cfg_.nranks || registered_.empty() ||
-      registered_[peer]) {
+bool Registration::add(int peer, const wire::Register& r, bool viaLeader) {
+  const int who = static_cast<int>(r.rank);
+  if (cfg_.rank != 0 || (!viaLeader && who != peer) || who < 0 || who >= cfg_.nranks || registered_.empty() ||
+      registered_[who]) {
     log::warn(cfg_.rank, "ignored an unexpected registration from rank {} (claims rank {})", peer, r.rank);
     return false;
   }
-  registered_[peer] = r.address;
+  registered_[who] = r.address;
   ++registeredCount_;
-  log::trace(cfg_.rank, "rank {} registered ({}/{})", peer, registeredCount_, cfg_.nranks);
+  log::trace(cfg_.rank, "rank {} registered ({}/{})", who, registeredCount_, cfg_.nranks);
   return true;
 }
 

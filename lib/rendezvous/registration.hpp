@@ -33,8 +33,9 @@ class Registration : public Rendezvous {
   // The root registers itself first.
   void registerSelf(const PeerAddress& self);
   // Records a registration; false (logged, ignored) if it is not the root,
-  // the claim does not match the link's rank, or the rank registered already.
-  bool add(int peer, const wire::Register& r);
+  // the claim does not match the link's rank (unless `viaLeader`: a host
+  // leader registers its host's ranks), or the rank registered already.
+  bool add(int peer, const wire::Register& r, bool viaLeader = false);
   bool everyoneRegistered() const { return registeredCount_ == cfg_.nranks; }
   // Every address, in rank order (when everyoneRegistered()).
   wire::AddressTable table() const;

@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include <boost/asio/io_context.hpp>
+
 #include "base/layer.hpp"
 #include "base/peer_address.hpp"
 #include "link/connector.hpp"
@@ -62,6 +64,12 @@ struct Config {
   int nranks = 1;
   PeerAddress root;                   // where rank 0 listens (from the UniqueId)
   std::chrono::milliseconds timeout;  // for messages
+  // For the host-local aggregation (TETHER_HOST_LOCAL): the job's secret and
+  // world id (its proofs), and the loop its host-local streams run on; without
+  // a loop (a simulated world) there is no aggregation.
+  wire::Secret secret{};
+  std::uint64_t worldId = 0;
+  boost::asio::io_context* io = nullptr;
 };
 
 class Rendezvous {
@@ -88,6 +96,12 @@ class Rendezvous {
 
 std::unique_ptr<Rendezvous> makeRootStar(Host& host, const Config& config);
 std::unique_ptr<Rendezvous> makeTree(Host& host, const Config& config, int radix);
+// Ranks of one host register through their host leader (host_local.cpp);
+// `localRanks`: ranks per host if known (TETHER_LOCAL_NRANKS), else 0.
+std::unique_ptr<Rendezvous> makeHostLocal(Host& host, const Config& config, int localRanks);
+// Host registrations the root of this process received (tests count them:
+// one per host with the aggregation on).
+int hostRegistrationsReceived();
 // Defined only in a build with PMIx (TETHER_HAVE_PMIX): see havePmix().
 std::unique_ptr<Rendezvous> makePmix(Host& host, const Config& config);
 // This process's rank and its namespace's size from PMIx (PMIx_Init and Get;

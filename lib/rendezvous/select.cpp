@@ -30,6 +30,17 @@ std::unique_ptr<Rendezvous> make(Host& host, const Config& config, std::string_v
       throw Error(e.code(), fmt::format("rank {}: {}", config.rank, e.what()), config.rank);
     }
   };
+  auto integer = [&](const char* variable) {
+    try {
+      return static_cast<int>(settings::integer(variable));
+    } catch (const Error& e) {
+      throw Error(e.code(), fmt::format("rank {}: {}", config.rank, e.what()), config.rank);
+    }
+  };
+  // Host-local aggregation replaces the root star and the tree (not PMIx,
+  // which needs no root); a simulated world (no loop) has none.
+  if (name != "pmix" && config.io && config.nranks > 1 && integer("TETHER_HOST_LOCAL") == 1)
+    return makeHostLocal(host, config, integer("TETHER_LOCAL_NRANKS"));
   if (name == "root") return makeRootStar(host, config);
   if (name == "tree") return makeTree(host, config, radix());
   if (name == "pmix") {

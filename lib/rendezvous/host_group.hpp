@@ -1,0 +1,79 @@
+// The ranks of one host meet over a host-local stream (link/unix_stream.hpp)
+// before the rendezvous: the first to bind the host's abstract socket is the
+// host leader, the others register with it over the handshake's proofs
+// (wire/handshake.hpp: Challenge -> Hello + proof -> Welcome + proof, or
+// Reject), so a process without this job's secret is refused, never merged.
+// The leader hands the host's registrations to its rendezvous in batches
+// (one when it knows how many ranks the host runs) and fans the table out.
+// docs/scale.md, "Host-local aggregation". Progress thread only.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/layer.hpp"
+#include "base/peer_address.hpp"
+#include "tether/error.hpp"
+#include "wire/handshake.hpp"
+
+TETHER_LAYER(4, "rendezvous");
+
+namespace tether::rdv {
+
+namespace asio = boost::asio;
+
+struct HostGroupOptions {
+  int rank = 0, nranks = 1;
+  wire::Secret secret{};
+  std::uint64_t worldId = 0;
+  std::string socket;                   // "@name": the host's abstract socket (hostSocketName)
+  int localRanks = 0;                   // ranks on this host if known (TETHER_LOCAL_NRANKS), else 0
+  std::chrono::milliseconds quiet{20};  // unknown count: a batch goes when no rank arrived for this long
+};
+
+struct HostGroupEvents {
+  // This rank leads its host (it bound the socket).
+  std::function<void()> leading;
+  // Leader: registrations to pass on (its own first). Rank 0 is never in a
+  // batch: it registers itself.
+  std::function<void(std::vector<wire::Register>)> batch;
+  // Member: the table, from the leader.
+  std::function<void(wire::SharedBytes)> table;
+  // A known cause ends the rendezvous now (a member or the leader lost, a
+  // refusal by the leader), naming the rank.
+  std::function<void(ErrorCode, std::string, int peer)> failed;
+};
+
+// "@tether-<16 hex>": a hash of the job (secret, world id, size) and the host
+// identity (the kernel's boot id and this process's network namespace; the
+// abstract namespace is per network namespace, so ranks in two namespaces are
+// two hosts even on one kernel).
+std::string hostSocketName(const wire::Secret& secret, std::uint64_t worldId, int nranks);
+
+class HostGroup {
+ public:
+  // Binds the socket (leader) or registers with the process that holds it
+  // (member). `events` are called on the progress thread, never after close().
+  static std::shared_ptr<HostGroup> start(asio::io_context& io, HostGroupOptions options, HostGroupEvents events,
+                                          const PeerAddress& self);
+  virtual ~HostGroup() = default;
+  virtual bool leader() const = 0;
+  // Member: the leader's rank once it answered, else -1.
+  virtual int leaderRank() const = 0;
+  // Leader: the ranks of this host registered so far (itself first).
+  virtual std::vector<int> ranks() const = 0;
+  // Leader: sends the table to every member; they close once they have it.
+  virtual void sendTable(wire::SharedBytes table) = 0;
+  // Leader: tells every member why the rendezvous failed, then closes.
+  virtual void abandon(const std::string& reason) = 0;
+  // Closes every stream and the listener; no event after it.
+  virtual void close() = 0;
+  // Where it stands, for a timeout's message.
+  virtual std::string describe() const = 0;
+};
+
+}  // namespace tether::rdv

@@ -1,0 +1,233 @@
+// Host-local rendezvous (TETHER_HOST_LOCAL=1): the ranks of each host meet
+// over the host's abstract Unix socket first (host_group.hpp); the host leader
+// registers the whole host with the root in one Register frame (the host's
+// Register records back to back) and fans the table out over the same
+// sockets. The root handles one registration per host, and sends the table to
+// the leaders only. When the root's host has a leader other than rank 0, that
+// leader registers it like any other host; when rank 0 leads its host, its
+// members register with it directly. docs/scale.md, "Host-local aggregation".
+#include <fmt/format.h>
+
+#include <atomic>
+#include <map>
+#include <set>
+
+#include "base/endpoint.hpp"
+#include "base/join.hpp"
+#include "base/log.hpp"
+#include "rendezvous/host_group.hpp"
+#include "rendezvous/registration.hpp"
+
+namespace tether::rdv {
+namespace {
+
+std::atomic<int> hostRegistrations{0};
+
+class HostLocal final : public Registration {
+ public:
+  HostLocal(Host& host, Config config, int localRanks) : Registration(host, std::move(config)), local_(localRanks) {}
+  ~HostLocal() override {
+    if (group_) group_->close();
+  }
+
+  void start(const PeerAddress& self) override {
+    if (cfg_.rank == 0) {
+      registerSelf(self);
+      if (cfg_.nranks == 1) {
+        table_ = table();
+        return complete("");
+      }
+    }
+    HostGroupOptions o;
+    o.rank = cfg_.rank;
+    o.nranks = cfg_.nranks;
+    o.secret = cfg_.secret;
+    o.worldId = cfg_.worldId;
+    o.socket = hostSocketName(cfg_.secret, cfg_.worldId, cfg_.nranks);
+    o.localRanks = local_;
+    HostGroupEvents e;
+    e.leading = [this] { onLeading(); };
+    e.batch = [this](std::vector<wire::Register> b) { onBatch(std::move(b)); };
+    e.table = [this](wire::SharedBytes t) { onTable(-1, std::move(t)); };
+    e.failed = [this](ErrorCode code, std::string what, int peer) { stop(code, what, peer); };
+    group_ = HostGroup::start(*cfg_.io, std::move(o), std::move(e), self);
+  }
+
+  bool onFrame(int peer, wire::Kind kind, wire::SharedBytes payload) override {
+    if (kind == wire::Kind::Register) {
+      onHostRegister(peer, *payload);
+      return true;
+    }
+    if (kind == wire::Kind::Table) {
+      if (peer != 0)
+        log::warn(cfg_.rank, "ignored an address table from rank {}", peer);
+      else
+        onTable(0, std::move(payload));
+      return true;
+    }
+    return false;
+  }
+
+  void onLinkUp(int peer) override {
+    if (peer == 0) connectedToRoot_ = true;
+  }
+
+  void onLinkDown(int peer, const std::string& reason, bool graceful) override {
+    if (done_) return;
+    if (cfg_.rank != 0) {
+      if (peer == 0) stop(ErrorCode::PeerLost, fmt::format("rendezvous: lost the root (rank 0): {}", reason), 0);
+      return;
+    }
+    std::string host = hostOf(peer);
+    if (graceful)
+      return stop(
+          ErrorCode::PeerLost,
+          fmt::format("rendezvous failed: rank {}{} left before the table was sent; {}", peer, host, missingText()),
+          peer);
+    stop(ErrorCode::PeerLost, fmt::format("rendezvous failed: lost rank {}{}: {}", peer, host, reason), peer);
+  }
+
+  void onConnectFailed(int peer, const link::ConnectFailure& f) override {
+    if (done_ || peer != 0 || cfg_.rank == 0) return;
+    if (f.retriesExhausted)
+      stop(ErrorCode::Timeout,
+           fmt::format("rendezvous timed out after {} ms: could not reach the root at {} ({} attempts; last: {})",
+                       cfg_.timeout.count(), toString(toEndpoint(cfg_.root)), f.attempts, f.reason),
+           0);
+    else if (f.refused && !f.peerClosing)
+      stop(ErrorCode::InvalidArgument, fmt::format("rendezvous: refused by the root: {}", f.reason), 0);
+    else
+      stop(ErrorCode::PeerLost, fmt::format("rendezvous: cannot reach the root: {}", f.reason), 0);
+  }
+
+  void onTimeout() override {
+    if (done_) return;
+    std::string local = group_ ? group_->describe() : std::string("no host-local group");
+    if (cfg_.rank == 0)
+      return stop(ErrorCode::Timeout,
+                  fmt::format("rendezvous timed out after {} ms: {}; {} host registrations; {}", cfg_.timeout.count(),
+                              missingText(), received_, local),
+                  -1);
+    std::string state = !group_ || !group_->leader() ? local
+                        : sentToRoot_ ? local + "; registered the host with the root, but not all ranks arrived"
+                                      : local + "; the host is not registered with the root yet";
+    if (group_ && group_->leader() && !connectedToRoot_ && sentToRoot_) {
+      std::string dial = host_.dialStatus(0);
+      state += fmt::format(" (root at {}{})", toString(toEndpoint(cfg_.root)), dial.empty() ? "" : "; " + dial);
+    }
+    stop(ErrorCode::Timeout, fmt::format("rendezvous timed out after {} ms: {}", cfg_.timeout.count(), state),
+         group_ && !group_->leader() ? group_->leaderRank() : 0);
+  }
+
+  PeerAddress address(int rank) const override { return table_.at(static_cast<std::uint32_t>(rank)); }
+
+ private:
+  // " (the host leader of ranks 3, 4, 5)", for the root's messages.
+  std::string hostOf(int peer) const {
+    auto it = hosts_.find(peer);
+    if (it == hosts_.end()) return "";
+    return fmt::format(" (the host leader of ranks {})", joined(it->second, ", "));
+  }
+
+  // A leader dials the root at once, before its host is complete: if the
+  // rendezvous fails meanwhile, the root's abort reaches it and its host.
+  void onLeading() {
+    if (cfg_.rank == 0 || dialed_) return;
+    dialed_ = true;
+    host_.connect(0, cfg_.root);
+  }
+
+  // The leader's batch: the root adds it; another leader sends it to the root.
+  void onBatch(std::vector<wire::Register> batch) {
+    if (done_) return;
+    if (cfg_.rank == 0) {
+      ++received_;
+      ++hostRegistrations;
+      for (const auto& r : batch) add(0, r, /*viaLeader=*/true);
+      return maybeFinish();
+    }
+    wire::Bytes bytes;
+    for (const auto& r : batch) {
+      auto one = wire::encode(r);
+      bytes.insert(bytes.end(), one.begin(), one.end());
+    }
+    onLeading();
+    sentToRoot_ = true;
+    host_.send(0, wire::Kind::Register, std::make_shared<const wire::Bytes>(std::move(bytes)));  // sent once up
+  }
+
+  // The root: a host's Register records, back to back, from its leader.
+  void onHostRegister(int peer, const wire::Bytes& payload) {
+    if (done_) return;
+    const std::size_t one = wire::encode(wire::Register{}).size();
+    if (cfg_.rank != 0 || payload.empty() || payload.size() % one != 0) {
+      log::warn(cfg_.rank, "ignored a malformed host registration from rank {} ({} bytes)", peer, payload.size());
+      return;
+    }
+    ++received_;
+    ++hostRegistrations;
+    leaders_.insert(peer);
+    auto& ranks = hosts_[peer];
+    for (std::size_t at = 0; at < payload.size(); at += one) {
+      auto r = wire::decodeRegister(wire::Bytes(payload.begin() + static_cast<std::ptrdiff_t>(at),
+                                                payload.begin() + static_cast<std::ptrdiff_t>(at + one)));
+      if (add(peer, r, /*viaLeader=*/true)) ranks.push_back(static_cast<int>(r.rank));
+    }
+    log::info(0, "rendezvous: host registration from rank {}: {} ranks ({} host registrations)", peer,
+              payload.size() / one, received_);
+    maybeFinish();
+  }
+
+  void maybeFinish() {
+    if (done_ || !everyoneRegistered()) return;
+    table_ = table();
+    for (int leader : leaders_) host_.send(leader, wire::Kind::Table, table_.encoded());
+    if (group_) group_->sendTable(table_.encoded());
+    forgetRegistrations();
+    complete(fmt::format(" (host-local: {} host registrations)", received_));
+  }
+
+  // A member's table from its leader (peer -1), or a leader's from the root.
+  void onTable(int peer, wire::SharedBytes bytes) {
+    if (cfg_.rank == 0 || done_) {
+      log::warn(cfg_.rank, "ignored an unexpected address table from rank {}", peer);
+      return;
+    }
+    connectedToRoot_ = connectedToRoot_ || peer == 0;
+    try {
+      table_ = wire::AddressTable(bytes, static_cast<std::uint32_t>(cfg_.nranks));
+    } catch (const std::exception& e) {
+      return stop(ErrorCode::Protocol, fmt::format("rendezvous: a malformed address table: {}", e.what()), peer);
+    }
+    if (peer == 0 && group_ && group_->leader()) group_->sendTable(std::move(bytes));
+    complete("");
+  }
+
+  // Fails here; a leader tells its host's ranks why, and every rank tells the
+  // ranks it is connected to (the root: the leaders; a leader: the root).
+  void stop(ErrorCode code, const std::string& what, int peer) {
+    if (done_) return;
+    if (group_) group_->abandon(what);
+    failAll(code, what, peer);
+  }
+
+  const int local_;
+  std::shared_ptr<HostGroup> group_;
+  wire::AddressTable table_;
+  std::set<int> leaders_;                  // the root's: leaders that registered a host
+  std::map<int, std::vector<int>> hosts_;  // the root's: leader -> its host's ranks
+  int received_ = 0;                       // the root's host registrations
+  bool dialed_ = false;
+  bool sentToRoot_ = false;
+  bool connectedToRoot_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Rendezvous> makeHostLocal(Host& host, const Config& config, int localRanks) {
+  return std::make_unique<HostLocal>(host, config, localRanks);
+}
+
+int hostRegistrationsReceived() { return hostRegistrations.load(); }
+
+}  // namespace tether::rdv

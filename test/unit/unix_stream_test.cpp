@@ -1,0 +1,99 @@
+// The host-local stream kind (lib/link/unix_stream.hpp) keeps the stream
+// seam's contract: bytes in order, gathered writes, EOF after the peer's
+// close, operation_aborted after this side's, a taken name refused at bind.
+#include <catch2/catch.hpp>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
+#include <boost/system/system_error.hpp>
+#include <string>
+#include <unistd.h>
+
+#include "link/unix_stream.hpp"
+
+using namespace tether;
+namespace asio = boost::asio;
+
+namespace {
+
+std::string uniqueName() { return "@tether-unix-stream-test-" + std::to_string(::getpid()); }
+
+template <class T>
+T run(asio::io_context& io, asio::awaitable<T> a) {
+  auto f = asio::co_spawn(io, std::move(a), asio::use_future);
+  io.restart();
+  io.run();
+  return f.get();
+}
+
+}  // namespace
+
+TEST_CASE("a Unix stream carries bytes in order and reads EOF after the peer closes", "[unit][unix-stream]") {
+  asio::io_context io;
+  boost::system::error_code ec;
+  auto l = link::UnixListener::open(io, uniqueName(), ec);
+  REQUIRE(l);
+  CHECK(l->address().kind == "unix");
+  link::UnixDialer dialer(io);
+  auto client = dialer.open();
+  std::string got = run(io, [&]() -> asio::awaitable<std::string> {
+    auto to = l->address();
+    co_await client->connect(to);
+    auto server = co_await l->accept();
+    std::string a = "hello ", b = "world";
+    std::vector<asio::const_buffer> bufs{asio::buffer(a), asio::buffer(b)};
+    co_await client->write(std::move(bufs));
+    client->close();
+    std::string in(11, '\0');
+    const asio::mutable_buffer into(in.data(), in.size());
+    co_await server->read(into);
+    bool eof = false;
+    try {
+      char c;
+      const asio::mutable_buffer one(&c, 1);
+      co_await server->read(one);
+    } catch (const boost::system::system_error& e) {
+      eof = e.code() == asio::error::eof;
+    }
+    co_return eof ? in : std::string("no EOF");
+  }());
+  CHECK(got == "hello world");
+}
+
+TEST_CASE("a second listener on a taken Unix name is refused with address_in_use", "[unit][unix-stream]") {
+  asio::io_context io;
+  boost::system::error_code ec;
+  auto a = link::UnixListener::open(io, uniqueName() + "-b", ec);
+  REQUIRE(a);
+  auto b = link::UnixListener::open(io, uniqueName() + "-b", ec);
+  CHECK_FALSE(b);
+  CHECK(ec == asio::error::address_in_use);
+  a->close();
+  auto c = link::UnixListener::open(io, uniqueName() + "-b", ec);
+  CHECK(c);  // an abstract name is free again once its socket is closed
+}
+
+TEST_CASE("a Unix stream to a name nobody holds is refused, and a TCP endpoint is rejected", "[unit][unix-stream]") {
+  asio::io_context io;
+  link::UnixDialer dialer(io);
+  auto s = dialer.open();
+  std::string what = run(io, [&]() -> asio::awaitable<std::string> {
+    std::string out;
+    try {
+      const link::Endpoint to{"unix", uniqueName() + "-nobody"};
+      co_await s->connect(to);
+    } catch (const boost::system::system_error& e) {
+      out = e.code() == asio::error::connection_refused ? "refused" : e.code().message();
+    }
+    try {
+      const link::Endpoint tcp{"tcp", "127.0.0.1:1"};
+      co_await dialer.open()->connect(tcp);
+    } catch (const std::invalid_argument&) {
+      out += ", invalid";
+    }
+    co_return out;
+  }());
+  CHECK(what == "refused, invalid");
+}
