@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <boost/asio/post.hpp>
 #include <algorithm>
 #include <thread>
 #include <unordered_map>
@@ -55,6 +56,27 @@ PeerAddress openListener(asio::io_context& io, const link::TcpOptions& options, 
   log::info(cfg.rank, "listening on {} (advertised as {})", toString(local), toString(advertised));
   return self;
 }
+
+void RendezvousHost::connect(int peer, const PeerAddress& at) {
+  table_.open(peer);
+  connector_.dial(peer, table_.epoch(peer), link::tcpEndpoint(at),
+                  {link::Clock::now() + timeout_, /*retryRefused=*/true});
+}
+
+void RendezvousHost::send(int peer, wire::Kind kind, wire::SharedBytes payload) {
+  if (const auto& l = table_.current(peer)) l->enqueue(link::controlFrame(kind, std::move(payload)));
+}
+
+bool RendezvousHost::release(int peer) {
+  const auto l = table_.current(peer);
+  if (!l || l->state() != link::Link::State::Up || !l->idle() || l->midFrame()) return false;
+  log::trace(rank_, "rendezvous: releasing the link to rank {}", peer);
+  l->sendGoodbye(wire::GoodbyeMode::Idle);
+  table_.setAside(*l);
+  return true;
+}
+
+void RendezvousHost::post(std::function<void()> fn) { asio::post(io_, std::move(fn)); }
 
 Topology learnTopology(int nranks, const std::function<PeerAddress(int)>& address) {
   Topology t;

@@ -1,16 +1,23 @@
 // Bring-up: the listener a rank opens before the rendezvous (the root's at
-// the UniqueId's address), the address it advertises, and the world's nodes
-// learnt from the rendezvous table.
+// the UniqueId's address), the address it advertises, hosting the rendezvous
+// on the world's links (RendezvousHost), and the world's nodes learnt from the
+// rendezvous table.
 #pragma once
 
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <chrono>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <vector>
 
 #include "base/layer.hpp"
 #include "base/peer_address.hpp"
+#include "core/link_table.hpp"
+#include "link/connector.hpp"
 #include "link/tcp_stream.hpp"
+#include "rendezvous/rendezvous.hpp"
 
 TETHER_LAYER(6, "core");
 
@@ -33,6 +40,37 @@ struct Topology {
 // Throws Error{System} naming the rank and address.
 PeerAddress openListener(boost::asio::io_context& io, const link::TcpOptions& options, const WorldConfig& cfg,
                          std::shared_ptr<link::Listener>& listener);
+
+// The rendezvous' view of the world (rdv::Host): it opens, uses and releases
+// links in the LinkTable through the connector; its end and its abort go to
+// the world. Progress thread, but post() from any thread.
+class RendezvousHost final : public rdv::Host {
+ public:
+  struct Events {
+    std::function<void(std::exception_ptr)> finished;  // the rendezvous is complete (null) or failed
+    std::function<void(const std::string&)> abortAll;  // tell every connected rank to stop
+  };
+
+  RendezvousHost(boost::asio::io_context& io, int rank, std::chrono::milliseconds timeout, LinkTable& table,
+                 link::Connector& connector, Events events)
+      : io_(io), rank_(rank), timeout_(timeout), table_(table), connector_(connector), events_(std::move(events)) {}
+
+  void connect(int peer, const PeerAddress& at) override;
+  void send(int peer, wire::Kind kind, wire::SharedBytes payload) override;
+  bool release(int peer) override;
+  void post(std::function<void()> fn) override;
+  void finished(std::exception_ptr error) override { events_.finished(std::move(error)); }
+  void abortAll(const std::string& reason) override { events_.abortAll(reason); }
+  std::string dialStatus(int peer) const override { return connector_.retrying(peer); }
+
+ private:
+  boost::asio::io_context& io_;
+  const int rank_;
+  const std::chrono::milliseconds timeout_;
+  LinkTable& table_;
+  link::Connector& connector_;
+  Events events_;
+};
 
 // Nodes are told apart by their host id; `address(r)` is rank r's entry.
 Topology learnTopology(int nranks, const std::function<PeerAddress(int)>& address);

@@ -6,6 +6,9 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <algorithm>
 
+#include "core/op_table.hpp"
+#include "core/sequence_guard.hpp"
+
 namespace tether {
 
 namespace asio = boost::asio;
@@ -83,6 +86,44 @@ void StallProbe::onAnswer(int peer, const wire::StatusAnswer& a) {
   if (it == pending_.end() || it->second.peer != peer || it->second.answer) return;  // late, or not ours
   it->second.answer = a;
   it->second.timer->cancel();
+}
+
+wire::StatusAnswer statusOf(const wire::StatusQuery& q, const OpTable& ops, const SequenceGuard& sequences) {
+  wire::StatusAnswer a;
+  a.id = q.id;
+  auto calls = [&] {
+    std::string in;
+    for (const Op* op : ops.activeSet()) {
+      if (op->error) continue;
+      in += (in.empty() ? "in " : ", ") + op->name();
+    }
+    return in.empty() ? std::string("not in a tether call") : in;
+  };
+  const CollectiveSeq* found = sequences.find(q.comm);
+  if (!found) {
+    a.state = wire::StallState::NoComm;
+    a.doing = calls();
+    return a;
+  }
+  const CollectiveSeq& seq = *found;
+  auto run = seq.running.find(q.coll);
+  if (run != seq.running.end()) {
+    a.state = wire::StallState::Running;
+    const Op& op = *run->second;
+    const int w = ops.waitsOn(op);
+    if (w >= 0) a.waitsOn = static_cast<std::uint32_t>(w);
+    a.doing = fmt::format("in {}, {}", op.name(), ops.pendingDescription(op));
+    return a;
+  }
+  a.state = q.coll > seq.started ? wire::StallState::NotEntered : wire::StallState::Finished;
+  if (a.state == wire::StallState::Finished && seq.failedColl == q.coll) {
+    // It gave up on it (its own timeout, a loss): its error says why.
+    a.doing = seq.failedWhat;
+    if (seq.failedPeer >= 0) a.waitsOn = static_cast<std::uint32_t>(seq.failedPeer);
+    return a;
+  }
+  a.doing = a.state == wire::StallState::Finished ? std::string() : calls();
+  return a;
 }
 
 }  // namespace tether

@@ -28,6 +28,13 @@ TETHER_LAYER(6, "core");
 
 namespace tether {
 
+class OpTable;
+class SequenceGuard;
+
+// The other side: this rank's answer to a StatusQuery, where it is in that
+// collective (running it and waiting on whom, not entered, finished or given up).
+wire::StatusAnswer statusOf(const wire::StatusQuery& q, const OpTable& ops, const SequenceGuard& sequences);
+
 class StallProbe {
  public:
   // Sends a control frame to `peer` (dialling if needed); false if it cannot.

@@ -35,7 +35,13 @@ link::TcpOptions tcpOptions(const WorldConfig& c) { return {c.keepaliveIdleS, c.
 
 World::World(WorldConfig config)
     : cfg_(std::move(config)),
-      connector_(io_, connectorConfig(cfg_), *this, std::make_unique<link::TcpDialer>(io_, tcpOptions(cfg_))),
+      admission_(cfg_.rank, table_, life_, abort_, [this] { enforceBudget(); }),
+      connector_(io_, connectorConfig(cfg_), admission_, std::make_unique<link::TcpDialer>(io_, tcpOptions(cfg_))),
+      host_(io_, cfg_.rank, cfg_.timeout, table_, connector_,
+            {[this](std::exception_ptr e) { finishInit(std::move(e)); },
+             [this](const std::string& reason) {
+               abortOnProgress({static_cast<std::uint32_t>(rank()), reason, wire::kNoRank}, true);
+             }}),
       table_(io_, static_cast<link::LinkSink&>(*this), cfg_.rank, cfg_.nranks, cfg_.maxPayload),
       abort_(cfg_.rank, cfg_.nranks),
       probe_(io_, cfg_.rank, [this](int peer, wire::Kind kind, const std::vector<unsigned char>& payload) {
@@ -45,7 +51,8 @@ World::World(WorldConfig config)
   rc.secret = cfg_.secret;
   rc.worldId = cfg_.worldId;
   rc.io = &io_;
-  rendezvous_ = rdv::make(*this, rc, env::get("TETHER_RENDEZVOUS").value_or("auto"));
+  rendezvous_ = rdv::make(host_, rc, env::get("TETHER_RENDEZVOUS").value_or("auto"));
+  admission_.setRendezvous(*rendezvous_);
 }
 
 std::shared_ptr<World> World::create(WorldConfig config) {
@@ -112,8 +119,8 @@ bool World::close(std::chrono::milliseconds drain, std::chrono::milliseconds lim
 void World::shutdownOnProgress(const std::shared_ptr<Completion>& done, std::chrono::milliseconds drain,
                                std::chrono::milliseconds limit) {
   life_.beginDrain(Clock::now() + std::max(drain, limit));
-  log::info(rank(), "closing: {} links opened over the run, at most {} open at once (budget {})", linksOpened_,
-            peakLinks_, cfg_.maxLinks);
+  log::info(rank(), "closing: {} links opened over the run, at most {} open at once (budget {})",
+            admission_.linksOpened(), admission_.peakLinks(), cfg_.maxLinks);
   // The listener stays open until the drain ends (R7): a peer may still be
   // dialling us to deliver frames, or answer our own last dial.
   std::vector<std::shared_ptr<link::Link>> current;

@@ -1,11 +1,13 @@
 // The world: one per TcpBootstrap world communicator (children share it);
 // the composition root of the core units. It owns the event loop and who runs
-// it (Driver), the listener and connector, and hosts the rendezvous
-// (rdv::Host, Admission, LinkSink); the links, epochs and rules R1-R8 are the
-// LinkTable's (World acts on its decisions: dials, the budget); the operations are the
+// it (Driver), the listener and connector, and is the links' LinkSink; the
+// links, epochs and rules R1-R8 are the LinkTable's (World acts on its
+// decisions: dials, the budget), the connector's questions LinkAdmission's,
+// the rendezvous' view of the links RendezvousHost's; the operations are the
 // OpTable's, the collective sequences the SequenceGuard's, the join and close
 // states the Lifecycle's, the abort state and where notices go the
-// AbortChannel's and AbortRelay's, who is behind a timeout the StallProbe's.
+// AbortChannel's and AbortRelay's, who is behind a timeout (and the answer to
+// a peer's question) the StallProbe's.
 // World implements the small interfaces those units see the links through
 // (TransferView, NoticeLinks). Everything below "progress thread" runs only
 // on the thread that runs the event loop, so it needs no locks. Files:
@@ -31,6 +33,7 @@
 
 #include "base/layer.hpp"
 #include "core/abort_channel.hpp"
+#include "core/admission.hpp"
 #include "core/abort_relay.hpp"
 #include "core/bring_up.hpp"
 #include "core/completion.hpp"
@@ -77,7 +80,7 @@ struct WorldConfig {
   int maxDials = 32;  // dials in flight (TETHER_MAX_DIALS)
 };
 
-class World final : link::LinkSink, link::Admission, rdv::Host, TransferView, NoticeLinks {
+class World final : link::LinkSink, TransferView, NoticeLinks {
  public:
   using Clock = std::chrono::steady_clock;
   using Body = std::function<asio::awaitable<void>(Op&)>;
@@ -153,26 +156,6 @@ class World final : link::LinkSink, link::Admission, rdv::Host, TransferView, No
   void onLinkIdle(link::Link& link) override;
   // link::LinkSink (the lingering close)
   void onGoodbye(link::Link& link, wire::GoodbyeMode mode) override;
-  // link::Admission
-  link::Verdict admit(int peer, std::uint32_t epoch, const std::string& remote) override;
-  asio::awaitable<void> predecessorClosed(int peer, link::Clock::time_point deadline) override;
-  void connected(int peer, std::uint32_t epoch, std::shared_ptr<link::Stream> stream, bool dialedByUs) override;
-  void connectFailed(int peer, std::uint32_t epoch, const link::ConnectFailure& failure) override;
-  void refused(const link::Refusal& refusal) override;
-  bool closing() const override { return life_.closing(); }
-  bool mayRetry() const override { return !life_.closing() && !abort_.aborted(); }
-  bool stillDialing(int peer, std::uint32_t epoch) const override;
-  std::string dialStatus(int peer) const override { return connector_.retrying(peer); }
-  // rdv::Host
-  void connect(int peer, const PeerAddress& at) override;
-  void send(int peer, wire::Kind kind, wire::SharedBytes payload) override;
-  bool release(int peer) override;
-  void post(std::function<void()> fn) override;
-  void finished(std::exception_ptr error) override { finishInit(std::move(error)); }
-  void abortAll(const std::string& reason) override {
-    abortOnProgress({static_cast<std::uint32_t>(rank()), reason, wire::kNoRank}, true);
-  }
-
   // Links (world_links.cpp); the LinkTable holds them and decides by R1-R8.
   std::shared_ptr<link::Link> linkFor(int peer);
   void dial(int peer);
@@ -199,8 +182,6 @@ class World final : link::LinkSink, link::Admission, rdv::Host, TransferView, No
   void timeOut(const std::shared_ptr<Op>& op, std::chrono::milliseconds probeBudget);
   asio::awaitable<void> probeThenFail(std::shared_ptr<Op> op, std::string what, int peer,
                                       std::chrono::milliseconds budget);
-  // This rank's answer to a StatusQuery: where it is in that collective.
-  wire::StatusAnswer statusOf(const wire::StatusQuery& q) const;
   void answerStatus(link::Link& link, const wire::StatusQuery& q);
 
   // Abort.
@@ -226,7 +207,9 @@ class World final : link::LinkSink, link::Admission, rdv::Host, TransferView, No
   // a link's stack, never mid-frame).
   Driver driver_{io_, [this] { ops_.resumeWoken(); }};
   std::shared_ptr<link::Listener> listener_;
+  LinkAdmission admission_;  // the connector's questions, from the table's rules
   link::Connector connector_;
+  RendezvousHost host_;  // the rendezvous' links
   std::unique_ptr<rdv::Rendezvous> rendezvous_;
   PeerAddress self_;
   Topology topology_;
@@ -242,8 +225,6 @@ class World final : link::LinkSink, link::Admission, rdv::Host, TransferView, No
   AbortRelay relay_{cfg_.rank, cfg_.nranks, abort_, *this};
   StallProbe probe_;
   std::atomic<bool> closed_{false};
-  int linksOpened_ = 0;  // over the run, reopened ones included (INFO at close)
-  int peakLinks_ = 0;    // most links open at once
 };
 
 }  // namespace tether

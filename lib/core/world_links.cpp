@@ -1,15 +1,10 @@
-// The world's side of its links: opened lazily (or by the rendezvous),
-// admitted by the lower-rank-wins rule, closed with a lingering goodbye and
+// The world's side of its links: opened lazily (or by the rendezvous;
+// admitted by LinkAdmission, admission.hpp), closed with a lingering goodbye and
 // reopened under the link budget by the rules of docs/ordering.md ("Closing
 // and reopening a link", R1-R8, checked by the model in test/model/; the
 // LinkTable holds the links and decides by those rules, this file acts on
 // what it decides); and the control frames that travel on them.
 #include <fmt/format.h>
-
-#include <boost/asio/post.hpp>
-#include <boost/asio/redirect_error.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <algorithm>
 
 #include "base/bytes.hpp"
 #include "base/endpoint.hpp"
@@ -69,81 +64,6 @@ bool World::sendControlTo(int peer, wire::Kind kind, const std::vector<unsigned 
 }
 
 std::string World::describeRank(int worldRank) const { return table_.describe(worldRank); }
-
-// ---- rdv::Host ----
-
-void World::connect(int peer, const PeerAddress& at) {
-  table_.open(peer);
-  connector_.dial(peer, table_.epoch(peer), link::tcpEndpoint(at), {Clock::now() + cfg_.timeout, /*retryRefused=*/true});
-}
-
-void World::send(int peer, wire::Kind kind, wire::SharedBytes payload) {
-  if (const auto& l = table_.current(peer)) l->enqueue(link::controlFrame(kind, std::move(payload)));
-}
-
-bool World::release(int peer) {
-  const auto l = table_.current(peer);
-  if (!l || l->state() != Link::State::Up || !l->idle() || l->midFrame()) return false;
-  log::trace(rank(), "rendezvous: releasing the link to rank {}", peer);
-  l->sendGoodbye(wire::GoodbyeMode::Idle);
-  table_.setAside(*l);
-  return true;
-}
-
-void World::post(std::function<void()> fn) { asio::post(io_, std::move(fn)); }
-
-// ---- link::Admission ----
-
-link::Verdict World::admit(int peer, std::uint32_t epoch, const std::string& remote) {
-  bool duplicate = false;
-  auto verdict = table_.admit(peer, epoch, life_.closing(), &duplicate);
-  if (duplicate && life_.joining()) rendezvous_->onDuplicateClaim(peer, remote);
-  // Reserve the link now: a send to this peer while our welcome is on its way
-  // must wait for this connection, not dial a second one (which the peer,
-  // still waiting for our welcome, could accept too — each side would then
-  // keep a different connection). The budget is soft: an incoming link is
-  // always admitted, and the least recently used idle one makes room.
-  if (verdict.kind == link::Verdict::Kind::Welcome && !table_.current(peer)) {
-    enforceBudget();
-    table_.open(peer);
-  }
-  return verdict;
-}
-
-asio::awaitable<void> World::predecessorClosed(int peer, link::Clock::time_point deadline) {
-  auto timer = table_.holdHello(peer, deadline);
-  boost::system::error_code ignored;
-  co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
-}
-
-void World::connected(int peer, std::uint32_t epoch, std::shared_ptr<link::Stream> stream, bool dialedByUs) {
-  auto l = table_.dialing(peer, epoch);  // a copy: attaching may already close it and change the table
-  // A dial's outcome belongs to the link it was started for (R5).
-  if (!l) {
-    stream->close();
-    return;
-  }
-  l->attach(std::move(stream), dialedByUs);
-  log::trace(rank(), "link to rank {} is up ({})", peer, l->remote());
-  ++linksOpened_;
-  peakLinks_ = std::max(peakLinks_, table_.openCount());
-  if (life_.joining()) rendezvous_->onLinkUp(peer);
-}
-
-void World::connectFailed(int peer, std::uint32_t epoch, const link::ConnectFailure& failure) {
-  if (life_.joining()) rendezvous_->onConnectFailed(peer, failure);
-  auto l = table_.dialing(peer, epoch);
-  if (!l) return;
-  // A peer that is closing its bootstrap left in order, as if it had said goodbye.
-  if (failure.peerClosing) table_.peer(peer).leaving = true;
-  l->fail(failure.reason);
-}
-
-bool World::stillDialing(int peer, std::uint32_t epoch) const { return table_.dialing(peer, epoch) != nullptr; }
-
-void World::refused(const link::Refusal& refusal) {
-  if (life_.joining()) rendezvous_->onRefused(refusal);
-}
 
 // ---- link::LinkSink: link events ----
 

@@ -102,7 +102,7 @@ inline linkFor(p) {
   fi
 }
 
-/* World::connected + Link::attach: Dialing -> Up; frames queued meanwhile (and
+/* LinkAdmission::connected + Link::attach: Dialing -> Up; frames queued meanwhile (and
  * shutdown's goodbye behind them) are written first. No link object: one is
  * made. A link that is Up or gone keeps what it has; this socket is closed. */
 inline attach(p, c, byUs) {

@@ -79,7 +79,7 @@ inline dialReply(c) {
   fi
 }
 
-/* Connector::serveIncoming + World::admit: read the hello, answer */
+/* Connector::serveIncoming + LinkAdmission::admit: read the hello, answer */
 inline admit(c) {
   p = cd[c];
   if
@@ -264,7 +264,7 @@ proctype Rank(byte r) {
        :: ev == EV_CLOSE -> idleClose(p)
        :: ev == EV_REPLY -> dialReply(c)
        :: ev == EV_ADMIT -> admit(c)
-       :: ev == EV_ATTACH -> cs[c] = C_DONE; p = cd[c]; attach(p, c, 0)  /* welcome written: World::connected */
+       :: ev == EV_ATTACH -> cs[c] = C_DONE; p = cd[c]; attach(p, c, 0)  /* welcome written: LinkAdmission::connected */
        :: ev == EV_CUR -> readCur(c)
        :: ev == EV_OLD -> readOld(c)
        :: ev == EV_SHUT -> shutdown()
