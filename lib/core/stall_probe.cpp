@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <algorithm>
@@ -86,6 +88,25 @@ void StallProbe::onAnswer(int peer, const wire::StatusAnswer& a) {
   if (it == pending_.end() || it->second.peer != peer || it->second.answer) return;  // late, or not ours
   it->second.answer = a;
   it->second.timer->cancel();
+}
+
+void StallProbe::timeOut(const std::shared_ptr<Op>& op, OpTable& ops, bool mayProbe, std::chrono::milliseconds budget) {
+  if (!op->active || op->error) return;
+  std::string what = fmt::format("rank {}: {}: timed out {}", rank_, op->name(), ops.pendingDescription(*op));
+  const int peer = ops.waitsOn(*op);
+  if (op->kind() == Op::Kind::Collective && peer >= 0 && peer != rank_ && mayProbe) {
+    asio::co_spawn(io_, probeThenFail(op, ops, std::move(what), peer, budget), asio::detached);
+    return;
+  }
+  ops.failOp(*op, std::make_exception_ptr(Error(ErrorCode::Timeout, what, rank_, peer)));
+}
+
+asio::awaitable<void> StallProbe::probeThenFail(std::shared_ptr<Op> op, OpTable& ops, std::string what, int peer,
+                                                std::chrono::milliseconds budget) {
+  auto found = co_await findBehind(op->comm, op->coll, op->name(), peer, budget);
+  if (!op->active || op->error) co_return;  // it completed meanwhile, or an abort ended it
+  ops.failOp(*op, std::make_exception_ptr(Error(ErrorCode::Timeout, what + "; " + found.text, rank_,
+                                                found.behind >= 0 ? found.behind : peer)));
 }
 
 wire::StatusAnswer statusOf(const wire::StatusQuery& q, const OpTable& ops, const SequenceGuard& sequences) {

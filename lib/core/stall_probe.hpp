@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "base/layer.hpp"
+#include "core/op.hpp"
 #include "wire/frame.hpp"
 #include "wire/notice.hpp"
 
@@ -53,6 +54,10 @@ class StallProbe {
                                              std::chrono::milliseconds budget);
   // A StatusAnswer from `peer` arrived.
   void onAnswer(int peer, const wire::StatusAnswer& a);
+  // `op` passed its deadline: it fails with Timeout saying what it still
+  // waited for; a collective first finds out who is behind (when `mayProbe`:
+  // joined and not closing), for at most `budget`, and names that rank.
+  void timeOut(const std::shared_ptr<Op>& op, OpTable& ops, bool mayProbe, std::chrono::milliseconds budget);
 
  private:
   struct Pending {
@@ -60,6 +65,8 @@ class StallProbe {
     std::shared_ptr<boost::asio::steady_timer> timer;
     std::optional<wire::StatusAnswer> answer;
   };
+  boost::asio::awaitable<void> probeThenFail(std::shared_ptr<Op> op, OpTable& ops, std::string what, int peer,
+                                             std::chrono::milliseconds budget);
 
   boost::asio::io_context& io_;
   const int rank_;

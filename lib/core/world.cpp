@@ -199,7 +199,7 @@ void World::wait(const std::shared_ptr<Op>& op, Completion& done, Clock::time_po
     // The probe for who is behind: a tenth of the call's time, 0.5 s to 1 s.
     const auto budget = std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - began) / 10,
                                    std::chrono::milliseconds(500), std::chrono::milliseconds(1000));
-    asio::post(io_, [this, op, budget] { timeOut(op, budget); });
+    asio::post(io_, [this, op, budget] { probe_.timeOut(op, ops_, life_.joined() && !life_.closing(), budget); });
     driver_.wait(done);
   }
   done.rethrowIfFailed();

@@ -12,8 +12,7 @@
 // (TransferView, NoticeLinks). Everything below "progress thread" runs only
 // on the thread that runs the event loop, so it needs no locks. Files:
 // world.cpp (lifecycle, calls, abort), world_links.cpp (links and control
-// frames), world_ops.cpp (where operations meet links), world_stall.cpp
-// (timeouts and the stall probe's answers).
+// frames), world_ops.cpp (where operations meet links).
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
@@ -177,11 +176,7 @@ class World final : link::LinkSink, TransferView, NoticeLinks {
   void unparkAll() override;
   int queuedFor(const Op& op) const override;
 
-  // Timeouts (world_stall.cpp): the op timed out; a collective first asks
-  // who is behind (StallProbe), then fails with Timeout saying so.
-  void timeOut(const std::shared_ptr<Op>& op, std::chrono::milliseconds probeBudget);
-  asio::awaitable<void> probeThenFail(std::shared_ptr<Op> op, std::string what, int peer,
-                                      std::chrono::milliseconds budget);
+  // A peer's stall probe asks where this rank is (world_links.cpp).
   void answerStatus(link::Link& link, const wire::StatusQuery& q);
 
   // Abort.

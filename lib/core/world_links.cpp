@@ -141,4 +141,13 @@ void World::onControlFrame(Link& link, const wire::FrameHeader& h, std::vector<u
   }
 }
 
+// A peer's StallProbe asks where this rank is (statusOf).
+void World::answerStatus(link::Link& link, const wire::StatusQuery& q) {
+  const auto payload = wire::encode(statusOf(q, ops_, sequences_));
+  if (!link.goodbyeSent())
+    sendControl(link, wire::Kind::StatusAnswer, payload);
+  else
+    sendControlTo(link.peer(), wire::Kind::StatusAnswer, payload);
+}
+
 }  // namespace tether
