@@ -12,6 +12,7 @@
 #include "tether/detail/coll/allgather.hpp"
 #include "tether/detail/coll/alltoall.hpp"
 #include "tether/detail/coll/alltoall_bruck.hpp"
+#include "tether/detail/coll/alltoall_leaders.hpp"
 #include "tether/detail/coll/alltoall_tree.hpp"
 #include "tether/detail/coll/barrier.hpp"
 #include "tether/detail/coll/broadcast.hpp"
@@ -87,6 +88,7 @@ inline const Algorithm kAlgorithms[] = {
      [](Plan& p, const Shape&, const Call& c) { allgatherRing(p, c.bytes); }},
     {Op::Allgather, "tree", [](const Shape& s, const Call&) { return s.cpuBound; },
      [](Plan& p, const Shape& s, const Call& c) { allgatherTree(p, c.bytes, s.radix); }},
+    {Op::Allgather, "leaders", never, [](Plan& p, const Shape&, const Call& c) { allgatherLeaders(p, c.bytes); }},
     {Op::Allgather, "linear", never, [](Plan& p, const Shape&, const Call& c) { allgatherLinear(p, c.bytes); }},
     {Op::Allgather, "bruck", always, [](Plan& p, const Shape&, const Call& c) { allgatherBruck(p, c.bytes); }},
 
@@ -104,6 +106,13 @@ inline const Algorithm kAlgorithms[] = {
      [](Plan& p, const Shape& s, const Call& c) {
        if (c.op == Op::Alltoall)
          alltoallTree(p, c.bytes, s.radix);
+       else
+         alltoallWindowed(p, c.blocks, p.size());
+     }},
+    {Op::Alltoall, "leaders", never,
+     [](Plan& p, const Shape&, const Call& c) {
+       if (c.op == Op::Alltoall)
+         alltoallLeaders(p, c.bytes);
        else
          alltoallWindowed(p, c.blocks, p.size());
      }},
