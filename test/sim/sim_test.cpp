@@ -65,13 +65,10 @@ std::uint64_t bruckBlocksSent(std::uint64_t n) {
   return bits;
 }
 
-// The leaders rows: groups of G = ceil(sqrt(N)), M of them.
+// The leaders rows: groups of G (all-to-all: ceil(sqrt(N))), M of them.
 struct Leaders {
   std::uint64_t G = 1, M = 1;
-  explicit Leaders(std::uint64_t n) {
-    while (G * G < n) ++G;
-    M = (n + G - 1) / G;
-  }
+  Leaders(std::uint64_t n, int group) : G(static_cast<std::uint64_t>(group)), M((n + G - 1) / G) {}
   // Member to leader, leader to leader, leader to member.
   std::uint64_t messages(std::uint64_t n) const { return 2 * (n - M) + M * (M - 1); }
   // Three when a group other than the first has a member; two when only the first has one.
@@ -99,7 +96,7 @@ std::optional<Counts> closedForm(dc::Op family, const std::string& row, std::uin
     if (row == "linear") return Counts{all, n > 1 ? 1u : 0u, (n - 1) * b};
     if (row == "tree") return Counts{tree, 2 * height, knomialRootChildren(static_cast<int>(n), radix) * n * b};
     // Rank 0 sends its group's blocks to M - 1 leaders and everything to its G - 1 members.
-    const Leaders l(n);
+    const Leaders l(n, dc::leadersGroup(static_cast<int>(n)));
     if (row == "leaders") return Counts{l.messages(n), l.rounds(n), n > 1 ? (l.G * (l.M - 1) + (l.G - 1) * n) * b : 0};
   }
   if (family == dc::Op::Alltoall) {
@@ -110,7 +107,7 @@ std::optional<Counts> closedForm(dc::Op family, const std::string& row, std::uin
     // Gather to rank 0, transpose, scatter: rank 0 sends down every block not for itself.
     if (row == "tree") return Counts{tree, 2 * height, n * (n - 1) * b};
     // Rank 0 sends a G x size(h) tile to each other leader and N blocks to each member.
-    const Leaders l(n);
+    const Leaders l(n, dc::leadersGroup(static_cast<int>(n)));
     if (row == "leaders") return Counts{l.messages(n), l.rounds(n), n > 1 ? (l.G * (n - l.G) + (l.G - 1) * n) * b : 0};
   }
   if (family == dc::Op::Broadcast) {

@@ -58,12 +58,14 @@ TEST_CASE("every all-gather row fills every rank's buffer for N = 1..70 and bloc
     for (int n = 1; n <= 40; ++n) runAllgather("tree", n, 3, radix);
 }
 
-TEST_CASE("the leaders all-gather: about 3N messages, three rounds, a leader talks to G - 1 members and M - 1 leaders",
-          "[unit][allgather]") {
-  for (int n : {2, 3, 5, 16, 17, 63, 64, 65, 100, 256, 257}) {
+TEST_CASE(
+    "the leaders all-gather: about 2N messages, three rounds, a leader talks to G - 1 members and M - 1 leaders, "
+    "at most 48, or 62 at 1,024 ranks",
+    "[unit][allgather]") {
+  for (int n : {2, 3, 5, 16, 17, 63, 64, 65, 100, 256, 257, 1000}) {
     INFO("N=" << n);
-    int G = 1;
-    while (G * G < n) ++G;
+    const int G = dc::leadersGroup(n);
+    CHECK(G * G >= n);
     const int M = (n + G - 1) / G;
     const Stats st = runAllgather("leaders", n, 2);
     CHECK(st.messages == static_cast<std::size_t>(2 * (n - M) + M * (M - 1)));
@@ -73,7 +75,14 @@ TEST_CASE("the leaders all-gather: about 3N messages, three rounds, a leader tal
       const int members = std::min(G, n - r / G * G) - 1;
       CHECK(st.peers[static_cast<std::size_t>(r)].size() == static_cast<std::size_t>(leader ? members + M - 1 : 1));
     }
-    // At 1,024 ranks: 31 members and 31 leaders, under the 64-link budget.
     CHECK(st.mostPeers() <= static_cast<std::size_t>(G - 1 + M - 1));
+    CHECK(st.mostPeers() <= static_cast<std::size_t>(std::max(dc::kLeaderLinks, 2 * (dc::leadersGroup(n) - 1))));
   }
+}
+
+TEST_CASE("the leaders all-gather's groups: the largest within 48 links, at least ceil(sqrt N)", "[unit][allgather]") {
+  CHECK(dc::leadersGroup(1) == 1);
+  CHECK(dc::leadersGroup(64) == 48);    // 47 members + 1 leader
+  CHECK(dc::leadersGroup(256) == 44);   // 43 members + 5 leaders
+  CHECK(dc::leadersGroup(1024) == 32);  // none fits 48: the fewest, 31 + 31
 }

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "tether/detail/coll/knomial.hpp"
+#include "tether/detail/coll/leaders.hpp"
 #include "tether/detail/coll/plan.hpp"
 
 namespace tether {
@@ -75,16 +76,14 @@ inline void allgatherTree(Plan& p, std::size_t bytes, int radix) {
   for (const auto& ch : node.children) p.send(ch.rank, 1, out(), all);
 }
 
-// Leaders: groups of G = ceil(sqrt(N)) consecutive ranks, the first of each
-// leading (as the leaders all-to-all, alltoall_leaders.hpp). Members send
+// Leaders: groups of G consecutive ranks (leadersGroup, leaders.hpp), the first
+// of each leading (as the leaders all-to-all, alltoall_leaders.hpp). Members send
 // their block to their leader (step 0); leaders send their group's blocks to
 // every other leader (step 1); each leader sends the whole buffer to its
 // members (step 2). Three rounds, about 3N messages, a leader talks to
 // G - 1 members and M - 1 leaders, a member to its leader only.
 inline void allgatherLeaders(Plan& p, std::size_t bytes) {
-  const int n = p.size(), r = p.rank();
-  int G = 1;
-  while (static_cast<long long>(G) * G < n) ++G;
+  const int n = p.size(), r = p.rank(), G = leadersGroup(n);
   const int groups = (n + G - 1) / G, leader = r / G * G;
   auto size = [&](int group) { return std::min(G, n - group * G); };
   auto block = [&](int first) { return out(static_cast<std::size_t>(first) * bytes); };

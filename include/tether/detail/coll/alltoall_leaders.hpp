@@ -1,10 +1,11 @@
 // tether/detail/coll/alltoall_leaders.hpp — all-to-all through group leaders:
-// the ranks are cut into groups of G = ceil(sqrt(N)) consecutive ranks whose
-// first rank leads. Three rounds: every member sends its row (its N blocks) to
+// the ranks are cut into groups of G consecutive ranks whose first rank leads
+// (leadersGroup, leaders.hpp: at least ceil(sqrt(N)), at most 48 links where
+// that is possible). Three rounds: every member sends its row (its N blocks) to
 // its leader; the leaders exchange tiles (the blocks from one group to
 // another, one message per pair of leaders); each leader sends each member
-// its N received blocks. 3(N - M) + M(M - 1) - (N - M) messages for M groups
-// (about 3N), every block moves at most three times, and a leader holds
+// its N received blocks. 2(N - M) + M(M - 1) messages for M
+// groups, every block moves at most three times, and a leader holds
 // 3 G N blocks, not the tree's N^2 (alltoall_tree.hpp), so it runs at 1,024
 // ranks within the memory budget. A member talks to its leader only, a leader
 // to its G - 1 members and M - 1 leaders. For small blocks when ranks
@@ -16,27 +17,21 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "tether/detail/coll/leaders.hpp"
 #include "tether/detail/coll/plan.hpp"
 
 namespace tether {
 namespace detail {
 namespace coll {
 
-// Ranks per group: ceil(sqrt(N)) (at least 1).
-inline int alltoallLeadersGroup(int n) {
-  int g = 1;
-  while (static_cast<long long>(g) * g < n) ++g;
-  return g;
-}
-
 // Blocks a leader holds at once: its group's rows (then its members' results),
 // the tiles received and the tiles sent.
 inline std::uint64_t alltoallLeadersBlocks(int n) {
-  return 3 * static_cast<std::uint64_t>(alltoallLeadersGroup(n)) * static_cast<std::uint64_t>(n);
+  return 3 * static_cast<std::uint64_t>(leadersGroup(n)) * static_cast<std::uint64_t>(n);
 }
 
 inline void alltoallLeaders(Plan& p, std::size_t bytes) {
-  const int n = p.size(), r = p.rank(), G = alltoallLeadersGroup(n);
+  const int n = p.size(), r = p.rank(), G = leadersGroup(n);
   const int groups = (n + G - 1) / G, g = r / G, leader = g * G;
   auto size = [&](int group) { return std::min(G, n - group * G); };
   const int sz = size(g);
