@@ -86,3 +86,25 @@ TEST_CASE("the leaders all-gather's groups: the largest within 48 links, at leas
   CHECK(dc::leadersGroup(256) == 44);   // 43 members + 5 leaders
   CHECK(dc::leadersGroup(1024) == 32);  // none fits 48: the fewest, 31 + 31
 }
+
+TEST_CASE(
+    "all-gather selection when ranks outnumber cores: the flat tree up to 64 ranks, leaders from 65, the tree again at "
+    "1,024",
+    "[unit][allgather]") {
+  auto pick = [](int n, bool cpuBound) {
+    dc::Shape s;
+    s.size = n;
+    s.cpuBound = cpuBound;
+    dc::Call c;
+    c.op = dc::Op::Allgather;
+    c.bytes = 64;
+    return std::string(dc::choose(s, c)->name);
+  };
+  CHECK(pick(16, true) == "tree");
+  CHECK(pick(64, true) == "tree");
+  CHECK(pick(65, true) == "leaders");
+  CHECK(pick(256, true) == "leaders");
+  // At 1,024 no group fits 48 links: 31 members and 31 leaders, 2,976 messages against the tree's 2,046.
+  CHECK(pick(1024, true) == "tree");
+  CHECK(pick(256, false) == "bruck");
+}

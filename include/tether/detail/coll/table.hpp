@@ -133,7 +133,7 @@ inline Counts leadersCounts(const Shape& s, const Call& c) {
 }
 
 // When ranks outnumber cores: the leaders row where the model puts it under
-// the tree (more than ~100 ranks at small blocks on this host).
+// the tree (from 65 ranks at small blocks: the radix-64 tree gets a second level).
 inline bool leadersBeatTree(const Shape& s, const Call& c) {
   return s.size > 2 && cpuBoundUs(s, leadersCounts(s, c)) < cpuBoundUs(s, treeCounts(s, c));
 }
