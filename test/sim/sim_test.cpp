@@ -65,6 +65,19 @@ std::uint64_t bruckBlocksSent(std::uint64_t n) {
   return bits;
 }
 
+// The leaders rows: groups of G (all-to-all: ceil(sqrt(N))), M of them.
+struct Leaders {
+  std::uint64_t G = 1, M = 1;
+  Leaders(std::uint64_t n, int group) : G(static_cast<std::uint64_t>(group)), M((n + G - 1) / G) {}
+  // Member to leader, leader to leader, leader to member.
+  std::uint64_t messages(std::uint64_t n) const { return 2 * (n - M) + M * (M - 1); }
+  // Three when a group other than the first has a member; two when only the first has one.
+  std::uint64_t rounds(std::uint64_t n) const {
+    if (n == 1) return 0;
+    return M >= 3 || (M == 2 && n - G >= 2) ? 3 : 2;
+  }
+};
+
 struct Counts {
   std::uint64_t messages, rounds;
   std::optional<std::uint64_t> busiest;  // payload bytes sent by the busiest rank
@@ -82,6 +95,9 @@ std::optional<Counts> closedForm(dc::Op family, const std::string& row, std::uin
     if (row == "ring") return Counts{all, n - 1, (n - 1) * b};
     if (row == "linear") return Counts{all, n > 1 ? 1u : 0u, (n - 1) * b};
     if (row == "tree") return Counts{tree, 2 * height, knomialRootChildren(static_cast<int>(n), radix) * n * b};
+    // Rank 0 sends its group's blocks to M - 1 leaders and everything to its G - 1 members.
+    const Leaders l(n, dc::leadersGroup(static_cast<int>(n)));
+    if (row == "leaders") return Counts{l.messages(n), l.rounds(n), n > 1 ? (l.G * (l.M - 1) + (l.G - 1) * n) * b : 0};
   }
   if (family == dc::Op::Alltoall) {
     if (row == "linear") return Counts{all, n > 1 ? 1u : 0u, (n - 1) * b};
@@ -90,6 +106,9 @@ std::optional<Counts> closedForm(dc::Op family, const std::string& row, std::uin
     if (row == "bruck") return Counts{n * lg, lg, bruckBlocksSent(n) * b};
     // Gather to rank 0, transpose, scatter: rank 0 sends down every block not for itself.
     if (row == "tree") return Counts{tree, 2 * height, n * (n - 1) * b};
+    // Rank 0 sends a G x size(h) tile to each other leader and N blocks to each member.
+    const Leaders l(n, dc::leadersGroup(static_cast<int>(n)));
+    if (row == "leaders") return Counts{l.messages(n), l.rounds(n), n > 1 ? (l.G * (n - l.G) + (l.G - 1) * n) * b : 0};
   }
   if (family == dc::Op::Broadcast) {
     if (row == "binomial") return Counts{n - 1, knomialHeight(static_cast<int>(n), 2), lg * b};

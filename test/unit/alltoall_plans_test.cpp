@@ -118,7 +118,7 @@ int treeDepth(int n, int radix) {
 
 TEST_CASE("every all-to-all row delivers every block for N = 1..17 and blocks of 0, 1, 7 and 64 bytes",
           "[unit][alltoall]") {
-  for (const char* name : {"linear", "pairwise", "bruck", "tree"})
+  for (const char* name : {"linear", "pairwise", "bruck", "tree", "leaders"})
     for (int n = 1; n <= 17; ++n)
       for (std::size_t bytes : {0, 1, 7, 64}) runUniform(name, n, bytes);
   for (int radix : {2, 3, 4})
@@ -130,7 +130,7 @@ TEST_CASE("all-to-all rows keep the full-key rule and the plan rules for N = 1..
   // posted twice, a length mismatch, a buffer touched while posted, a frame
   // never received, or a deadlock; and every byte is checked.
   for (int n = 1; n <= 70; ++n) {
-    for (const char* name : {"linear", "pairwise", "bruck", "tree"}) runUniform(name, n, 3);
+    for (const char* name : {"linear", "pairwise", "bruck", "tree", "leaders"}) runUniform(name, n, 3);
     for (int radix : {2, 3, 5}) runUniform("tree", n, 2, radix);
   }
 }
@@ -236,7 +236,8 @@ TEST_CASE("at 1000 ranks the radix-64 tree all-to-all sends 2(N - 1) messages an
 }
 
 TEST_CASE(
-    "all-to-all selection: tree when ranks outnumber cores and rank 0's N^2 blocks fit 16 MiB, else Bruck; "
+    "all-to-all selection when ranks outnumber cores: tree or leaders by the cost model, where their blocks fit, "
+    "else Bruck; "
     "pairwise for large blocks",
     "[unit][alltoall]") {
   auto pick = [](int n, bool cpuBound, std::size_t bytes, dc::Op op = dc::Op::Alltoall, const char* forced = nullptr) {
@@ -254,9 +255,14 @@ TEST_CASE(
     return name;
   };
   CHECK(pick(16, true, 64) == "tree");
-  // Rank 0 of the tree holds N^2 blocks: up to 16 MiB of them.
-  CHECK(pick(512, true, 64) == "tree");
-  CHECK(pick(513, true, 64) == "bruck");
+  CHECK(pick(64, true, 64) == "tree");
+  // From the cost model (table.hpp): the leaders row's three rounds beat the
+  // tree's four past one level of radix 64, while a leader's 3 G N blocks fit
+  // 4 MiB; then the tree while rank 0's N^2 blocks fit 16 MiB; then Bruck.
+  CHECK(pick(256, true, 64) == "leaders");
+  CHECK(pick(512, true, 64) == "leaders");
+  CHECK(pick(1024, true, 42) == "leaders");  // 3 x 32 x 1024 blocks of 42 B: under 4 MiB
+  CHECK(pick(1024, true, 43) == "bruck");
   CHECK(pick(64, true, 4096) == "tree");
   CHECK(pick(65, true, 4096) == "bruck");
   CHECK(pick(64, true, 8192) == "bruck");
@@ -354,4 +360,26 @@ TEST_CASE("the plan replay rejects a repeated receive key, a length mismatch, a 
     p.recv(0, 0, dc::out(), 4);
     p.recv(0, 1, dc::out(4), 4);
   }));
+}
+
+TEST_CASE(
+    "the leaders all-to-all: about 2N messages, three rounds, a leader holds 3 G N blocks, not N^2, and talks to its "
+    "members and the other leaders",
+    "[unit][alltoall]") {
+  for (int n : {2, 3, 5, 16, 17, 63, 64, 65, 100, 200}) {
+    INFO("N=" << n);
+    const int G = dc::leadersGroup(n), M = (n + G - 1) / G;
+    CHECK(G * G >= n);
+    const Stats st = runUniform("leaders", n, 3);
+    CHECK(st.messages == static_cast<std::size_t>(2 * (n - M) + M * (M - 1)));
+    CHECK(st.rounds <= 3);
+    CHECK(st.mostPeers() <= static_cast<std::size_t>(G - 1 + M - 1));
+  }
+  for (int n : {1000, 1024}) {  // plans only: rank 0 leads 32 ranks, and its scratch is 3 G N blocks
+    const dc::Plan leader = recordRank("leaders", 0, n, 64), member = recordRank("leaders", 1, n, 64);
+    CHECK(dc::leadersGroup(n) == 32);
+    CHECK(leader.scratchBytes() == 3u * 32u * static_cast<std::size_t>(n) * 64u);
+    CHECK(leader.scratchBytes() < (8u << 20));
+    CHECK(member.scratchBytes() == 0);
+  }
 }

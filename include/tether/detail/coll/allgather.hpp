@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "tether/detail/coll/knomial.hpp"
+#include "tether/detail/coll/leaders.hpp"
 #include "tether/detail/coll/plan.hpp"
 
 namespace tether {
@@ -68,10 +69,41 @@ inline void allgatherTree(Plan& p, std::size_t bytes, int radix) {
   const std::size_t all = static_cast<std::size_t>(n) * bytes;
   if (node.parent >= 0) {
     p.send(node.parent, 0, block(r), static_cast<std::size_t>(node.span) * bytes);
+    p.settle();  // the receive below covers the block being sent (a small send settles at once)
     p.recv(node.parent, 1, out(), all);
     p.settle();
   }
   for (const auto& ch : node.children) p.send(ch.rank, 1, out(), all);
+}
+
+// Leaders: groups of G consecutive ranks (leadersGroup, leaders.hpp), the first
+// of each leading (as the leaders all-to-all, alltoall_leaders.hpp). Members send
+// their block to their leader (step 0); leaders send their group's blocks to
+// every other leader (step 1); each leader sends the whole buffer to its
+// members (step 2). Three rounds, about 3N messages, a leader talks to
+// G - 1 members and M - 1 leaders, a member to its leader only.
+inline void allgatherLeaders(Plan& p, std::size_t bytes) {
+  const int n = p.size(), r = p.rank(), G = leadersGroup(n);
+  const int groups = (n + G - 1) / G, leader = r / G * G;
+  auto size = [&](int group) { return std::min(G, n - group * G); };
+  auto block = [&](int first) { return out(static_cast<std::size_t>(first) * bytes); };
+  const std::size_t all = static_cast<std::size_t>(n) * bytes;
+  if (r != leader) {
+    p.send(leader, 0, block(r), bytes);
+    p.settle();  // the receive below covers the block being sent (a small send settles at once)
+    p.recv(leader, 2, out(), all);
+    return;
+  }
+  const int sz = size(r / G);
+  for (int m = 1; m < sz; ++m) p.recv(leader + m, 0, block(leader + m), bytes);
+  p.settle();
+  for (int h = 0; h < groups; ++h) {
+    if (h * G == leader) continue;
+    p.recv(h * G, 1, block(h * G), static_cast<std::size_t>(size(h)) * bytes);
+    p.send(h * G, 1, block(leader), static_cast<std::size_t>(sz) * bytes);
+  }
+  p.settle();
+  for (int m = 1; m < sz; ++m) p.send(leader + m, 2, out(), all);
 }
 
 }  // namespace coll

@@ -12,6 +12,7 @@
 #include "tether/detail/coll/allgather.hpp"
 #include "tether/detail/coll/alltoall.hpp"
 #include "tether/detail/coll/alltoall_bruck.hpp"
+#include "tether/detail/coll/alltoall_leaders.hpp"
 #include "tether/detail/coll/alltoall_tree.hpp"
 #include "tether/detail/coll/barrier.hpp"
 #include "tether/detail/coll/broadcast.hpp"
@@ -76,6 +77,66 @@ inline bool alltoallTreeFits(int size, std::size_t bytes) {
   return bytes <= kAlltoallTreeMaxBytes / blocks;
 }
 
+// The leaders all-to-all's leader holds 3 G N blocks: up to 4 MiB of them.
+// At 1,024 ranks of 64 B (6 MiB) its peak RSS was 30 MB against Bruck's
+// 15 MB and the 16 MB per rank target (docs/benchmarks.md), so it runs there
+// only when forced.
+constexpr std::uint64_t kAlltoallLeadersMaxBytes = 4u << 20;
+
+inline bool alltoallLeadersFits(int size, std::size_t bytes) {
+  return bytes <= kAlltoallLeadersMaxBytes / alltoallLeadersBlocks(size);
+}
+
+// The cost model for a host with more ranks than cores (docs/scale.md,
+// collectives): every round costs every rank a wake-up, and the ranks share
+// the cores, so a row costs rounds x N x wake + messages x (send + receive) +
+// bytes moved x per byte, summed over all ranks (over C cores, which every row
+// shares). The constants are this 2-core host's, fitted by tether-sim
+// --measured --fit (send + receive 108 us, wake-up 27.6 us) and the per-byte
+// cost that tether-bench's 64 B all-gather shows over the barrier (~1 ns/B).
+struct CpuCosts {
+  double wakeUs = 27.6, messageUs = 108, byteUs = 0.001;
+};
+
+struct Counts {
+  double rounds, messages, bytes;  // all ranks together
+};
+
+inline double cpuBoundUs(const Shape& s, const Counts& c, const CpuCosts& k = CpuCosts{}) {
+  return c.rounds * s.size * k.wakeUs + c.messages * k.messageUs + c.bytes * k.byteUs;
+}
+
+// Height of the k-nomial tree rooted at rank 0: the most non-zero digits of a rank < N.
+inline int knomialHeight(int size, int radix) {
+  int height = 0;
+  radix = radix < 2 ? 2 : radix;
+  for (long long level = 1; level < size; level *= radix) ++height;
+  return height;
+}
+
+// The counts of the tree and leaders rows (test/unit: allgather-plans,
+// alltoall-plans check them against the plans).
+inline Counts treeCounts(const Shape& s, const Call& c) {
+  const double n = s.size, b = static_cast<double>(c.bytes), h = knomialHeight(s.size, s.radix);
+  // all-gather: every rank receives the whole buffer; all-to-all: every block
+  // goes up and down the tree.
+  const double bytes = c.op == Op::Alltoall ? 2 * h * n * n * b : n * n * b;
+  return Counts{2 * h, 2 * (n - 1), bytes};
+}
+
+inline Counts leadersCounts(const Shape& s, const Call& c) {
+  const int g = leadersGroup(s.size);
+  const double n = s.size, m = (s.size + g - 1) / g, b = static_cast<double>(c.bytes);
+  const double bytes = c.op == Op::Alltoall ? 3 * n * n * b : n * n * b;
+  return Counts{3, 2 * (n - m) + m * (m - 1), bytes};
+}
+
+// When ranks outnumber cores: the leaders row where the model puts it under
+// the tree (from 65 ranks at small blocks: the radix-64 tree gets a second level).
+inline bool leadersBeatTree(const Shape& s, const Call& c) {
+  return s.size > 2 && cpuBoundUs(s, leadersCounts(s, c)) < cpuBoundUs(s, treeCounts(s, c));
+}
+
 inline bool never(const Shape&, const Call&) { return false; }
 inline bool always(const Shape&, const Call&) { return true; }
 
@@ -84,8 +145,10 @@ inline bool always(const Shape&, const Call&) { return true; }
 inline const Algorithm kAlgorithms[] = {
     {Op::Allgather, "ring", [](const Shape& s, const Call& c) { return c.bytes >= s.largeBytes; },
      [](Plan& p, const Shape&, const Call& c) { allgatherRing(p, c.bytes); }},
-    {Op::Allgather, "tree", [](const Shape& s, const Call&) { return s.cpuBound; },
+    {Op::Allgather, "tree", [](const Shape& s, const Call& c) { return s.cpuBound && !leadersBeatTree(s, c); },
      [](Plan& p, const Shape& s, const Call& c) { allgatherTree(p, c.bytes, s.radix); }},
+    {Op::Allgather, "leaders", [](const Shape& s, const Call&) { return s.cpuBound; },
+     [](Plan& p, const Shape&, const Call& c) { allgatherLeaders(p, c.bytes); }},
     {Op::Allgather, "linear", never, [](Plan& p, const Shape&, const Call& c) { allgatherLinear(p, c.bytes); }},
     {Op::Allgather, "bruck", always, [](Plan& p, const Shape&, const Call& c) { allgatherBruck(p, c.bytes); }},
 
@@ -98,11 +161,22 @@ inline const Algorithm kAlgorithms[] = {
      [](Plan& p, const Shape&, const Call& c) { alltoallWindowed(p, c.blocks, 1); }},
     {Op::Alltoall, "tree",
      [](const Shape& s, const Call& c) {
-       return c.op == Op::Alltoall && s.cpuBound && alltoallTreeFits(s.size, c.bytes);
+       return c.op == Op::Alltoall && s.cpuBound && alltoallTreeFits(s.size, c.bytes) &&
+              (!alltoallLeadersFits(s.size, c.bytes) || !leadersBeatTree(s, c));
      },
      [](Plan& p, const Shape& s, const Call& c) {
        if (c.op == Op::Alltoall)
          alltoallTree(p, c.bytes, s.radix);
+       else
+         alltoallWindowed(p, c.blocks, p.size());
+     }},
+    {Op::Alltoall, "leaders",
+     [](const Shape& s, const Call& c) {
+       return c.op == Op::Alltoall && s.cpuBound && alltoallLeadersFits(s.size, c.bytes);
+     },
+     [](Plan& p, const Shape&, const Call& c) {
+       if (c.op == Op::Alltoall)
+         alltoallLeaders(p, c.bytes);
        else
          alltoallWindowed(p, c.blocks, p.size());
      }},
