@@ -45,7 +45,10 @@ World::World(WorldConfig config)
   rc.secret = cfg_.secret;
   rc.worldId = cfg_.worldId;
   rc.io = &io_;
-  rendezvous_ = rdv::make(*this, rc, env::get("TETHER_RENDEZVOUS").value_or("auto"));
+  rc.treeRadix = cfg_.rendezvousTreeRadix;
+  rc.hostLocal = cfg_.hostLocal;
+  rc.localRanks = cfg_.localRanks;
+  rendezvous_ = rdv::make(*this, rc, cfg_.rendezvous);
 }
 
 std::shared_ptr<World> World::create(WorldConfig config) {
