@@ -8,6 +8,7 @@
 
 #include "base/peer_address.hpp"
 #include "base/layer.hpp"
+#include "base/settings.hpp"
 
 TETHER_LAYER(0, "base");
 
@@ -39,6 +40,17 @@ tcp::endpoint toEndpoint(const PeerAddress& a);
 // usable one; for a known root the interface on its subnet, else the address
 // the route to it leaves from; loopback when the root is on loopback, or (with
 // a WARN) when nothing else is up. Logs the choice at INFO under `rank`.
+// TETHER_SOCKET_IFNAME and TETHER_SOCKET_FAMILY as read when the bootstrap
+// started (settings::Values); empty: unset.
+struct InterfaceFilter {
+  std::string ifname;
+  std::string family;
+};
+InterfaceFilter interfaceFilter(const settings::Values& values);
+asio::ip::address chooseListenAddress(const asio::ip::address& root, const std::string& explicitHost,
+                                      const InterfaceFilter& filter, int rank = -1);
+// The same, with the filter read from the environment now (through the table
+// of variables, checked): for callers outside a bootstrap (createUniqueId).
 asio::ip::address chooseListenAddress(const asio::ip::address& root, const std::string& explicitHost, int rank = -1);
 
 // Whether an interface name passes a TETHER_SOCKET_IFNAME filter:

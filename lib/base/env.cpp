@@ -12,9 +12,9 @@
 namespace tether::env {
 
 std::optional<std::string> get(const char* name) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return std::nullopt;
-  return std::string(v);
+  const detail::EnvValue v = detail::envValue(name);  // the one reader (tether/detail/env_int.hpp)
+  if (!v) return std::nullopt;
+  return std::string(v.text);
 }
 
 std::optional<std::int64_t> getInt(const char* name) {
@@ -26,17 +26,11 @@ std::optional<std::int64_t> getInt(const char* name) {
 std::int64_t getInt(const char* name, std::int64_t fallback) { return getInt(name).value_or(fallback); }
 
 namespace {
-constexpr std::chrono::milliseconds kMaxTimeout = std::chrono::hours(24 * 365 * 10);
+constexpr std::chrono::milliseconds kMaxTimeout = detail::kMaxEnvMs;
 }
 
 std::chrono::milliseconds parseMs(const char* name, const std::string& text, std::chrono::milliseconds fallback) {
-  const std::int64_t v = detail::parseEnvInt(name, text.c_str(), INT64_MIN, INT64_MAX);
-  if (v < 0)
-    throw Error(ErrorCode::InvalidArgument,
-                fmt::format("{}='{}' is negative: give milliseconds (0 or unset: the default, {} ms)", name, v,
-                            fallback.count()));
-  if (v == 0) return fallback;
-  return std::min(std::chrono::milliseconds(v), kMaxTimeout);
+  return detail::parseEnvMs(name, text.c_str(), fallback);
 }
 
 std::chrono::milliseconds getMs(const char* name, std::chrono::milliseconds fallback) {

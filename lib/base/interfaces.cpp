@@ -20,6 +20,7 @@
 #include "base/endpoint.hpp"
 #include "base/env.hpp"
 #include "base/log.hpp"
+#include "base/settings.hpp"
 #include "tether/error.hpp"
 
 namespace tether {
@@ -36,9 +37,9 @@ std::vector<std::string> splitList(const std::string& s) {
   return out;
 }
 
-int wantedFamily() {
-  auto f = env::get("TETHER_SOCKET_FAMILY");
-  if (!f) return 0;
+int wantedFamily(const std::string& given) {
+  if (given.empty()) return 0;
+  const std::string* f = &given;
   if (*f == "AF_INET" || *f == "inet" || *f == "4" || *f == "ipv4") return 4;
   if (*f == "AF_INET6" || *f == "inet6" || *f == "6" || *f == "ipv6") return 6;
   throw Error(ErrorCode::InvalidArgument, "TETHER_SOCKET_FAMILY='" + *f + "' (use AF_INET or AF_INET6)");
@@ -204,10 +205,22 @@ bool interfaceMatches(const std::string& filter, const std::string& name) {
   return exclude ? !hit : hit;
 }
 
+InterfaceFilter interfaceFilter(const settings::Values& values) {
+  return {values.text("TETHER_SOCKET_IFNAME").value_or(""), values.text("TETHER_SOCKET_FAMILY").value_or("")};
+}
+
 Address chooseListenAddress(const Address& root, const std::string& explicitHost, int rank) {
+  InterfaceFilter filter;
+  filter.ifname = settings::text("TETHER_SOCKET_IFNAME").value_or("");
+  filter.family = settings::text("TETHER_SOCKET_FAMILY").value_or("");
+  return chooseListenAddress(root, explicitHost, filter, rank);
+}
+
+Address chooseListenAddress(const Address& root, const std::string& explicitHost, const InterfaceFilter& filter,
+                            int rank) {
   if (!explicitHost.empty()) return resolveHost(explicitHost);
-  int family = wantedFamily();
-  if (auto filter = env::get("TETHER_SOCKET_IFNAME")) return byFilter(*filter, family, rank);
+  int family = wantedFamily(filter.family);
+  if (!filter.ifname.empty()) return byFilter(filter.ifname, family, rank);
   if (root.is_loopback())
     return chosen(root.is_v6() ? Address(asio::ip::address_v6::loopback()) : Address(asio::ip::address_v4::loopback()),
                   "(loopback: the root is on loopback)", rank);

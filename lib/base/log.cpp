@@ -10,13 +10,13 @@
 #include <mutex>
 #include <sstream>
 
-#include "base/env.hpp"
+#include "base/settings.hpp"
 
 namespace tether {
 namespace {
 
 LogLevel levelFromEnv() {
-  auto v = env::get("TETHER_DEBUG");
+  auto v = settings::text("TETHER_DEBUG");  // process-wide: read once, at the first log line
   if (!v) return LogLevel::Warn;
   std::string s = *v;
   for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));

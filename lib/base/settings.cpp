@@ -302,4 +302,12 @@ std::int64_t integer(const char* name) {
   return std::stoll(value.text);
 }
 
+std::optional<std::string> text(const char* name) {
+  const Variable& v = find(name);
+  const auto value = lookup(v);
+  if (!value) return std::nullopt;
+  check(v, value.name, value.text);
+  return std::string(value.text);
+}
+
 }  // namespace tether::settings

@@ -76,5 +76,9 @@ void validateAll(std::string_view who);
 // bootstrap's start): its default when unset; out of range or not an
 // integer: Error{InvalidArgument} naming it.
 std::int64_t integer(const char* name);
+// Any variable of the table read now, the same way (its former name too;
+// checked): nullopt when unset. For the process-wide TETHER_DEBUG (read at
+// the first log line) and callers outside a bootstrap (createUniqueId).
+std::optional<std::string> text(const char* name);
 
 }  // namespace tether::settings

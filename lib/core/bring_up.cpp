@@ -28,7 +28,7 @@ PeerAddress openListener(asio::io_context& io, const link::TcpOptions& options, 
     listener = link::TcpListener::open(io, options, cfg.root, /*reuseAddress=*/true, fd, ec);
   } else {
     reserved::release(toPeerAddress(cfg.root, 0));  // an inherited reservation is rank 0's, not ours
-    at = tcp::endpoint(chooseListenAddress(cfg.root.address(), cfg.listenHost, cfg.rank), 0);
+    at = tcp::endpoint(chooseListenAddress(cfg.root.address(), cfg.listenHost, cfg.interfaces, cfg.rank), 0);
     listener = link::TcpListener::open(io, options, at, /*reuseAddress=*/false, std::nullopt, ec);
   }
   if (ec) {

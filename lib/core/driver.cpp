@@ -5,13 +5,10 @@
 #include <algorithm>
 #include <thread>
 
-#include "base/env.hpp"
-#include "base/settings.hpp"
-
 namespace tether {
 
-Driver::Driver(boost::asio::io_context& io, std::function<void()> between)
-    : io_(io), between_(std::move(between)), pollSetting_(settings::integer("TETHER_POLL_US")) {}
+Driver::Driver(boost::asio::io_context& io, int pollUs, std::function<void()> between)
+    : io_(io), between_(std::move(between)), pollSetting_(pollUs) {}
 
 void Driver::setRanksOnHost(int ranks) {
   const auto cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

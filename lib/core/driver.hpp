@@ -35,7 +35,8 @@ class Driver {
 
   // `between` runs after every handler the io_context ran, on the thread
   // that runs it (the world resumes operations woken by that handler there).
-  Driver(boost::asio::io_context& io, std::function<void()> between);
+  // `pollUs`: TETHER_POLL_US, from the configuration read at start.
+  Driver(boost::asio::io_context& io, int pollUs, std::function<void()> between);
   ~Driver() { stop(); }
 
   void start();

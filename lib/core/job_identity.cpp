@@ -4,8 +4,8 @@
 
 namespace tether::job {
 
-std::string identity() {
-  if (auto own = env::get("TETHER_JOB_ID")) return "TETHER_JOB_ID=" + *own;
+std::string identity(const settings::Values& values) {
+  if (auto own = values.text("TETHER_JOB_ID")) return "TETHER_JOB_ID=" + *own;
   std::string text;
   auto add = [&](const char* var, const std::string& value) {
     if (!text.empty()) text += ';';

@@ -19,6 +19,8 @@
 #include "base/env.hpp"
 #include "base/log.hpp"
 #include "base/settings.hpp"
+#include "core/job_identity.hpp"
+#include "core/tcp_start.hpp"
 #include "core/unique_id_layout.hpp"
 #include "rendezvous/rendezvous.hpp"
 #include "rendezvous/reserved_listener.hpp"
@@ -99,12 +101,12 @@ RankSize rankAndSize() {
 // What names this launch, so a TETHER_UID_FILE of another run is recognised:
 // TETHER_JOB_ID, else the job variable of the launcher that gave the ranks,
 // else any launcher's. Empty when nothing does.
-std::string jobTag(const Launcher& from) {
+std::string jobTag(const settings::Values& values, const Launcher& from) {
   auto tagOf = [](const char* var) -> std::optional<std::string> {
     if (auto v = env::get(var)) return std::string(var) + "=" + *v;
     return std::nullopt;
   };
-  if (auto t = tagOf("TETHER_JOB_ID")) return *t;
+  if (auto own = values.text("TETHER_JOB_ID")) return "TETHER_JOB_ID=" + *own;
   for (const char* var : from.jobVars) {
     if (auto t = tagOf(var)) {
       // Every task of one srun step shares the step id; reruns in one allocation do not.
@@ -292,7 +294,7 @@ UniqueId fromVariable(const char* var, const std::string& value, bool secret, F&
 // The secret is derived from PMIX_NAMESPACE (or TETHER_SECRET): like an
 // address-only root, it guards against accidents, not attackers
 // (docs/security.md).
-std::unique_ptr<TcpBootstrap> fromPmix(const settings::Values& values, const TcpOptions& options) {
+std::shared_ptr<Communicator> fromPmix(const settings::Values& values, const TcpOptions& options) {
   if (!rdv::havePmix()) throw Error(ErrorCode::InvalidArgument, rdv::kNoPmixText);
   auto nspace = env::get("PMIX_NAMESPACE");
   if (!nspace || !env::get("PMIX_RANK"))
@@ -313,8 +315,10 @@ std::unique_ptr<TcpBootstrap> fromPmix(const settings::Values& values, const Tcp
   }
   uid::Fields f;
   f.version = wire::kProtocolVersion;
-  f.root =
-      toPeerAddress(tcp::endpoint(chooseListenAddress(asio::ip::address_v4::any(), options.listenHost, rs.rank), 0), 0);
+  f.root = toPeerAddress(
+      tcp::endpoint(
+          chooseListenAddress(asio::ip::address_v4::any(), options.listenHost, interfaceFilter(values), rs.rank), 0),
+      0);
   // Rank 0 listens at the root address: a port reserved here, which World
   // takes over. The others never dial it; a UniqueId needs a port.
   if (rs.rank == 0)
@@ -326,7 +330,7 @@ std::unique_ptr<TcpBootstrap> fromPmix(const settings::Values& values, const Tcp
   std::copy_n(d.begin(), f.secret.size(), f.secret.begin());
   log::info(rs.rank, "rank {} of {} from {}; addresses from PMIx (namespace '{}')", rs.rank, rs.size, rs.text(),
             *nspace);
-  return std::make_unique<TcpBootstrap>(rs.rank, rs.size, uid::make(f), options);
+  return startTcpWorld(rs.rank, rs.size, uid::make(f), options, values);
 }
 
 }  // namespace
@@ -335,7 +339,8 @@ std::unique_ptr<TcpBootstrap> TcpBootstrap::fromEnvironment(const TcpOptions& op
   (void)logLevel();  // reads TETHER_DEBUG now: a bad value is reported even if the launch fails
   // Every TETHER_* variable, read and checked before a uid file or a socket.
   const auto values = settings::Values::read("fromEnvironment: ");
-  if (values.text("TETHER_RENDEZVOUS") == std::optional<std::string>("pmix")) return fromPmix(values, options);
+  if (values.text("TETHER_RENDEZVOUS") == std::optional<std::string>("pmix"))
+    return std::unique_ptr<TcpBootstrap>(new TcpBootstrap(fromPmix(values, options)));
   auto rs = rankAndSize();
   auto timeout = env::resolveTimeout(options.timeout, fmt::format("rank {}: TcpOptions::timeout", rs.rank));
   UniqueId id;
@@ -345,10 +350,11 @@ std::unique_ptr<TcpBootstrap> TcpBootstrap::fromEnvironment(const TcpOptions& op
     id = fromVariable("TETHER_UID", *text, true, [](const std::string& t) { return UniqueId::fromString(t); });
     root = "TETHER_UID";
   } else if (auto given = values.text("TETHER_UID_FILE")) {
-    auto job = jobTag(*rs.from);
+    auto job = jobTag(values, *rs.from);
     auto path = uidFilePath(*given, job);
     if (rs.rank == 0) {
-      id = createUniqueId();
+      id = createUniqueId(
+          toString(tcp::endpoint(chooseListenAddress(asio::ip::address_v4::any(), "", interfaceFilter(values)), 0)));
       writeUidFile(path, id, job);
       remover.emplace(path, id.toString());
     } else {
@@ -356,14 +362,16 @@ std::unique_ptr<TcpBootstrap> TcpBootstrap::fromEnvironment(const TcpOptions& op
     }
     root = fmt::format("TETHER_UID_FILE '{}' ({})", path, describeJob(job));
   } else if (auto hostPort = values.text("TETHER_ROOT")) {
-    id = fromVariable("TETHER_ROOT", *hostPort, false, [](const std::string& t) { return uniqueIdFromRoot(t); });
+    id = fromVariable("TETHER_ROOT", *hostPort, false,
+                      [&](const std::string& t) { return job::uniqueIdFromRoot(values, t); });
     root = "TETHER_ROOT";
   } else if (auto addr = env::get("MASTER_ADDR")) {
     auto port = env::get("MASTER_PORT");
     if (!port) throw badLaunch("MASTER_ADDR is set but MASTER_PORT is not");
     auto hostPort = addr->find(':') != std::string::npos ? "[" + *addr + "]:" + checkedPort(*port)
                                                          : *addr + ":" + checkedPort(*port);
-    id = fromVariable("MASTER_ADDR", *addr, false, [&](const std::string&) { return uniqueIdFromRoot(hostPort); });
+    id = fromVariable("MASTER_ADDR", *addr, false,
+                      [&](const std::string&) { return job::uniqueIdFromRoot(values, hostPort); });
     root = "MASTER_ADDR/MASTER_PORT";
   } else if (env::get("MASTER_PORT")) {
     throw badLaunch("MASTER_PORT is set but MASTER_ADDR is not");
@@ -373,7 +381,7 @@ std::unique_ptr<TcpBootstrap> TcpBootstrap::fromEnvironment(const TcpOptions& op
         "MASTER_ADDR/MASTER_PORT");
   }
   log::info(rs.rank, "rank {} of {} from {}; root from {}", rs.rank, rs.size, rs.text(), root);
-  return std::make_unique<TcpBootstrap>(rs.rank, rs.size, id, options);
+  return std::unique_ptr<TcpBootstrap>(new TcpBootstrap(startTcpWorld(rs.rank, rs.size, id, options, values)));
 }
 
 }  // namespace tether

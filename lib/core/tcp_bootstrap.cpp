@@ -15,10 +15,12 @@
 #include "coll/select.hpp"
 #include "core/communicator.hpp"
 #include "core/job_identity.hpp"
+#include "core/tcp_start.hpp"
 #include "core/unique_id_layout.hpp"
 #include "rendezvous/reserved_listener.hpp"
 #include "tether/detail/args.hpp"
 #include "tether/detail/coll/front.hpp"
+#include "tether/detail/env_int.hpp"
 
 namespace tether {
 
@@ -42,6 +44,24 @@ std::int64_t limit(const settings::Values& values, int rank, const char* field, 
   return given;
 }
 
+// Ranks on this host: TETHER_LOCAL_NRANKS, else the launcher's local size
+// (LOCAL_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_SIZE, SLURM_NTASKS_PER_NODE when it
+// is one number, not Slurm's "2(x3)" form); 0: unknown.
+int localRanks(const settings::Values& values) {
+  if (values.text("TETHER_LOCAL_NRANKS")) return static_cast<int>(values.integer("TETHER_LOCAL_NRANKS"));
+  const settings::Variable& v = settings::find("TETHER_LOCAL_NRANKS");
+  for (const char* var : {"LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE"}) {
+    auto text = env::get(var);
+    if (!text) continue;
+    try {
+      return static_cast<int>(detail::parseEnvInt(var, text->c_str(), 1, v.hi));
+    } catch (const Error&) {
+      continue;  // not one number: unknown from this launcher
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 // ---- construction ----
@@ -62,6 +82,10 @@ UniqueId TcpBootstrap::createUniqueId(const std::string& rootHostPort) {
 }
 
 UniqueId TcpBootstrap::uniqueIdFromRoot(const std::string& rootHostPort) {
+  return job::uniqueIdFromRoot(settings::Values::read("uniqueIdFromRoot: "), rootHostPort);
+}
+
+UniqueId job::uniqueIdFromRoot(const settings::Values& values, const std::string& rootHostPort) {
   auto hp = parseHostPort(rootHostPort);
   if (hp.port == 0) throw Error(ErrorCode::InvalidArgument, "root address '" + rootHostPort + "' needs a port");
   uid::Fields f;
@@ -70,8 +94,8 @@ UniqueId TcpBootstrap::uniqueIdFromRoot(const std::string& rootHostPort) {
   // Without TETHER_SECRET, from the address and every job id the launcher
   // gives: two jobs at one root address then never prove each other's secret.
   std::string derived = "tether-address-only:" + rootHostPort;
-  if (auto job = job::identity(); !job.empty()) derived += "\njob " + job;
-  auto secretText = env::get("TETHER_SECRET").value_or(derived);
+  if (auto job = job::identity(values); !job.empty()) derived += "\njob " + job;
+  auto secretText = values.text("TETHER_SECRET").value_or(derived);
   auto d = crypto::sha256(secretText.data(), secretText.size());
   std::copy_n(d.begin(), f.secret.size(), f.secret.begin());
   return uid::make(f);
@@ -89,6 +113,11 @@ TcpBootstrap::TcpBootstrap(int rank, int nranks, const UniqueId& id, const TcpOp
       throw Error(e.code(), e.what(), rank);
     }
   }();
+  impl_ = startTcpWorld(rank, nranks, id, options, values);
+}
+
+std::shared_ptr<Communicator> startTcpWorld(int rank, int nranks, const UniqueId& id, const TcpOptions& options,
+                                            const settings::Values& values) {
   auto f = uid::parse(id);
   WorldConfig cfg;
   cfg.rank = rank;
@@ -122,8 +151,14 @@ TcpBootstrap::TcpBootstrap(int rank, int nranks, const UniqueId& id, const TcpOp
   cfg.maxLinks = static_cast<int>(limit(values, rank, "maxLinks", options.maxLinks, "TETHER_MAX_LINKS"));
   cfg.maxDials = static_cast<int>(limit(values, rank, "maxDials", options.maxDials, "TETHER_MAX_DIALS"));
   if (options.eagerBytes > 0) cfg.eagerBytes = options.eagerBytes;
+  cfg.rendezvous = values.text("TETHER_RENDEZVOUS").value_or("auto");
+  cfg.rendezvousTreeRadix = static_cast<int>(values.integer("TETHER_RENDEZVOUS_TREE_RADIX"));
+  cfg.hostLocal = values.integer("TETHER_HOST_LOCAL") == 1;
+  cfg.localRanks = localRanks(values);
+  cfg.pollUs = static_cast<int>(values.integer("TETHER_POLL_US"));
+  cfg.interfaces = interfaceFilter(values);
   coll::checkSettings();  // reject bad algorithm variables now, not mid-collective
-  impl_ = std::make_shared<Communicator>(World::create(std::move(cfg)));
+  return std::make_shared<Communicator>(World::create(std::move(cfg)));
 }
 
 TcpBootstrap::TcpBootstrap(std::shared_ptr<Communicator> impl) : impl_(std::move(impl)) {}

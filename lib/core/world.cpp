@@ -51,7 +51,10 @@ World::World(WorldConfig config)
   rc.secret = cfg_.secret;
   rc.worldId = cfg_.worldId;
   rc.io = &io_;
-  rendezvous_ = rdv::make(host_, rc, env::get("TETHER_RENDEZVOUS").value_or("auto"));
+  rc.treeRadix = cfg_.rendezvousTreeRadix;
+  rc.hostLocal = cfg_.hostLocal;
+  rc.localRanks = cfg_.localRanks;
+  rendezvous_ = rdv::make(host_, rc, cfg_.rendezvous);
   admission_.setRendezvous(*rendezvous_);
 }
 

@@ -30,6 +30,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "base/endpoint.hpp"
 #include "base/layer.hpp"
 #include "core/abort_channel.hpp"
 #include "core/admission.hpp"
@@ -77,6 +78,14 @@ struct WorldConfig {
   // idle link is closed (TETHER_MAX_LINKS); a soft budget.
   int maxLinks = 64;  // why 64: docs/benchmarks.md, "Scale"
   int maxDials = 32;  // dials in flight (TETHER_MAX_DIALS)
+  // From the configuration read when the bootstrap started (settings::Values):
+  // a variable changed later is not seen (docs/configuration.md, "Read once").
+  std::string rendezvous = "auto";  // TETHER_RENDEZVOUS
+  int rendezvousTreeRadix = 8;      // TETHER_RENDEZVOUS_TREE_RADIX
+  bool hostLocal = false;           // TETHER_HOST_LOCAL
+  int localRanks = 0;               // TETHER_LOCAL_NRANKS, else the launcher's local size; 0: unknown
+  int pollUs = 50;                  // TETHER_POLL_US
+  InterfaceFilter interfaces;       // TETHER_SOCKET_IFNAME, TETHER_SOCKET_FAMILY
 };
 
 class World final : link::LinkSink, TransferView, NoticeLinks {
@@ -200,7 +209,7 @@ class World final : link::LinkSink, TransferView, NoticeLinks {
   // Runs io_: the calling thread during a call, else a background thread;
   // after each handler it resumes the operations that handler woke (never on
   // a link's stack, never mid-frame).
-  Driver driver_{io_, [this] { ops_.resumeWoken(); }};
+  Driver driver_{io_, cfg_.pollUs, [this] { ops_.resumeWoken(); }};
   std::shared_ptr<link::Listener> listener_;
   LinkAdmission admission_;  // the connector's questions, from the table's rules
   link::Connector connector_;

@@ -5,11 +5,11 @@
 
 #include <charconv>
 #include <string>
-#include <cstdlib>
 #include <string_view>
 
 #include <fmt/format.h>
 
+#include "base/env.hpp"
 #include "base/settings.hpp"
 #include "tether/detail/env_int.hpp"
 #include "tether/error.hpp"
@@ -36,8 +36,8 @@ int parseInt(const char* name, std::string_view text) {
 // Applies the variable when it is set and non-empty.
 template <typename Apply>
 void fromEnv(const char* name, Apply apply) {
-  const char* value = std::getenv(name);
-  if (value != nullptr && *value != '\0') apply(std::string_view(value));
+  (void)settings::find(name);  // a variable of the table
+  if (auto value = env::get(name)) apply(std::string_view(*value));
 }
 
 std::uint8_t u8(const char* name, std::string_view text) { return static_cast<std::uint8_t>(parseInt(name, text)); }

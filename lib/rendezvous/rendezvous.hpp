@@ -70,6 +70,11 @@ struct Config {
   wire::Secret secret{};
   std::uint64_t worldId = 0;
   boost::asio::io_context* io = nullptr;
+  // From the configuration read when the bootstrap started (settings::Values):
+  // TETHER_RENDEZVOUS_TREE_RADIX, TETHER_HOST_LOCAL, TETHER_LOCAL_NRANKS (0: unknown).
+  int treeRadix = 8;
+  bool hostLocal = false;
+  int localRanks = 0;
 };
 
 class Rendezvous {

@@ -3,8 +3,6 @@
 
 #include <algorithm>
 
-#include "base/env.hpp"
-#include "base/settings.hpp"
 #include "rendezvous/rendezvous.hpp"
 #include "tether/error.hpp"
 
@@ -23,26 +21,12 @@ PmixRankSize pmixRankAndSize() { throw Error(ErrorCode::InvalidArgument, kNoPmix
 #endif
 
 std::unique_ptr<Rendezvous> make(Host& host, const Config& config, std::string_view name) {
-  auto radix = [&] {
-    try {
-      return static_cast<int>(settings::integer("TETHER_RENDEZVOUS_TREE_RADIX"));
-    } catch (const Error& e) {
-      throw Error(e.code(), fmt::format("rank {}: {}", config.rank, e.what()), config.rank);
-    }
-  };
-  auto integer = [&](const char* variable) {
-    try {
-      return static_cast<int>(settings::integer(variable));
-    } catch (const Error& e) {
-      throw Error(e.code(), fmt::format("rank {}: {}", config.rank, e.what()), config.rank);
-    }
-  };
   // Host-local aggregation replaces the root star and the tree (not PMIx,
   // which needs no root); a simulated world (no loop) has none.
-  if (name != "pmix" && config.io && config.nranks > 1 && integer("TETHER_HOST_LOCAL") == 1)
-    return makeHostLocal(host, config, integer("TETHER_LOCAL_NRANKS"));
+  if (name != "pmix" && config.io && config.nranks > 1 && config.hostLocal)
+    return makeHostLocal(host, config, config.localRanks);
   if (name == "root") return makeRootStar(host, config);
-  if (name == "tree") return makeTree(host, config, radix());
+  if (name == "tree") return makeTree(host, config, config.treeRadix);
   if (name == "pmix") {
 #ifdef TETHER_HAVE_PMIX
     return makePmix(host, config);
@@ -51,7 +35,7 @@ std::unique_ptr<Rendezvous> make(Host& host, const Config& config, std::string_v
 #endif
   }
   if (name == "auto")
-    return config.nranks >= kTreeFromRanks ? makeTree(host, config, radix()) : makeRootStar(host, config);
+    return config.nranks >= kTreeFromRanks ? makeTree(host, config, config.treeRadix) : makeRootStar(host, config);
   throw Error(ErrorCode::InvalidArgument,
               fmt::format("rank {}: TETHER_RENDEZVOUS='{}' (use root, tree, pmix or auto)", config.rank, name),
               config.rank);

@@ -2,17 +2,24 @@
 // is checked when a bootstrap starts (constructor, fromEnvironment, the C
 // ABI's init), the error names it and its value, and docs/configuration.md
 // shows the same table (name, tier, type, range, default).
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <regex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "base/settings.hpp"
 #include "env_guard.hpp"
+#include "multiproc.hpp"
 #include "tether/tether.h"
 #include "tether/tether.hpp"
 
@@ -160,6 +167,59 @@ TEST_CASE("the configuration is read and checked once: later changes of the envi
   CHECK_FALSE(values.text("TETHER_UID"));
   CHECK(errorOf([] { (void)settings::Values::read("rank 1: "); }).find("rank 1: TETHER_HANDSHAKE_TIMEOUT_MS='-1'") ==
         0);
+}
+
+// Before, fromEnvironment checked the variables, then the constructor and the
+// world read them again: rank 1, waiting for rank 0's TETHER_UID_FILE, failed
+// on a TETHER_RENDEZVOUS set meanwhile ("rank 1: TETHER_RENDEZVOUS='star' is
+// not one of ...").
+TEST_CASE("a launch reads the environment once: a variable changed while a rank waits for TETHER_UID_FILE is unseen",
+          "[launch][settings]") {
+  using namespace std::chrono_literals;
+  const auto tag = std::to_string(::getpid());
+  const auto file = std::filesystem::temp_directory_path() / ("tether-read-once-" + tag);
+  std::filesystem::remove(file);
+  auto results = test::runRanks(
+      2,
+      [&](int rank, const UniqueId&) {
+        EnvGuard env;
+        env.set("TETHER_RANK", std::to_string(rank));
+        env.set("TETHER_NRANKS", "2");
+        env.set("TETHER_UID_FILE", file.string());
+        env.set("TETHER_JOB_ID", "read-once-" + tag);
+        env.set("TETHER_TIMEOUT_MS", "20000");
+        env.set("TETHER_SOCKET_IFNAME", "=lo");  // root on loopback
+        env.set("TETHER_RENDEZVOUS", "root");
+        std::thread change;
+        if (rank == 0) {
+          std::this_thread::sleep_for(2s);  // rank 1 waits for the file meanwhile
+        } else {
+          change = std::thread([] {
+            std::this_thread::sleep_for(500ms);  // rank 1 has read its configuration, and waits
+            ::setenv("TETHER_RENDEZVOUS", "star", 1);
+            ::setenv("TETHER_KEEPALIVE_COUNT", "0", 1);
+          });
+        }
+        std::unique_ptr<TcpBootstrap> b;
+        try {
+          b = TcpBootstrap::fromEnvironment();
+        } catch (...) {
+          if (change.joinable()) change.join();
+          throw;
+        }
+        if (change.joinable()) change.join();
+        int v[2] = {-1, -1};
+        v[rank] = rank + 100;
+        b->allgather(v, sizeof(int));
+        test::expect(v[0] == 100 && v[1] == 101, "all-gathered blocks");
+        b->barrier();
+      },
+      60s);
+  std::filesystem::remove(file);
+  for (const auto& r : results) {
+    INFO("rank " << r.rank << ": " << r.output);
+    CHECK(r.exitCode == 0);
+  }
 }
 
 // docs/configuration.md: a table with the columns "variable | type | range |

@@ -256,6 +256,31 @@ TEST_CASE("a rank lost before its host's table is out fails its host and the job
   CHECK(took < 20s);  // the deadline is 60 s
 }
 
+// TETHER_LOCAL_NRANKS unset: the launcher's local size is used (here one
+// more than come, so the host's leader waits for it and says so at the deadline).
+TEST_CASE("without TETHER_LOCAL_NRANKS a host leader expects the launcher's LOCAL_WORLD_SIZE ranks",
+          "[multiproc][host-local]") {
+  const int n = 2;
+  ::setenv("TETHER_HOST_LOCAL", "1", 1);
+  ::unsetenv("TETHER_LOCAL_NRANKS");
+  ::setenv("LOCAL_WORLD_SIZE", "3", 1);
+  auto res = test::runRanks(n, [&](int rank, const UniqueId& id) {
+    try {
+      TcpBootstrap b(rank, n, id, TcpOptions{3s, {}, {}, {}});
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      test::expect(rank != 0 || what.find("3 expected (TETHER_LOCAL_NRANKS)") != std::string::npos,
+                   "the leader names the launcher's local size: " + what);
+      return;
+    }
+    test::expect(false, "should have waited for a third rank on this host");
+  });
+  ::unsetenv("TETHER_HOST_LOCAL");
+  ::unsetenv("LOCAL_WORLD_SIZE");
+  INFO(test::summary(res));
+  for (const auto& r : res) CHECK(r.exitCode == 0);
+}
+
 TEST_CASE("with host-local aggregation the root receives one registration per host", "[multiproc][host-local]") {
   std::string text;
   int code = inChild(

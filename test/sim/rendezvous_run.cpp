@@ -10,6 +10,8 @@
 #include <random>
 #include <stdexcept>
 
+#include "base/settings.hpp"
+
 namespace tether::sim {
 
 const std::vector<RendezvousKind>& rendezvousKinds() {
@@ -90,8 +92,10 @@ class Run final : public Protocol {
     ranks_.resize(static_cast<std::size_t>(n_));
     depth_.assign(static_cast<std::size_t>(n_), 0);
     finishedAt_.assign(static_cast<std::size_t>(n_), -1);
+    const int radix = static_cast<int>(settings::integer("TETHER_RENDEZVOUS_TREE_RADIX"));
     for (int r = 0; r < n_; ++r) {
       rdv::Config c{r, n_, simAddress(0, p), std::chrono::milliseconds(600000)};
+      c.treeRadix = radix;
       ranks_[static_cast<std::size_t>(r)] = kind.make(hosts_[static_cast<std::size_t>(r)], c, p);
     }
   }

@@ -1,12 +1,12 @@
 // The Driver's poll rule (lib/core/driver.hpp): a caller polls before it
 // sleeps only after the world said how many ranks share this host, only when
-// they fit its cores, and never with TETHER_POLL_US=0.
+// they fit its cores, and never with TETHER_POLL_US=0 (given by the world, from
+// the configuration read at start).
 #include <catch2/catch.hpp>
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <cstdlib>
 #include <thread>
 
 #include "core/completion.hpp"
@@ -19,17 +19,11 @@ namespace {
 
 int cores() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
 
-struct PollSetting {
-  explicit PollSetting(const char* value) { ::setenv("TETHER_POLL_US", value, 1); }
-  ~PollSetting() { ::unsetenv("TETHER_POLL_US"); }
-};
-
 }  // namespace
 
 TEST_CASE("a blocking call polls before it sleeps only where this host has a core for every rank", "[unit][driver]") {
-  PollSetting poll("30");
   boost::asio::io_context io;
-  Driver d(io, [] {});
+  Driver d(io, 30, [] {});
   CHECK(d.pollBudget() == 0us);  // before the rendezvous: the host's load is unknown
   d.setRanksOnHost(1);
   CHECK(d.pollBudget() == 30us);
@@ -40,18 +34,16 @@ TEST_CASE("a blocking call polls before it sleeps only where this host has a cor
 }
 
 TEST_CASE("TETHER_POLL_US=0 turns polling off", "[unit][driver]") {
-  PollSetting poll("0");
   boost::asio::io_context io;
-  Driver d(io, [] {});
+  Driver d(io, 0, [] {});
   d.setRanksOnHost(1);
   CHECK(d.pollBudget() == 0us);
 }
 
 TEST_CASE("a call that polls still completes on a later handler and ends at its deadline", "[unit][driver]") {
-  PollSetting poll("200");
   boost::asio::io_context io;
   auto work = boost::asio::make_work_guard(io);
-  Driver d(io, [] {});
+  Driver d(io, 200, [] {});
   d.setRanksOnHost(1);
   d.start();
   Completion done;

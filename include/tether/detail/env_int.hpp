@@ -4,7 +4,9 @@
 // Header-only, C++17.
 #pragma once
 
+#include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstdio>
@@ -64,6 +66,21 @@ inline EnvValue envValue(const char* name, const char* former = nullptr) {
   if (warned.insert(former).second)
     renameWarning()(std::string(former) + " is renamed " + name + "; the old name still works, for now");
   return {former, old};
+}
+
+// The rule of every timeout variable (docs/configuration.md): `text` (the
+// value of variable `name`) in milliseconds; 0 reads as `fallback`; a
+// negative value is Error{InvalidArgument} naming it; values beyond ten years
+// are capped (no deadline arithmetic can overflow).
+constexpr std::chrono::milliseconds kMaxEnvMs = std::chrono::hours(24 * 365 * 10);
+inline std::chrono::milliseconds parseEnvMs(const char* name, const char* text, std::chrono::milliseconds fallback) {
+  const std::int64_t v = parseEnvInt(name, text, INT64_MIN, INT64_MAX);
+  if (v < 0)
+    throw Error(ErrorCode::InvalidArgument, std::string(name) + "='" + std::to_string(v) +
+                                                "' is negative: give milliseconds (0 or unset: the default, " +
+                                                std::to_string(fallback.count()) + " ms)");
+  if (v == 0) return fallback;
+  return std::min(std::chrono::milliseconds(v), kMaxEnvMs);
 }
 
 // The variable (or its former name), parsed as above; `fallback` when unset or empty.

@@ -105,17 +105,12 @@ struct WorldState {
     }
   }
 
-  // TETHER_TIMEOUT_MS when set and not 0, else kDefaultTimeout (as TcpBootstrap);
-  // a negative or non-numeric value is an InvalidArgument naming it.
+  // TETHER_TIMEOUT_MS when set and not 0, else kDefaultTimeout: the rule and
+  // the reader of TcpBootstrap (tether/detail/env_int.hpp); read when the
+  // world is made.
   static std::chrono::milliseconds timeoutFromEnvironment() {
-    const char* text = std::getenv("TETHER_TIMEOUT_MS");
-    if (!text || !*text) return kDefaultTimeout;
-    const std::int64_t value = ::tether::detail::parseEnvInt("TETHER_TIMEOUT_MS", text, INT64_MIN, INT64_MAX);
-    if (value < 0)
-      throw Error(ErrorCode::InvalidArgument, std::string("TETHER_TIMEOUT_MS='") + text +
-                                                  "' is negative: give milliseconds (0 or unset: the default, " +
-                                                  std::to_string(kDefaultTimeout.count()) + " ms)");
-    return value == 0 ? kDefaultTimeout : std::chrono::milliseconds(value);
+    const ::tether::detail::EnvValue v = ::tether::detail::envValue("TETHER_TIMEOUT_MS");
+    return v ? ::tether::detail::parseEnvMs(v.name, v.text, kDefaultTimeout) : kDefaultTimeout;
   }
 };
 
