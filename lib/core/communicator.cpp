@@ -221,7 +221,7 @@ std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> Communicator::launch
                                                                                            const void* in, void* out) {
   const bool child = on.group_.comm != world_->config().worldId;
   auto op = std::make_shared<Op>(on.group_.comm, on.calls_.next(), static_cast<std::uint32_t>(call.op), child);
-  calls_.usable(fmt::format("rank {}", rank()), op->name(), rank());
+  if (calls_.broken()) calls_.usable(fmt::format("rank {}", rank()), op->name(), rank());
   on.calls_.take();
   calling_.rename(op->name());
   op->members = on.group_.worldRanks;
