@@ -2,20 +2,20 @@
 
 #include <netinet/tcp.h>
 
-#include <boost/asio/read.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/write.hpp>
 #include <stdexcept>
+
+#include "link/socket_stream.hpp"
 
 #include "base/endpoint.hpp"
 
 namespace tether::link {
 namespace {
 
-class TcpStream final : public Stream {
+class TcpStream final : public SocketStream<tcp::socket> {
  public:
   TcpStream(tcp::socket socket, TcpOptions options, std::string peer)
-      : socket_(std::move(socket)), options_(options), peer_(std::move(peer)) {}
+      : SocketStream(std::move(socket), std::move(peer)), options_(options) {}
 
   asio::awaitable<void> connect(const Endpoint& to) override {
     if (to.kind != "tcp") throw std::invalid_argument("a TCP stream cannot connect to a '" + to.kind + "' endpoint");
@@ -43,39 +43,8 @@ class TcpStream final : public Stream {
     socket_.non_blocking(true, ignored);
   }
 
-  std::size_t readSomeNow(asio::mutable_buffer buf, boost::system::error_code& ec) override {
-    std::size_t got = socket_.read_some(buf, ec);
-    if (ec == asio::error::try_again) ec = asio::error::would_block;
-    return got;
-  }
-  asio::awaitable<void> readable() override {
-    co_await socket_.async_wait(tcp::socket::wait_read, asio::use_awaitable);
-  }
-  asio::awaitable<void> read(asio::mutable_buffer buf) override {
-    co_await asio::async_read(socket_, buf, asio::use_awaitable);
-  }
-
-  std::size_t writeSomeNow(std::span<const asio::const_buffer> bufs, boost::system::error_code& ec) override {
-    std::size_t written = socket_.write_some(bufs, ec);
-    if (ec == asio::error::try_again) ec = asio::error::would_block;
-    return written;
-  }
-  asio::awaitable<void> write(std::vector<asio::const_buffer> bufs) override {
-    co_await asio::async_write(socket_, bufs, asio::use_awaitable);
-  }
-
-  void close() override {
-    boost::system::error_code ignored;
-    socket_.shutdown(tcp::socket::shutdown_both, ignored);
-    socket_.close(ignored);
-  }
-  const std::string& peer() const override { return peer_; }
-  asio::any_io_executor executor() override { return socket_.get_executor(); }
-
  private:
-  tcp::socket socket_;
   const TcpOptions options_;
-  std::string peer_;
 };
 
 }  // namespace

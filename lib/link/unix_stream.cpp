@@ -2,17 +2,17 @@
 
 #include <sys/un.h>
 
-#include <boost/asio/read.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/write.hpp>
 #include <stdexcept>
+
+#include "link/socket_stream.hpp"
 
 namespace tether::link {
 namespace {
 
-class UnixStream final : public Stream {
+class UnixStream final : public SocketStream<local::socket> {
  public:
-  UnixStream(local::socket socket, std::string peer) : socket_(std::move(socket)), peer_(std::move(peer)) {}
+  UnixStream(local::socket socket, std::string peer) : SocketStream(std::move(socket), std::move(peer)) {}
 
   asio::awaitable<void> connect(const Endpoint& to) override {
     if (to.kind != "unix") throw std::invalid_argument("a Unix stream cannot connect to a '" + to.kind + "' endpoint");
@@ -26,39 +26,6 @@ class UnixStream final : public Stream {
     boost::system::error_code ignored;
     socket_.non_blocking(true, ignored);
   }
-
-  std::size_t readSomeNow(asio::mutable_buffer buf, boost::system::error_code& ec) override {
-    std::size_t got = socket_.read_some(buf, ec);
-    if (ec == asio::error::try_again) ec = asio::error::would_block;
-    return got;
-  }
-  asio::awaitable<void> readable() override {
-    co_await socket_.async_wait(local::socket::wait_read, asio::use_awaitable);
-  }
-  asio::awaitable<void> read(asio::mutable_buffer buf) override {
-    co_await asio::async_read(socket_, buf, asio::use_awaitable);
-  }
-
-  std::size_t writeSomeNow(std::span<const asio::const_buffer> bufs, boost::system::error_code& ec) override {
-    std::size_t written = socket_.write_some(bufs, ec);
-    if (ec == asio::error::try_again) ec = asio::error::would_block;
-    return written;
-  }
-  asio::awaitable<void> write(std::vector<asio::const_buffer> bufs) override {
-    co_await asio::async_write(socket_, bufs, asio::use_awaitable);
-  }
-
-  void close() override {
-    boost::system::error_code ignored;
-    socket_.shutdown(local::socket::shutdown_both, ignored);
-    socket_.close(ignored);
-  }
-  const std::string& peer() const override { return peer_; }
-  asio::any_io_executor executor() override { return socket_.get_executor(); }
-
- private:
-  local::socket socket_;
-  std::string peer_;
 };
 
 }  // namespace
