@@ -37,16 +37,13 @@
 #include <vector>
 
 #include "tether/error.hpp"
+#include "tether/detail/defaults.hpp"
 #include "tether/request.hpp"
 
 namespace tether {
 
-// The deadline of construction and of each blocking call when none is given:
-// TETHER_TIMEOUT_MS overrides it. Everywhere a timeout is accepted
-// (TcpOptions::timeout, setTimeout, TETHER_TIMEOUT_MS), 0 means this default
-// (TETHER_TIMEOUT_MS when set, else kDefaultTimeout) and a negative value is
-// rejected with Error{InvalidArgument} naming where it came from.
-inline constexpr std::chrono::milliseconds kDefaultTimeout{300000};
+// kDefaultTimeout (tether/detail/defaults.hpp): the deadline of construction
+// and of each blocking call when none is given.
 
 class Bootstrap {
  public:

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "tether/bootstrap.hpp"
+#include "tether/detail/defaults.hpp"
 #include "tether/detail/env_int.hpp"
 #include "tether/error.hpp"
 

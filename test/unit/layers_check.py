@@ -48,14 +48,10 @@ VOCABULARY = {
 }
 # Upward includes known when the tether/ includes became visible, each with its way out.
 KNOWN = {
-    ("lib/base/env.cpp", "tether/bootstrap.hpp"):
-        "kDefaultTimeout only; the constant belongs in a base-level header (H4: configuration)",
     ("lib/base/settings.cpp", "tether/detail/coll/settings.hpp"):
-        "the configuration table validates coll's variables (H4: configuration)",
+        "the one table of every TETHER_* variable validates coll's variables against coll's limits",
     ("lib/base/settings.cpp", "tether/detail/coll/table.hpp"):
-        "the configuration table names coll's algorithm rows (H4: configuration)",
-    ("include/tether/detail/args.hpp", "tether/bootstrap.hpp"):
-        "argument checks of the public calls: front-end code, belongs in detail/core/ (H3: one implementation)",
+        "the one table of every TETHER_* variable names coll's algorithm rows (the choices it accepts)",
 }
 include_dir = os.path.join(root, "include")
 detail = os.path.join(include_dir, "tether", "detail")

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "tether/bootstrap.hpp"
+#include "tether/detail/defaults.hpp"
 #include "tether/error.hpp"
 
 namespace tether {
