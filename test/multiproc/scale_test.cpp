@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "multiproc.hpp"
+#include "proc_stats.hpp"
 #include "rendezvous/rendezvous.hpp"
 #include "tether/tcp_bootstrap.hpp"
 
@@ -33,14 +34,8 @@ constexpr int kBudget = 64;  // TETHER_MAX_LINKS for this test
 constexpr int kSlack = kBudget / 2;
 
 long openSockets() {
-  DIR* dir = opendir("/proc/self/fd");
-  if (dir == nullptr) throw std::runtime_error("cannot read /proc/self/fd");
-  long n = 0;
-  while (dirent* e = readdir(dir)) {
-    struct stat st;
-    if (e->d_name[0] != '.' && fstatat(dirfd(dir), e->d_name, &st, 0) == 0 && S_ISSOCK(st.st_mode)) ++n;
-  }
-  closedir(dir);
+  const long n = test::openSockets();
+  if (n < 0) throw std::runtime_error("cannot read /proc/self/fd");
   return n;
 }
 

@@ -17,6 +17,7 @@
 #include "multiproc.hpp"
 #include "plugin_loader.hpp"
 #include "plugin_ranks.hpp"
+#include "proc_stats.hpp"
 #include "tether/unique_id.hpp"
 
 using namespace tether::test;
@@ -57,16 +58,10 @@ bool portFree(const tether::UniqueId& id) {
 }
 
 // Sockets this process has open.
-int openSockets() {
-  int n = 0;
-  DIR* dir = ::opendir("/proc/self/fd");
-  REQUIRE(dir != nullptr);
-  while (dirent* e = ::readdir(dir)) {
-    struct stat st {};
-    if (e->d_name[0] != '.' && ::fstatat(::dirfd(dir), e->d_name, &st, 0) == 0 && S_ISSOCK(st.st_mode)) ++n;
-  }
-  ::closedir(dir);
-  return n;
+int socketsOpen() {
+  const long n = tether::test::openSockets();
+  REQUIRE(n >= 0);
+  return static_cast<int>(n);
 }
 
 // DeepEP's sequence: `nvshmemx_uniqueid_t id; nvshmemx_get_uniqueid(&id);`
@@ -125,7 +120,7 @@ TEST_CASE("every rank joins with an id rank 0 made from an uninitialised buffer 
 TEST_CASE("a second, unused get_unique_id leaves no port and no socket open after finalize",
           "[nvshmem][nvshmem-plugin]") {
   NvshmemPlugin plugin;
-  const int socketsBefore = openSockets();
+  const int socketsBefore = socketsOpen();
   bootstrap_handle_t handle{};
   REQUIRE(plugin.preInit(&handle, TETHER_NVSHMEM_ABI_VERSION) == 0);
   NvshmemUid unused, used;
@@ -139,5 +134,5 @@ TEST_CASE("a second, unused get_unique_id leaves no port and no socket open afte
   REQUIRE(handle.finalize(&handle) == 0);
   CHECK(portFree(unusedId));
   CHECK(portFree(usedId));
-  CHECK(openSockets() == socketsBefore);
+  CHECK(socketsOpen() == socketsBefore);
 }

@@ -10,6 +10,8 @@
 // tcp-floor's blocking-socket ping-pong.
 #pragma once
 
+#include "proc_stats.hpp"
+
 #include <dirent.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -134,18 +136,8 @@ inline std::vector<std::size_t> sizesFor(Op op, const std::vector<std::size_t>& 
   return op == Op::Barrier ? std::vector<std::size_t>{0} : bytes;
 }
 
-// Open sockets of this process now: /proc/self/fd entries that are sockets.
-inline long openSockets() {
-  DIR* dir = opendir("/proc/self/fd");
-  if (dir == nullptr) return -1;
-  long n = 0;
-  while (dirent* e = readdir(dir)) {
-    struct stat st;
-    if (e->d_name[0] != '.' && fstatat(dirfd(dir), e->d_name, &st, 0) == 0 && S_ISSOCK(st.st_mode)) ++n;
-  }
-  closedir(dir);
-  return n;
-}
+// Open sockets of this process now (-1: /proc unreadable).
+inline long openSockets() { return tether::test::openSockets(); }
 
 inline long peakRssKb() {
   rusage u{};
