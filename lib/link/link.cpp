@@ -243,6 +243,10 @@ void Link::fail(const std::string& reason) {
 
 asio::awaitable<void> Link::fill(std::size_t n) {
   if (rend_ - rbegin_ >= n) co_return;
+  // Everything read so far is parsed: read to the start of the buffer. (Else
+  // reads creep towards its end, and a frame that meets the end costs a
+  // second read: one extra system call every few calls at 256 ranks.)
+  if (rbegin_ == rend_) rbegin_ = rend_ = 0;
   if (rbegin_ + n > rbuf_.size()) {  // compact; grow when `n` does not fit (a large control frame, a payload rest)
     std::memmove(rbuf_.data(), rbuf_.data() + rbegin_, rend_ - rbegin_);
     rend_ -= rbegin_;
