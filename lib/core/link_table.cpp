@@ -108,7 +108,10 @@ LinkTable::Down LinkTable::remove(Link& link, const std::string& reason, bool gr
     if (!st.gone) st.gone = true, st.graceful = true, st.reason = "it closed its bootstrap";
   } else if (!down.clean && !link.idleClose() && !link.goodbyeSent()) {
     // A connection that broke without a goodbye: the peer is lost.
-    if (!st.gone) st.gone = true, st.graceful = graceful, st.reason = reason;
+    if (!st.gone) {
+      st.gone = true, st.graceful = graceful, st.reason = reason;
+      if (!graceful) ++died_;
+    }
   }
   // Otherwise an idle close (clean, or broken while lingering): the peer may
   // be dialled again; a dial reveals whether it is still there.

@@ -38,6 +38,8 @@ class LinkTable {
   const std::shared_ptr<link::Link>& current(int peer) const { return links_[static_cast<std::size_t>(peer)]; }
   PeerState& peer(int p) { return peers_[static_cast<std::size_t>(p)]; }
   const PeerState& peer(int p) const { return peers_[static_cast<std::size_t>(p)]; }
+  // Peers gone without a final goodbye (lost or died) so far.
+  int diedCount() const { return died_; }
   std::uint32_t epoch(int peer) const { return epoch_[static_cast<std::size_t>(peer)]; }
 
   // A new current link to `peer` (Dialing, this epoch).
@@ -108,6 +110,7 @@ class LinkTable {
   std::vector<char> dialDeferred_;  // a current link waits to dial until our goodbye is acked (R3)
   std::vector<std::vector<std::shared_ptr<boost::asio::steady_timer>>> predecessorWaits_;  // held hellos (R4)
   std::uint64_t useClock_ = 0;
+  int died_ = 0;  // diedCount()
   std::vector<PeerState> peers_;
 };
 
