@@ -3,6 +3,8 @@
 // close, the peer's text. A kind adds connect() and its socket options.
 #pragma once
 
+#include <unistd.h>
+
 #include <boost/asio/read.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
@@ -50,6 +52,21 @@ class SocketStream : public Stream {
   asio::any_io_executor executor() override { return socket_.get_executor(); }
 
  protected:
+  // After a connect that had to wait: the connect registered the socket for
+  // write readiness with Asio's reactor, for good, and every later wait for a
+  // read re-arms the descriptor (EPOLL_CTL_MOD), which then reports it
+  // writable at once: an event-loop wake-up for nothing after every frame
+  // read. Registering the descriptor anew drops that interest.
+  void forgetWriteReadiness() {
+    boost::system::error_code ec;
+    const auto protocol = socket_.local_endpoint(ec).protocol();
+    if (ec) return;
+    const auto fd = socket_.release(ec);
+    if (ec) return;
+    socket_.assign(protocol, fd, ec);
+    if (ec) ::close(fd);  // the stream is closed now: its next read or write says so
+  }
+
   Socket socket_;
   std::string peer_;
 };

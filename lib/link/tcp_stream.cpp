@@ -22,6 +22,7 @@ class TcpStream final : public SocketStream<tcp::socket> {
     auto hp = parseHostPort(to.address);
     peer_ = to.address;
     co_await socket_.async_connect(tcp::endpoint(asio::ip::make_address(hp.host), hp.port), asio::use_awaitable);
+    forgetWriteReadiness();
     configure();
   }
 

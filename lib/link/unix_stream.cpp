@@ -19,6 +19,7 @@ class UnixStream final : public SocketStream<local::socket> {
     auto ep = unixEndpoint(to.address);
     peer_ = to.address;
     co_await socket_.async_connect(ep, asio::use_awaitable);
+    forgetWriteReadiness();
     configure();
   }
 
