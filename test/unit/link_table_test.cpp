@@ -124,6 +124,7 @@ TEST_CASE("A link that breaks without a goodbye loses its peer; a final goodbye 
   CHECK(t.table.peer(1).gone);
   CHECK_FALSE(t.table.peer(1).graceful);
   CHECK(t.table.peer(1).reason == "connection reset by peer");
+  CHECK(t.table.diedCount() == 1);  // collectives look for dead members from now on
   bool duplicate = false;
   CHECK(refused(t.table.admit(1, 0, false, &duplicate), RejectCode::DuplicateRank));
   CHECK(duplicate);  // another process claims a rank this one has lost
@@ -133,5 +134,6 @@ TEST_CASE("A link that breaks without a goodbye loses its peer; a final goodbye 
   t.table.current(3)->fail("closed after goodbye");
   CHECK(t.table.peer(3).gone);
   CHECK(t.table.peer(3).graceful);
+  CHECK(t.table.diedCount() == 1);  // leaving in order is not dying
   CHECK(t.table.openCount() == 0);
 }
