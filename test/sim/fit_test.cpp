@@ -42,7 +42,7 @@ struct Anchor {
   double ms;
 };
 const Anchor kAnchors[] = {
-    // 64 ranks, 2026-12-01 17:53 UTC, load 7-15.
+    // 64 ranks, 2026-12-01 17:53 UTC, load 7.
     {64, "allgather", "", "tree", 2.236},
     {64, "alltoall", "", "tree", 2.144},
     {64, "barrier", "", "tree", 1.493},
