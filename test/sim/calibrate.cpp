@@ -33,6 +33,7 @@ std::vector<Measurement> readBenchJson(std::istream& in) {
     m.initMs = j.value("init_ms", 0.0);
     m.initMinMs = j.value("init_min_ms", -1.0);
     m.rendezvousMs = j.value("rendezvous_ms", -1.0);
+    m.algorithm = j.value("algorithm", std::string());
     out.push_back(m);
   }
   return out;
@@ -71,11 +72,12 @@ std::vector<CalibrationRow> model(const Params& params, const std::vector<Measur
     std::vector<double> init, initMin, rendezvous;
     std::size_t bytes = 64;
   };
-  std::map<int, Series> byN;
+  // Forced rows run in a world of their own (rank count, row).
+  std::map<std::pair<int, std::string>, Series> byN;
   const std::set<std::string> known{"allgather", "alltoall", "alltoallv", "broadcast", "barrier"};
   for (const auto& m : measured) {
     if (!known.count(m.op)) continue;
-    Series& s = byN[m.nranks];
+    Series& s = byN[{m.nranks, m.algorithm}];
     auto& values = s.latency[m.op];
     if (values.empty()) s.ops.push_back(m.op);
     if (values.size() == s.init.size()) {  // once per sitting
@@ -87,7 +89,8 @@ std::vector<CalibrationRow> model(const Params& params, const std::vector<Measur
     if (m.bytes) s.bytes = m.bytes;
   }
   std::vector<CalibrationRow> rows;
-  for (const auto& [n, series] : byN) {
+  for (const auto& [key, series] : byN) {
+    const auto& [n, forced] = key;
     // One world per rank count, the operations in order, as tether-bench runs them.
     Scenario s;
     s.params = params;
@@ -98,6 +101,8 @@ std::vector<CalibrationRow> model(const Params& params, const std::vector<Measur
     s.bytes = series.bytes;
     s.calls = calls;
     s.anchors = false;
+    if (!forced.empty())
+      for (const auto& op : series.ops) s.forced[op] = forced;
     const ScenarioResult r = runScenario(s);
     auto row = [&](const std::string& op, const OpResult& modeled, const std::vector<double>& values, double us) {
       CalibrationRow c{n, op, modeled.algorithm, median(values), us};
@@ -106,9 +111,11 @@ std::vector<CalibrationRow> model(const Params& params, const std::vector<Measur
       c.high = *std::max_element(values.begin(), values.end());
       rows.push_back(c);
     };
-    row("init", r.tether.front(), series.init, r.tether.front().firstUs);
-    if (!series.initMin.empty()) rows.back().initMinUs = median(series.initMin);
-    if (!series.rendezvous.empty()) rows.back().rendezvousUs = median(series.rendezvous);
+    if (forced.empty()) {  // init once per rank count
+      row("init", r.tether.front(), series.init, r.tether.front().firstUs);
+      if (!series.initMin.empty()) rows.back().initMinUs = median(series.initMin);
+      if (!series.rendezvous.empty()) rows.back().rendezvousUs = median(series.rendezvous);
+    }
     for (std::size_t i = 0; i < series.ops.size(); ++i)
       row(series.ops[i], r.tether[i + 1], series.latency.at(series.ops[i]), r.tether[i + 1].medianUs);
   }
@@ -130,8 +137,10 @@ double misfit(const std::vector<CalibrationRow>& rows) {
 }  // namespace
 
 Params fit(Params start, const std::vector<Measurement>& measured, int calls, std::ostream& log) {
-  double Params::*knobs[] = {&Params::sendUs, &Params::recvUs, &Params::wakeUs, &Params::switchUs, &Params::callUs};
-  const char* names[] = {"send-us", "recv-us", "wake-us", "switch-us", "call-us"};
+  double Params::*knobs[] = {&Params::sendUs, &Params::recvUs,  &Params::wakeUs,  &Params::switchUs,
+                             &Params::callUs, &Params::cpuGBps, &Params::crowdUs, &Params::crowdRanks};
+  const char* names[] = {"send-us", "recv-us",  "wake-us",  "switch-us",
+                         "call-us", "cpu-gbps", "crowd-us", "crowd-ranks"};
   Params best = start;
   for (auto knob : knobs) best.*knob = std::max(1.0, best.*knob);  // a step multiplies: start above zero
   double bestMisfit = misfit(model(best, measured, calls));
@@ -155,8 +164,10 @@ Params fit(Params start, const std::vector<Measurement>& measured, int calls, st
     }
   }
   log << fmt::format(
-      "fit: --send-us {:.2f} --recv-us {:.2f} --wake-us {:.2f} --switch-us {:.2f} --call-us {:.2f} (misfit {:.4f})\n",
-      best.sendUs, best.recvUs, best.wakeUs, best.switchUs, best.callUs, bestMisfit);
+      "fit: --send-us {:.2f} --recv-us {:.2f} --wake-us {:.2f} --switch-us {:.2f} --call-us {:.2f} --cpu-gbps {:.3f} "
+      "--crowd-us {:.2f} --crowd-ranks {:.1f} (misfit {:.4f})\n",
+      best.sendUs, best.recvUs, best.wakeUs, best.switchUs, best.callUs, best.cpuGBps, best.crowdUs, best.crowdRanks,
+      bestMisfit);
   return best;
 }
 

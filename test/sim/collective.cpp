@@ -237,6 +237,7 @@ OpResult runCollective(Engine& engine, const CollectiveSpec& spec, bool cpuBound
   if (spec.calls < 1) throw std::invalid_argument("calls must be at least 1");
   const Planner planner(spec, engine.nranks(), cpuBound);
   engine.setPeriodic(choosePeriodic(engine, spec, planner));
+  engine.setLinkBudget(engine.params().maxLinks);
   engine.resetCounters();
   Run run(engine, spec, planner);
   engine.setProtocol(&run);

@@ -49,6 +49,7 @@ struct LinkEntry {
   std::uint8_t up = 0;
   std::uint8_t release = 0;                  // released: the goodbye is under way
   std::uint32_t head = kNone, tail = kNone;  // queued messages, oldest first
+  std::uint32_t lastUse = 0;                 // the link budget's clock when a frame last went or came
 };
 
 class PeerMap {
@@ -66,6 +67,11 @@ class PeerMap {
   void forEach(F f) const {
     for (const LinkEntry& e : slots_)
       if (e.peer >= 0) f(e.peer);
+  }
+  template <class F>
+  void forEachEntry(F f) {
+    for (LinkEntry& e : slots_)
+      if (e.peer >= 0) f(e);
   }
   // The entry for `peer`, added (down, nothing queued) if missing.
   LinkEntry& insert(int peer) {

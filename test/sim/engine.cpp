@@ -74,14 +74,15 @@ void Engine::pushJob(int rank, Job job) {
   }
 }
 
-// Every time a rank gets a core it pays a wake-up (epoll_wait returning);
-// taking the core straight from another rank (ranks outnumber cores) costs
-// a process switch on top. Then it runs its jobs back to back.
+// Every time a rank gets a core it pays a wake-up (epoll_wait returning),
+// more when its host crowds its cores (Params::crowdedWakeUs); taking the
+// core straight from another rank (ranks outnumber cores) costs a process
+// switch on top. Then it runs its jobs back to back.
 void Engine::startRunning(int rank, bool switched) {
   RankState& r = ranks_[static_cast<std::size_t>(rank)];
   r.state = State::Running;
   r.since = now_;
-  startNext(rank, fromUs(p_.wakeUs + (switched ? p_.switchUs : 0)));
+  startNext(rank, fromUs(p_.wakeUs + p_.crowdedWakeUs() + (switched ? p_.switchUs : 0)));
 }
 
 void Engine::startNext(int rank, Time extra) {
@@ -130,6 +131,7 @@ void Engine::finishJob(int rank, const Job& job) {
         startDial(rank, messages_[id].dst);
         e = entry(rank, messages_[id].dst);
       }
+      e->lastUse = ++useClock_;
       if (e->up) {
         transmit(id);
       } else {
@@ -146,6 +148,7 @@ void Engine::finishJob(int rank, const Job& job) {
       const auto id = static_cast<std::uint32_t>(job.arg);
       const Message m = std::move(messages_[id]);
       freeMessages_.push_back(id);
+      if (!periodic_) touch(rank, m.src);
       protocol_->delivered(rank, m);
       return;
     }
@@ -172,6 +175,7 @@ void Engine::finishJob(int rank, const Job& job) {
     case JobKind::Accept: {
       const Handshake hs = handshakes_[job.arg];
       linkUp(hs.acceptor, hs.acceptorPeer);
+      enforceBudget(hs.acceptor, hs.acceptorPeer);  // an admitted link counts too
       schedule(now_ + latency(hs.local), Ev::DialerUp, hs.dialer, job.arg);
       return;
     }
@@ -286,6 +290,27 @@ void Engine::startDial(int from, int dst) {
   // multiple of R), the hosts' copies of it are pairwise the same link.
   counters_.halfConnections += (to == from && src == dst) ? 1 : 2;
   pushJob(from, Job{fromUs(p_.connectUs), id, JobKind::Dial});
+  enforceBudget(from, dst);
+}
+
+void Engine::touch(int rank, int peer) {
+  if (LinkEntry* e = entry(rank, peer)) e->lastUse = ++useClock_;
+}
+
+// As World::enforceBudget: past the budget, the least recently used link
+// that is idle on both sides goes (the new one stays).
+void Engine::enforceBudget(int rank, int newPeer) {
+  if (budget_ <= 0 || periodic_) return;
+  PeerMap& own = links_[static_cast<std::size_t>(rank)];
+  std::size_t open = 0;
+  own.forEachEntry([&](LinkEntry& e) { open += !e.release; });
+  if (open <= static_cast<std::size_t>(budget_)) return;
+  const LinkEntry* victim = nullptr;
+  own.forEachEntry([&](LinkEntry& e) {
+    if (e.peer == newPeer || !e.up || e.release || e.head != kNone) return;
+    if (!victim || e.lastUse < victim->lastUse) victim = &e;
+  });
+  if (victim) release(rank, victim->peer);
 }
 
 bool Engine::release(int rank, int peer) {

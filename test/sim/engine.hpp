@@ -95,6 +95,10 @@ class Engine {
   // one latency (not counted as messages); then the link is gone on both
   // sides and linkDown() says so. A later send dials again. Full mode only.
   bool release(int rank, int peer);
+  // The link budget (Params::maxLinks) from now on (full mode only): a
+  // rank that opens or admits a link while it holds `links` closes its
+  // least recently used idle link. 0: none.
+  void setLinkBudget(int links) { budget_ = links; }
   // A link from `from` to `dst` exists or is coming up.
   bool linked(int from, int dst) { return entry(from, dst) != nullptr; }
   // Runs events until none is left.
@@ -166,11 +170,15 @@ class Engine {
   void linkUp(int rank, int peer);
   void closeLink(int rank, int peer);
   void transmit(std::uint32_t msg);
+  void touch(int rank, int peer);
+  void enforceBudget(int rank, int newPeer);
   std::uint32_t allocMessage();
 
   Params p_;
   int n_;
   bool periodic_ = false;
+  int budget_ = 0;
+  std::uint32_t useClock_ = 0;
   Protocol* protocol_ = nullptr;
   Time now_ = 0;
   std::uint64_t seq_ = 0, events_ = 0;

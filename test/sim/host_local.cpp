@@ -1,15 +1,19 @@
-// Host-local aggregation (issue 18 item 1), modelled for the simulator only
-// (tether has no such rendezvous yet; lib/ is not changed): the ranks of a
-// host register with their host's leader (its first rank) over a local link;
-// each leader sends its host's R addresses to the root in one message; the
-// root, once every host is in, sends the whole table down a k-nomial tree of
-// the leaders (radix Params::hostTreeRadix, tether's tree rendezvous' default)
-// and each leader hands it to its own ranks. So the root reads H - 1 host
-// registrations and R - 1 local ones instead of N - 1, and sends the table to
-// its tree children and its own ranks. As in the tree rendezvous, the root
-// then releases the registration links of leaders that are not its children
-// and is done when they have closed; a leader is done when it holds the table
-// and its child leaders' links are up; any other rank when it holds the table.
+// Host-local aggregation (issue 18 item 1; lib/rendezvous/host_local.cpp),
+// modelled for the simulator: the ranks of a host register with their host's
+// leader (its first rank) over a local link; each leader sends its host's R
+// addresses to the root in one message; once every host is in, the root sends
+// the whole table to every leader (a star of H - 1 copies, as the code does,
+// keeping the leaders' links) and each leader hands it to its own ranks. So
+// the root reads H - 1 host registrations and R - 1 local ones instead of
+// N - 1. In the real code the first rank to bind the host's socket leads it;
+// here the host's first rank does (rank 0 on the root's host).
+//
+// Params::tableTree (--table-tree, modelled only, not built): the table goes
+// down a k-nomial tree of the leaders instead (radix Params::hostTreeRadix,
+// tether's tree rendezvous' default); as in the tree rendezvous the root then
+// releases the registration links of leaders that are not its children and
+// is done when they have closed. A leader is done when it holds the table and
+// its child leaders' links are up; any other rank when it holds the table.
 #include <optional>
 
 #include "rendezvous_run.hpp"
@@ -28,7 +32,10 @@ class HostLocal final : public rdv::Rendezvous {
         hostIndex_(config.rank / params.ranksPerHost),
         leader_(hostIndex_ * perHost_) {
     if (!isLeader()) return;
-    for (int c : rdv::treeChildren(hostIndex_, hosts_, params.hostTreeRadix)) childLeaders_.push_back(c * perHost_);
+    if (params.tableTree)
+      for (int c : rdv::treeChildren(hostIndex_, hosts_, params.hostTreeRadix)) childLeaders_.push_back(c * perHost_);
+    else if (config.rank == 0)
+      for (int h = 1; h < hosts_; ++h) childLeaders_.push_back(h * perHost_);
     // Registrations may come before this rank starts (the start spread).
     entries_.assign(static_cast<std::size_t>(config.rank == 0 ? config.nranks : perHost_), PeerAddress{});
   }
@@ -113,8 +120,9 @@ class HostLocal final : public rdv::Rendezvous {
     std::vector<PeerAddress>().swap(entries_);
     for (int c : childLeaders_) host_.send(c, wire::Kind::Table, table_->encoded());
     handToLocals();
-    for (int h = 1; h < hosts_; ++h)  // the registration links of leaders that are not children
-      if (!isChildLeader(h * perHost_) && host_.release(h * perHost_)) ++releasing_;
+    if (params_.tableTree)
+      for (int h = 1; h < hosts_; ++h)  // the registration links of leaders that are not children
+        if (!isChildLeader(h * perHost_) && host_.release(h * perHost_)) ++releasing_;
     childrenUp_ = static_cast<int>(childLeaders_.size());  // their registration links are up
     maybeDone();
   }

@@ -37,15 +37,21 @@ void addModelOptions(cxxopts::Options& spec, const Params& d) {
       "wake-us", "CPU each time a rank gets a core (a wake-up)", dbl(d.wakeUs))(
       "switch-us", "more CPU when it takes the core from another rank (process switch)", dbl(d.switchUs))(
       "call-us", "CPU per collective call per rank", dbl(d.callUs))(
+      "crowd-us", "more CPU per wake-up on a host crowded past --crowd-ranks per core, times 1 - crowd-ranks/(R/C)",
+      dbl(d.crowdUs))("crowd-ranks", "ranks per core whose working sets the caches hold", dbl(d.crowdRanks))(
       "quantum-us", "time slice of a rank when others wait for a core", dbl(d.quantumUs))(
       "connect-rtts", "round trips before a new link is up at the dialler", dbl(d.connectRtts))(
       "connect-us", "CPU per new link at each end (accept/dial, handshake)", dbl(d.connectUs))(
+      "max-links", "the collectives' soft link budget per rank (TETHER_MAX_LINKS; 0: none)",
+      cxxopts::value<int>()->default_value(std::to_string(d.maxLinks)))(
       "eager-bytes", "sends up to this size are not waited for",
       cxxopts::value<std::size_t>()->default_value(std::to_string(d.eagerBytes)))(
       "start-spread-us", "ranks start the rendezvous at random times in [0, this]", dbl(d.startSpreadUs))(
       "seed", "random seed (start spread, all-to-all-v sizes)",
       cxxopts::value<std::uint64_t>()->default_value(std::to_string(d.seed)))(
-      "host-tree-radix", "--rendezvous host-local: radix of the tree of host leaders that carries the table",
+      "table-tree",
+      "--rendezvous host-local: the table down a tree of leaders, not a star from the root (modelled only, not built)")(
+      "host-tree-radix", "--table-tree: radix of the tree of host leaders that carries the table",
       cxxopts::value<int>()->default_value(std::to_string(d.hostTreeRadix)));
 }
 
@@ -63,12 +69,16 @@ Params readModel(const cxxopts::ParseResult& a) {
   p.wakeUs = a["wake-us"].as<double>();
   p.switchUs = a["switch-us"].as<double>();
   p.callUs = a["call-us"].as<double>();
+  p.crowdUs = a["crowd-us"].as<double>();
+  p.crowdRanks = a["crowd-ranks"].as<double>();
   p.quantumUs = a["quantum-us"].as<double>();
   p.connectRtts = a["connect-rtts"].as<double>();
   p.connectUs = a["connect-us"].as<double>();
+  p.maxLinks = a["max-links"].as<int>();
   p.eagerBytes = a["eager-bytes"].as<std::size_t>();
   p.startSpreadUs = a["start-spread-us"].as<double>();
   p.seed = a["seed"].as<std::uint64_t>();
+  p.tableTree = a.count("table-tree") != 0;
   p.hostTreeRadix = a["host-tree-radix"].as<int>();
   if (p.hostTreeRadix < 2) throw std::invalid_argument("--host-tree-radix must be at least 2");
   if (p.hosts < 1 || p.ranksPerHost < 1 || p.cores < 1)

@@ -49,6 +49,12 @@ struct Params {
   double wakeUs = 6;
   double switchUs = 0;
   double callUs = 5;
+  // The crowd term (docs/scale.md, "the one fit"): the caches hold the
+  // working sets of about crowdRanks ranks per core; on a host that runs
+  // more, a rank that gets a core finds the share 1 - crowdRanks / (R / C)
+  // of its own evicted, and its wake-up costs crowdUs times that share more.
+  double crowdUs = 0;
+  double crowdRanks = 128;
   double quantumUs = 3000;  // a rank that ran this long yields its core to a waiting rank
 
   // The first message between a pair opens the connection: the dialler
@@ -60,6 +66,12 @@ struct Params {
   double connectRtts = 3;
   double connectUs = 40;
 
+  // The soft link budget of the collectives (TETHER_MAX_LINKS, lib/core/
+  // world_links.cpp): a rank that opens or admits a link while it holds this
+  // many closes its least recently used idle one with the idle goodbye. 0:
+  // none. The rendezvous owns its links and is not limited.
+  int maxLinks = 64;
+
   // Sends up to eagerBytes are copied and forgotten (a settle does not wait
   // for them); larger ones are waited for until the NIC has sent them.
   std::size_t eagerBytes = 64 * 1024;
@@ -69,14 +81,22 @@ struct Params {
   double startSpreadUs = 0;
   std::uint64_t seed = 1;
 
-  // The host-local rendezvous (--rendezvous host-local, modelled only): the
-  // radix of the tree of host leaders that carries the table down
-  // (rdv::kDefaultTreeRadix, as tether's tree rendezvous).
+  // The host-local rendezvous (--rendezvous host-local): the root sends the
+  // table to every leader (a star, as lib/rendezvous/host_local.cpp does),
+  // or with tableTree (--table-tree, modelled only, not built) down a
+  // k-nomial tree of the leaders of this radix (rdv::kDefaultTreeRadix, as
+  // tether's tree rendezvous).
+  bool tableTree = false;
   int hostTreeRadix = 8;
 
   int nranks() const { return hosts * ranksPerHost; }
   // Like the real code: some host runs more ranks than it has cores.
   bool cpuBound() const { return ranksPerHost > cores; }
+  // The crowd term's CPU per wake-up.
+  double crowdedWakeUs() const {
+    const double perCore = static_cast<double>(ranksPerHost) / cores;
+    return perCore > crowdRanks ? crowdUs * (1 - crowdRanks / perCore) : 0;
+  }
 };
 
 // One line naming every parameter, for reports and reproducibility.

@@ -220,6 +220,7 @@ InitOutcome runRendezvous(Engine& engine, const std::string& kind, const std::st
   const std::uint64_t eventsBefore = engine.events();
   const RendezvousKind& k = findRendezvous(kind);
   engine.setPeriodic(false);
+  engine.setLinkBudget(0);  // the rendezvous owns the links it opens
   engine.resetCounters();
   InitOutcome out;
   {

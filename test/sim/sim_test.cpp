@@ -19,6 +19,7 @@ Params world(int hosts, int perHost) {
   p.hosts = hosts;
   p.ranksPerHost = perHost;
   p.cores = 64;
+  p.maxLinks = 0;  // the closed forms count links that persist
   return p;
 }
 
@@ -208,10 +209,31 @@ TEST_CASE("tree rendezvous: registrations at the root, the table down a k-nomial
   }
 }
 
-TEST_CASE("host-local rendezvous: one registration per host at the root, the table down a tree of leaders", "[sim]") {
+TEST_CASE("host-local rendezvous: one registration per host at the root, the table to every leader as the code does",
+          "[sim]") {
   for (auto [hosts, perHost] : {std::pair{1, 1}, {1, 2}, {3, 3}, {8, 1}, {16, 8}, {100, 10}}) {
     Params p = world(hosts, perHost);
     p.startSpreadUs = 300;
+    const std::uint64_t h = static_cast<std::uint64_t>(hosts), r = static_cast<std::uint64_t>(perHost), n = h * r;
+    INFO("H=" << h << " R=" << r);
+    Engine engine(p);
+    const OpResult o = runRendezvous(engine, "host-local", "tether").result;
+    const std::uint64_t table = 4 + 29 * n, reg = 4 + 29, hostReg = 4 + 29 * r;
+    CHECK(o.messages == 2 * (n - 1));                    // a registration and a table per rank
+    CHECK(o.rootMessages == 2 * (r - 1) + 2 * (h - 1));  // hosts, not N: a star of H - 1 tables
+    CHECK(o.rootBytes == (r - 1) * reg + (h - 1) * hostReg + (h - 1 + r - 1) * table);
+    CHECK(o.rootLinks == (r - 1) + (h - 1));  // its own ranks and every leader: none released
+    CHECK(o.connections == (r - 1) * h + (h - 1));
+    CHECK(o.rounds == (r > 1 ? 2u : 0u) + (h > 1 ? 2u : 0u));
+  }
+}
+
+TEST_CASE("host-local rendezvous with --table-tree: the table down a tree of leaders, hosts + O(log H) at the root",
+          "[sim]") {
+  for (auto [hosts, perHost] : {std::pair{1, 1}, {1, 2}, {3, 3}, {8, 1}, {16, 8}, {100, 10}}) {
+    Params p = world(hosts, perHost);
+    p.startSpreadUs = 300;
+    p.tableTree = true;
     const std::uint64_t h = static_cast<std::uint64_t>(hosts), r = static_cast<std::uint64_t>(perHost), n = h * r,
                         k = static_cast<std::uint64_t>(p.hostTreeRadix);
     INFO("H=" << h << " R=" << r << " radix " << k);
@@ -272,6 +294,37 @@ TEST_CASE("links persist: a second call opens none, and init's link to the root 
   CHECK(r.rootLinks == 7);
   CHECK(r.callUs.size() == 3);
   CHECK(r.messages == 14);  // per call
+}
+
+TEST_CASE("past the link budget a rank closes its least recently used idle link and dials again when it needs it",
+          "[sim]") {
+  Params p = world(1, 64);
+  p.maxLinks = 16;
+  Engine engine(p);
+  CollectiveSpec s;
+  s.calls = 2;
+  s.build = [](dc::Plan& plan) {  // rank 0 asks every other rank in turn and waits for its answer
+    if (plan.rank() == 0) {
+      for (int q = 1; q < plan.size(); ++q) {
+        plan.send(q, 0, dc::out(), 8);
+        plan.recv(q, 1, dc::out(), 8);
+        plan.settle();
+      }
+    } else {
+      plan.recv(0, 0, dc::out(), 8);
+      plan.settle();
+      plan.send(0, 1, dc::out(), 8);
+    }
+  };
+  const OpResult r = runCollective(engine, s, false);
+  CHECK(r.messages == 2 * 63);     // per call
+  CHECK(r.rootLinks <= 17);        // the budget, and the link just dialled
+  CHECK(r.connections == 2 * 63);  // LRU over 63 peers in turn: the second call dials every one again
+  p.maxLinks = 0;
+  Engine unlimited(p);
+  const OpResult kept = runCollective(unlimited, s, false);
+  CHECK(kept.rootLinks == 63);
+  CHECK(kept.connections == 63);
 }
 
 TEST_CASE("the new all-to-all rows at scale: Bruck ceil(log2 N) rounds, tree 2(N-1) messages", "[sim]") {
