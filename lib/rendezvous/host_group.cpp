@@ -1,7 +1,6 @@
 #include "rendezvous/host_group.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -9,70 +8,18 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <algorithm>
-#include <fstream>
 #include <map>
 
 #include "base/crypto.hpp"
 #include "base/join.hpp"
 #include "base/log.hpp"
 #include "link/unix_stream.hpp"
+#include "rendezvous/host_message.hpp"
 
 namespace tether::rdv {
 namespace {
 
-// One message on the host-local stream: u32 length (of what follows, little
-// endian), u8 type, payload. Payloads are the handshake's and the
-// rendezvous' encodings (wire/handshake.hpp); Fail is u8 ErrorCode + text;
-// Full (empty) is a full group's answer, before the challenge or instead of
-// the welcome: try the next group.
-enum class Msg : std::uint8_t { Challenge = 1, Hello, Welcome, Reject, Register, Table, Fail, Full };
-using Bytes = std::vector<unsigned char>;
-constexpr std::uint32_t kMaxMessage = 1u << 30;
-
-asio::awaitable<void> writeMsg(link::Stream& s, Msg type, const Bytes& payload) {
-  auto len = static_cast<std::uint32_t>(payload.size() + 1);
-  unsigned char head[5] = {static_cast<unsigned char>(len), static_cast<unsigned char>(len >> 8),
-                           static_cast<unsigned char>(len >> 16), static_cast<unsigned char>(len >> 24),
-                           static_cast<unsigned char>(type)};
-  std::vector<asio::const_buffer> bufs{asio::const_buffer(head, sizeof head),
-                                       asio::const_buffer(payload.data(), payload.size())};
-  co_await s.write(std::move(bufs));
-}
-
-// Writes what fits now of one message; the bytes written (all: 5 + size).
-std::size_t writeNow(link::Stream& s, Msg type, const Bytes& payload) {
-  auto len = static_cast<std::uint32_t>(payload.size() + 1);
-  unsigned char head[5] = {static_cast<unsigned char>(len), static_cast<unsigned char>(len >> 8),
-                           static_cast<unsigned char>(len >> 16), static_cast<unsigned char>(len >> 24),
-                           static_cast<unsigned char>(type)};
-  const asio::const_buffer bufs[] = {asio::const_buffer(head, sizeof head),
-                                     asio::const_buffer(payload.data(), payload.size())};
-  boost::system::error_code ec;
-  return s.writeSomeNow(bufs, ec);
-}
-
-asio::awaitable<std::pair<Msg, Bytes>> readMsg(link::Stream& s) {
-  unsigned char head[5];
-  const asio::mutable_buffer headBuf(head, sizeof head);
-  co_await s.read(headBuf);
-  std::uint32_t len = head[0] | head[1] << 8 | head[2] << 16 | static_cast<std::uint32_t>(head[3]) << 24;
-  if (len == 0 || len > kMaxMessage) throw std::invalid_argument("malformed host-local message");
-  Bytes b(len - 1);
-  const asio::mutable_buffer body(b.data(), b.size());
-  if (!b.empty()) co_await s.read(body);
-  co_return std::pair{static_cast<Msg>(head[4]), std::move(b)};
-}
-
-std::string reasonOf(const boost::system::system_error& e) {
-  return e.code() == asio::error::eof ? std::string("it closed the connection") : e.code().message();
-}
-
-std::string firstLine(const char* path) {
-  std::ifstream f(path);
-  std::string s;
-  std::getline(f, s);
-  return s;
-}
+using namespace host;
 
 class Group final : public HostGroup, public std::enable_shared_from_this<Group> {
  public:
@@ -506,19 +453,6 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
 };
 
 }  // namespace
-
-std::string hostSocketName(const wire::Secret& secret, std::uint64_t worldId, int nranks) {
-  char ns[128] = {};
-  ssize_t n = ::readlink("/proc/self/ns/net", ns, sizeof ns - 1);
-  std::string identity = fmt::format("tether-host-local|{}|{}|{}|{}", worldId, nranks,
-                                     firstLine("/proc/sys/kernel/random/boot_id"), n > 0 ? std::string(ns, n) : "");
-  auto d = crypto::hmacSha256(secret.data(), secret.size(), identity.data(), identity.size());
-  std::string name = "@tether-";
-  for (int i = 0; i < 8; ++i) name += fmt::format("{:02x}", d[i]);
-  return name;
-}
-
-std::string groupSocketName(const std::string& host, int group) { return fmt::format("{}-{}", host, group); }
 
 std::shared_ptr<HostGroup> HostGroup::start(asio::io_context& io, HostGroupOptions options, HostGroupEvents events,
                                             const PeerAddress& self) {
