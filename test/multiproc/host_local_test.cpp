@@ -159,18 +159,38 @@ void loseRank(int n, int victim, const std::vector<std::pair<const char*, const 
   CHECK(took < 20s);  // the deadline is 60 s
 }
 
+// The world id of the job of `id`, as the bootstrap computes it.
+std::uint64_t worldOf(const UniqueId& id) {
+  auto f = uid::parse(id);
+  return crypto::hash64("tether-world",
+                        std::string_view(reinterpret_cast<const char*>(f.secret.data()), f.secret.size()));
+}
+
+// The abstract address of group 0 of this host, for the job of `id`.
+std::pair<sockaddr_un, socklen_t> groupZero(const UniqueId& id, int n) {
+  std::string name = rdv::groupSocketName(rdv::hostSocketName(uid::parse(id).secret, worldOf(id), n), 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::memcpy(a.sun_path + 1, name.data() + 1, name.size() - 1);
+  return {a, static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size())};
+}
+
+// Holds group 0's name first and closes `count` connections without a word
+// (a leader gone between accept and its answer), then gives the name up.
+void silentHolder(const UniqueId& id, int n, int count) {
+  auto [a, len] = groupZero(id, n);
+  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  test::expect(::bind(fd, reinterpret_cast<sockaddr*>(&a), len) == 0 && ::listen(fd, 64) == 0, "bind group 0");
+  for (int i = 0; i < count; ++i) ::close(::accept(fd, nullptr, nullptr));
+  ::close(fd);
+}
+
 // A process that knows the host's socket name but not the secret: it
 // answers the leader's challenge with a wrong proof; returns what came back
 // ("reject: <reason>") or why nothing did.
 std::string stranger(const UniqueId& id, int n) {
-  auto f = uid::parse(id);
-  auto world =
-      crypto::hash64("tether-world", std::string_view(reinterpret_cast<const char*>(f.secret.data()), f.secret.size()));
-  std::string name = rdv::groupSocketName(rdv::hostSocketName(f.secret, world, n), 0);
-  sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  std::memcpy(a.sun_path + 1, name.data() + 1, name.size() - 1);
-  auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size());
+  auto [a, len] = groupZero(id, n);
+  const std::uint64_t world = worldOf(id);
   int fd = -1;
   for (int i = 0; i < 500; ++i) {  // until a leader listens
     fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
@@ -317,6 +337,24 @@ TEST_CASE("a stranger on the host's socket is refused and never merged", "[multi
       test::expect(got.find("reject: a process claiming rank 7 does not know this job's secret") == 0,
                    "the stranger is refused: " + got);
     }
+    TcpBootstrap b(rank, n, id, TcpOptions{60s, {}, {}, {}});
+    exchange(b);
+  });
+  ::unsetenv("TETHER_HOST_LOCAL");
+  INFO(test::summary(res));
+  for (const auto& r : res) CHECK(r.exitCode == 0);
+}
+
+TEST_CASE("a rank whose connection to a group is closed before any answer tries again", "[multiproc][host-local]") {
+  // Rank 3 holds group 0's name before the others start and closes their
+  // first 5 connections unanswered: they retry, bind or join, and complete.
+  const int n = 4;
+  ::setenv("TETHER_HOST_LOCAL", "1", 1);
+  auto res = test::runRanks(n, [&](int rank, const UniqueId& id) {
+    if (rank == 3)
+      silentHolder(id, n, 5);
+    else
+      std::this_thread::sleep_for(300ms);
     TcpBootstrap b(rank, n, id, TcpOptions{60s, {}, {}, {}});
     exchange(b);
   });
