@@ -4,9 +4,9 @@
 // the group, the others register with it over the handshake's proofs
 // (wire/handshake.hpp: Challenge -> Hello + proof -> Welcome + proof, or
 // Reject), so a process without this job's secret is refused, never merged.
-// A full group answers Full (before the challenge, or instead of the welcome)
-// and the rank tries the next group, so a leader holds at most groupMax - 1
-// member streams. The leader hands its group's registrations to its
+// A full group (places taken by ranks registered, welcomed or in their
+// handshake) answers Full before the challenge and the rank tries the next
+// group, so a leader holds at most groupMax - 1 member streams. The leader hands its group's registrations to its
 // rendezvous in batches (one when it knows how many ranks the host runs) and
 // fans the table out. docs/scale.md, "Host-local aggregation". Progress
 // thread only.
