@@ -128,6 +128,8 @@ std::vector<Variable> makeTable() {
                      "largest data frame accepted"));
   t.push_back(number("TETHER_POLL_US", T::Expert, 0, 1000000, "50",
                      "a blocking call polls this long before it sleeps, where cores are free; 0: off"));
+  t.push_back(number("TETHER_HOST_GROUP_MAX", T::Expert, 2, 1024, "64",
+                     "host-local aggregation: at most this many ranks meet in one group (docs/scale.md)"));
   t.push_back(
       choice("TETHER_ALGO_ALLGATHER", T::Expert, algorithms(dc::Op::Allgather), "auto", "all-gather algorithm"));
   t.push_back(choice("TETHER_ALGO_ALLTOALL", T::Expert, algorithms(dc::Op::Alltoall), "auto", "all-to-all algorithm"));

@@ -155,6 +155,7 @@ std::shared_ptr<Communicator> startTcpWorld(int rank, int nranks, const UniqueId
   cfg.rendezvousTreeRadix = static_cast<int>(values.integer("TETHER_RENDEZVOUS_TREE_RADIX"));
   cfg.hostLocal = values.integer("TETHER_HOST_LOCAL") == 1;
   cfg.localRanks = localRanks(values);
+  cfg.hostGroupMax = static_cast<int>(values.integer("TETHER_HOST_GROUP_MAX"));
   cfg.pollUs = static_cast<int>(values.integer("TETHER_POLL_US"));
   cfg.interfaces = interfaceFilter(values);
   coll::checkSettings();  // reject bad algorithm variables now, not mid-collective

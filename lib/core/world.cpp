@@ -54,6 +54,7 @@ World::World(WorldConfig config)
   rc.treeRadix = cfg_.rendezvousTreeRadix;
   rc.hostLocal = cfg_.hostLocal;
   rc.localRanks = cfg_.localRanks;
+  rc.hostGroupMax = cfg_.hostGroupMax;
   rendezvous_ = rdv::make(host_, rc, cfg_.rendezvous);
   admission_.setRendezvous(*rendezvous_);
 }
@@ -239,7 +240,11 @@ void World::abort(int origin, const std::string& reason) {
 void World::abortOnProgress(const wire::AbortNotice& n, bool notifyPeers, int from) {
   if (!relay_.handle(n, notifyPeers, from, life_.joined())) return;
   for (Op* op : ops_.active()) ops_.failOp(*op, std::make_exception_ptr(abortedError(op->name())));
-  if (life_.joining()) finishInit(std::make_exception_ptr(abortedError("rendezvous")));
+  if (life_.joining()) {
+    auto error = abortedError("rendezvous");
+    rendezvous_->onAborted(error.what());
+    finishInit(std::make_exception_ptr(error));
+  }
 }
 
 // Only the world communicator: a child communicator's failure must not stop

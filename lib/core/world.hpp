@@ -84,6 +84,7 @@ struct WorldConfig {
   int rendezvousTreeRadix = 8;      // TETHER_RENDEZVOUS_TREE_RADIX
   bool hostLocal = false;           // TETHER_HOST_LOCAL
   int localRanks = 0;               // TETHER_LOCAL_NRANKS, else the launcher's local size; 0: unknown
+  int hostGroupMax = 64;            // TETHER_HOST_GROUP_MAX
   int pollUs = 50;                  // TETHER_POLL_US
   InterfaceFilter interfaces;       // TETHER_SOCKET_IFNAME, TETHER_SOCKET_FAMILY
 };

@@ -1,63 +1,25 @@
 #include "rendezvous/host_group.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <fstream>
+#include <algorithm>
 #include <map>
 
 #include "base/crypto.hpp"
 #include "base/join.hpp"
 #include "base/log.hpp"
 #include "link/unix_stream.hpp"
+#include "rendezvous/host_message.hpp"
 
 namespace tether::rdv {
 namespace {
 
-// One message on the host-local stream: u32 length (of what follows, little
-// endian), u8 type, payload. Payloads are the handshake's and the
-// rendezvous' encodings (wire/handshake.hpp); Fail is u8 ErrorCode + text.
-enum class Msg : std::uint8_t { Challenge = 1, Hello, Welcome, Reject, Register, Table, Fail };
-using Bytes = std::vector<unsigned char>;
-constexpr std::uint32_t kMaxMessage = 1u << 30;
-
-asio::awaitable<void> writeMsg(link::Stream& s, Msg type, const Bytes& payload) {
-  auto len = static_cast<std::uint32_t>(payload.size() + 1);
-  unsigned char head[5] = {static_cast<unsigned char>(len), static_cast<unsigned char>(len >> 8),
-                           static_cast<unsigned char>(len >> 16), static_cast<unsigned char>(len >> 24),
-                           static_cast<unsigned char>(type)};
-  std::vector<asio::const_buffer> bufs{asio::const_buffer(head, sizeof head),
-                                       asio::const_buffer(payload.data(), payload.size())};
-  co_await s.write(std::move(bufs));
-}
-
-asio::awaitable<std::pair<Msg, Bytes>> readMsg(link::Stream& s) {
-  unsigned char head[5];
-  const asio::mutable_buffer headBuf(head, sizeof head);
-  co_await s.read(headBuf);
-  std::uint32_t len = head[0] | head[1] << 8 | head[2] << 16 | static_cast<std::uint32_t>(head[3]) << 24;
-  if (len == 0 || len > kMaxMessage) throw std::invalid_argument("malformed host-local message");
-  Bytes b(len - 1);
-  const asio::mutable_buffer body(b.data(), b.size());
-  if (!b.empty()) co_await s.read(body);
-  co_return std::pair{static_cast<Msg>(head[4]), std::move(b)};
-}
-
-std::string reasonOf(const boost::system::system_error& e) {
-  return e.code() == asio::error::eof ? std::string("it closed the connection") : e.code().message();
-}
-
-std::string firstLine(const char* path) {
-  std::ifstream f(path);
-  std::string s;
-  std::getline(f, s);
-  return s;
-}
+using namespace host;
 
 class Group final : public HostGroup, public std::enable_shared_from_this<Group> {
  public:
@@ -66,13 +28,17 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
 
   void begin() {
     if (closed_) return;
+    group_ = groupAt(probe_);
+    name_ = groupSocketName(opts_.socket, group_);
+    cap_ = capOf(group_);
     boost::system::error_code ec;
-    listener_ = link::UnixListener::open(io_, opts_.socket, ec);
+    listener_ = link::UnixListener::open(io_, name_, ec);
     if (listener_) {
       leader_ = true;
       ranks_.push_back(opts_.rank);
       if (opts_.rank != 0) pending_.push_back({static_cast<std::uint32_t>(opts_.rank), self_});
-      log::trace(opts_.rank, "host-local: this rank leads its host ({})", opts_.socket);
+      log::trace(opts_.rank, "host-local: this rank leads group {} of its host ({}, {} ranks at most)", group_, name_,
+                 cap_);
       asio::co_spawn(io_, acceptLoop(shared_from_this()), asio::detached);
       if (events_.leading) events_.leading();
       checkFlush();
@@ -80,13 +46,13 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
     }
     if (ec != asio::error::address_in_use)
       return failed(ErrorCode::System,
-                    fmt::format("rendezvous: cannot bind the host-local socket {}: {}", opts_.socket, ec.message()),
-                    -1);
+                    fmt::format("rendezvous: cannot bind the host-local socket {}: {}", name_, ec.message()), -1);
     asio::co_spawn(io_, join(shared_from_this()), asio::detached);
   }
 
   bool leader() const override { return leader_; }
   int leaderRank() const override { return leaderRank_; }
+  int group() const override { return group_; }
   std::vector<int> ranks() const override { return ranks_; }
 
   void sendTable(wire::SharedBytes table) override {
@@ -103,9 +69,15 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
     if (listener_) listener_->close();
     Bytes b{static_cast<unsigned char>(ErrorCode::Aborted)};
     b.insert(b.end(), reason.begin(), reason.end());
+    // Written now, not from the loop: this rank fails and closes the group
+    // next, and its members must read why, not only that it closed.
     auto shared = std::make_shared<const Bytes>(std::move(b));
-    for (auto& [r, s] : members_)
-      asio::co_spawn(io_, writeOne(shared_from_this(), s, Msg::Fail, shared), asio::detached);
+    for (auto& [r, s] : members_) {
+      if (writeNow(*s, Msg::Fail, *shared) == 0)  // nothing fit: from the loop
+        asio::co_spawn(io_, writeOne(shared_from_this(), s, Msg::Fail, shared), asio::detached);
+      else
+        s->close();  // all of it (part, rarely: the member then reads a lost leader)
+    }
   }
 
   void close() override {
@@ -118,15 +90,19 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
   }
 
   std::string describe() const override {
-    if (leader_)
-      return fmt::format("this rank leads its host ({}): ranks {}{} are here, of {}", opts_.socket,
-                         joined(ranks_, ", "), rootHere_ ? " and 0" : "",
-                         opts_.localRanks > 0 ? fmt::format("{} expected (TETHER_LOCAL_NRANKS)", opts_.localRanks)
-                                              : std::string("an unknown number"));
+    if (leader_) {
+      std::string of = "an unknown number";
+      if (opts_.localRanks > 0)
+        of = fmt::format("{} expected (TETHER_LOCAL_NRANKS{})", expectedOf(group_),
+                         groups() > 1 ? fmt::format("={} in groups of at most {}", opts_.localRanks, opts_.groupMax)
+                                      : std::string());
+      return fmt::format("this rank leads host-local group {} of its host ({}): ranks {}{} are here, of {}", group_,
+                         name_, joined(ranks_, ", "), rootHere_ ? " and 0" : "", of);
+    }
     if (leaderRank_ >= 0)
-      return fmt::format("registered with the host leader (rank {}, {}), which has not sent the table", leaderRank_,
-                         opts_.socket);
-    return fmt::format("could not join the host leader at {}", opts_.socket);
+      return fmt::format("registered with the host leader of group {} (rank {}, {}), which has not sent the table",
+                         group_, leaderRank_, name_);
+    return fmt::format("could not join the host leader at {}", name_);
   }
 
  private:
@@ -136,15 +112,41 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
   }
 
   int counted() const { return static_cast<int>(ranks_.size()) + (rootHere_ ? 1 : 0); }
+  // Counted, and welcomed but not registered yet: a full group answers Full.
+  int admitted() const { return counted() + welcomed_; }
 
-  // A known host size: one batch when every rank is here (and one per late
-  // rank, if the count was too small). Unknown: a batch once no rank arrived
-  // for `quiet`.
+  // With a known host size L, groups 0..G-1 (G = ceil(L / groupMax)) hold L
+  // ranks: group j min(groupMax, L - j * groupMax). A rank tries them from
+  // its own ((rank mod L) / groupMax: one try each when a host's ranks are
+  // numbered in a block), cyclically, then groups G, G+1, ... (more ranks than
+  // L came). Unknown L: groups 0, 1, 2, ... of groupMax each.
+  int groups() const { return opts_.localRanks > 0 ? (opts_.localRanks + opts_.groupMax - 1) / opts_.groupMax : 0; }
+  int groupAt(int probe) const {
+    const int g = groups();
+    if (probe >= g) return probe;
+    const int first = (opts_.rank % opts_.localRanks) / opts_.groupMax;
+    return (first + probe) % g;
+  }
+  int capOf(int group) const {
+    return group < groups() ? std::min(opts_.groupMax, opts_.localRanks - group * opts_.groupMax) : opts_.groupMax;
+  }
+  // How many ranks make a batch: all of a known group; past a known host's
+  // groups, each rank (the count was too small); unknown L: a full group.
+  int expectedOf(int group) const {
+    if (opts_.localRanks > 0) return group < groups() ? capOf(group) : 1;
+    return opts_.groupMax;
+  }
+
+  // A group's batch goes when it has its expected ranks; unknown host size:
+  // also once no rank arrived for `quiet` (then one per later batch).
+  // A group that sent a rank on and then lost a place (a stranger refused,
+  // a rank gone before it registered) flushes what it has, and each later rank.
   void checkFlush() {
-    if (opts_.localRanks > 0) {
-      if (counted() >= opts_.localRanks) flush();
-      return;
+    if (counted() >= expectedOf(group_) || (sentOn_ && welcomed_ == 0 && handshaking_ == 0)) {
+      quiet_.cancel();
+      return flush();
     }
+    if (opts_.localRanks > 0) return;
     quiet_.expires_after(opts_.quiet);
     quiet_.async_wait([w = weak_from_this()](const boost::system::error_code& ec) {
       if (auto self = w.lock(); self && !ec) self->flush();
@@ -168,23 +170,55 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
     if (type == Msg::Fail) s->close();
   }
 
+  // A full group (its places taken: ranks counted, welcomed or in their
+  // handshake) answers Full here, one connection at a time, so a leader
+  // holds at most its group's places, the listener and the one it answers.
   static asio::awaitable<void> acceptLoop(std::shared_ptr<Group> self) {
     while (!self->closed_ && !self->abandoned_) {
       bool pause = false;
       try {
         auto s = co_await self->listener_->accept();
+        if (self->admitted() + self->handshaking_ >= self->cap_) {
+          self->sentOn_ = true;
+          const Bytes none;
+          co_await writeMsg(*s, Msg::Full, none);
+          s->close();
+          continue;
+        }
+        ++self->handshaking_;  // serve() gives the place back
         asio::co_spawn(self->io_, serve(self, std::move(s)), asio::detached);
       } catch (const boost::system::system_error& e) {
         if (e.code() == asio::error::operation_aborted || self->closed_) co_return;
         log::warn(self->opts_.rank, "host-local: accept failed: {}", e.code().message());
-        pause = true;  // out of descriptors: not a busy loop
+        pause = e.code() != asio::error::broken_pipe && e.code() != asio::error::connection_reset;
       }
-      if (pause) {
+      if (pause) {  // out of descriptors: not a busy loop
         asio::steady_timer t(self->io_, std::chrono::milliseconds(10));
         co_await t.async_wait(asio::use_awaitable);
       }
     }
   }
+
+  // A place in the group, held from the accept (handshaking) or the welcome
+  // (welcomed) until the rank registers or is lost.
+  struct Place {
+    Group& g;
+    int* count;
+    Place(Group& group, int& n) : g(group), count(&n) {}
+    void move(int& to) {
+      --*count;
+      count = &to;
+      ++*count;
+    }
+    void release() {
+      if (count) --*count, count = nullptr;
+    }
+    ~Place() {
+      if (!count) return;
+      release();
+      if (!g.closed_ && !g.abandoned_) g.checkFlush();  // lost before it registered
+    }
+  };
 
   // The leader's side of one member: handshake, registration, then wait for
   // its close (after the table) or its loss.
@@ -192,6 +226,11 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
     const auto& o = self->opts_;
     int who = -1;
     std::string reason;
+    Place place(*self, self->handshaking_);  // taken by acceptLoop
+    asio::steady_timer helloBy(self->io_, o.helloWait);
+    helloBy.async_wait([w = std::weak_ptr<link::Stream>(s)](const boost::system::error_code& ec) {
+      if (auto stream = w.lock(); stream && !ec) stream->close();  // silent: its place goes to another
+    });
     try {
       wire::Challenge c{static_cast<std::uint32_t>(o.rank), {}};
       crypto::randomBytes(c.nonce.data(), c.nonce.size());
@@ -200,6 +239,7 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
       auto m = co_await readMsg(*s);
       auto& [t, b] = m;
       if (t != Msg::Hello) throw std::invalid_argument("expected a hello");
+      helloBy.cancel();
       auto h = wire::decodeHello(b);
       auto want = wire::helloProof(o.secret, c, h);
       std::string refusal;
@@ -215,7 +255,7 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
         refusal = fmt::format("two processes claim rank {} on this host", h.rank),
         code = wire::RejectCode::DuplicateRank;
       if (!refusal.empty()) {
-        log::warn(o.rank, "host-local: refused a process on {}: {}", o.socket, refusal);
+        log::warn(o.rank, "host-local: refused a process on {}: {}", self->name_, refusal);
         const Bytes reject = wire::encode(wire::Reject{code, refusal});
         co_await writeMsg(*s, Msg::Reject, reject);
         s->close();
@@ -223,6 +263,7 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
           self->failed(ErrorCode::InvalidArgument, "rendezvous failed: " + refusal, static_cast<int>(h.rank));
         co_return;
       }
+      place.move(self->welcomed_);
       const Bytes welcome = wire::encode(wire::Welcome{wire::welcomeProof(o.secret, c, h)});
       co_await writeMsg(*s, Msg::Welcome, welcome);
       auto m2 = co_await readMsg(*s);
@@ -231,6 +272,7 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
       auto r = wire::decodeRegister(b2);
       if (r.rank != h.rank) throw std::invalid_argument("registration for another rank");
       if (self->closed_ || self->abandoned_) co_return;
+      place.release();
       who = static_cast<int>(r.rank);
       if (who == 0) {  // the root registers itself; it is only counted here
         self->rootHere_ = true;
@@ -241,7 +283,7 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
       self->members_.emplace(who, s);
       self->ranks_.push_back(who);
       self->pending_.push_back(r);
-      log::trace(o.rank, "host-local: rank {} joined ({} here)", who, self->counted());
+      log::trace(o.rank, "host-local: rank {} joined group {} ({} here)", who, self->group_, self->counted());
       self->checkFlush();
       unsigned char byte;
       const asio::mutable_buffer one(&byte, 1);
@@ -259,14 +301,38 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
     }
     if (self->closed_ || self->abandoned_) co_return;
     if (who < 0) {
-      log::warn(o.rank, "host-local: a connection on {} ended before it registered: {}", o.socket, reason);
+      log::warn(o.rank, "host-local: a connection on {} ended before it registered: {}", self->name_, reason);
       co_return;
     }
     self->failed(ErrorCode::PeerLost,
-                 fmt::format("rendezvous failed: lost rank {} on this host (the host leader is rank {}) before the "
-                             "table was out: {}",
-                             who, o.rank, reason),
+                 fmt::format("rendezvous failed: lost rank {} on this host (the host leader of group {} is rank {}) "
+                             "before the table was out: {}",
+                             who, self->group_, o.rank, reason),
                  who);
+  }
+
+  // A member: tries the next group (this one is full), or this one again
+  // after a pause (its leader was between bind and listen, or closed the
+  // connection before it answered: then the name is free or soon answers).
+  void nextGroup() {
+    stream_->close();
+    ++probe_;
+    if (probe_ > opts_.nranks)  // more groups than ranks: something else holds the names
+      return failed(ErrorCode::System, fmt::format("rendezvous: every host-local group up to {} answered full", name_),
+                    -1);
+    begin();
+  }
+  static asio::awaitable<void> again(std::shared_ptr<Group> self) {
+    self->stream_->close();
+    asio::steady_timer t(self->io_, std::chrono::milliseconds(10));
+    co_await t.async_wait(asio::use_awaitable);
+    if (!self->closed_) self->begin();
+  }
+  // Before the leader answered: worth another try (bounded).
+  bool retryable(const boost::system::error_code& ec) {
+    const bool transient = ec == asio::error::connection_refused || ec == asio::error::eof ||
+                           ec == asio::error::connection_reset || ec == asio::error::broken_pipe;
+    return transient && ++attempts_ < 100;
   }
 
   // A member's side: handshake, registration, the table.
@@ -277,40 +343,44 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
     self->stream_ = s;
     std::string reason;
     try {
-      bool again = false;
+      std::pair<Msg, Bytes> first;
+      bool retry = false;
       try {
-        const link::Endpoint at{"unix", o.socket};
+        const link::Endpoint at{"unix", self->name_};
         co_await s->connect(at);
+        first = co_await readMsg(*s);
       } catch (const boost::system::system_error& e) {
-        // The leader is between bind and listen, or gone (then the name is
-        // free): try again to bind or join.
-        if (e.code() != asio::error::connection_refused || ++self->attempts_ >= 100) throw;
-        again = true;
+        if (!self->retryable(e.code())) throw;
+        retry = true;
       }
-      if (again) {
-        asio::steady_timer t(self->io_, std::chrono::milliseconds(10));
-        co_await t.async_wait(asio::use_awaitable);
-        if (!self->closed_) self->begin();
-        co_return;
-      }
-      auto m = co_await readMsg(*s);
-      auto& [t, b] = m;
+      if (retry) co_return co_await again(self);
+      if (self->closed_) co_return;
+      auto& [t, b] = first;
+      if (t == Msg::Full) co_return self->nextGroup();
       if (t != Msg::Challenge) throw std::invalid_argument("expected a challenge");
       auto c = wire::decodeChallenge(b);
       wire::Hello h{static_cast<std::uint32_t>(o.rank), static_cast<std::uint32_t>(o.nranks), o.worldId, 0, {}, {}};
       crypto::randomBytes(h.nonce.data(), h.nonce.size());
       h.proof = wire::helloProof(o.secret, c, h);
       const Bytes hello = wire::encode(h);
-      co_await writeMsg(*s, Msg::Hello, hello);
-      auto m2 = co_await readMsg(*s);
+      std::pair<Msg, Bytes> m2;
+      try {
+        co_await writeMsg(*s, Msg::Hello, hello);
+        m2 = co_await readMsg(*s);
+      } catch (const boost::system::system_error& e) {
+        if (!self->retryable(e.code())) throw;
+        retry = true;  // closed before the welcome: it gave our place away (too slow an answer)
+      }
+      if (retry) co_return co_await again(self);
       auto& [t2, b2] = m2;
+      if (self->closed_) co_return;
       if (t2 == Msg::Reject) {
         auto rj = wire::decodeReject(b2);
         s->close();
-        co_return self->failed(
-            ErrorCode::InvalidArgument,
-            fmt::format("rendezvous: refused by the host leader (rank {}) at {}: {}", c.rank, o.socket, rj.reason),
-            static_cast<int>(c.rank));
+        co_return self->failed(ErrorCode::InvalidArgument,
+                               fmt::format("rendezvous: refused by the host leader of group {} (rank {}) at {}: {}",
+                                           self->group_, c.rank, self->name_, rj.reason),
+                               static_cast<int>(c.rank));
       }
       if (t2 != Msg::Welcome) throw std::invalid_argument("expected a welcome");
       auto w = wire::decodeWelcome(b2);
@@ -320,7 +390,7 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
         co_return self->failed(ErrorCode::InvalidArgument,
                                fmt::format("rendezvous: the host-local socket {} is held by a process that does not "
                                            "know this job's secret (it claims rank {}): refused",
-                                           o.socket, c.rank),
+                                           self->name_, c.rank),
                                -1);
       }
       self->leaderRank_ = static_cast<int>(c.rank);
@@ -341,8 +411,8 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
       if (t3 == Msg::Fail && !b3.empty()) {
         auto code = static_cast<ErrorCode>(b3[0]);
         co_return self->failed(code,
-                               fmt::format("rendezvous failed at the host leader (rank {}): {}", c.rank,
-                                           std::string(b3.begin() + 1, b3.end())),
+                               fmt::format("rendezvous failed at the host leader of group {} (rank {}): {}",
+                                           self->group_, c.rank, std::string(b3.begin() + 1, b3.end())),
                                static_cast<int>(c.rank));
       }
       throw std::invalid_argument("unexpected host-local message");
@@ -354,11 +424,11 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
     if (self->closed_) co_return;
     if (self->leaderRank_ < 0)
       self->failed(ErrorCode::PeerLost,
-                   fmt::format("rendezvous: cannot join the host leader at {}: {}", o.socket, reason), -1);
+                   fmt::format("rendezvous: cannot join the host leader at {}: {}", self->name_, reason), -1);
     else
       self->failed(ErrorCode::PeerLost,
-                   fmt::format("rendezvous: lost the host leader (rank {}) before the table arrived: {}",
-                               self->leaderRank_, reason),
+                   fmt::format("rendezvous: lost the host leader of group {} (rank {}) before the table arrived: {}",
+                               self->group_, self->leaderRank_, reason),
                    self->leaderRank_);
   }
 
@@ -374,21 +444,15 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
   std::vector<wire::Register> pending_;
   bool leader_ = false, rootHere_ = false, tableSent_ = false, abandoned_ = false, closed_ = false;
   int leaderRank_ = -1;
-  int attempts_ = 0;
+  int attempts_ = 0;                    // retries of a group that did not answer yet
+  int probe_ = 0;                       // groups found full so far
+  int group_ = 0, cap_ = 0;             // the group this rank leads or tries, and its size at most
+  int handshaking_ = 0, welcomed_ = 0;  // the leader's places: accepted, not welcomed; welcomed, not registered
+  bool sentOn_ = false;                 // the leader's: it answered Full
+  std::string name_;                    // its socket
 };
 
 }  // namespace
-
-std::string hostSocketName(const wire::Secret& secret, std::uint64_t worldId, int nranks) {
-  char ns[128] = {};
-  ssize_t n = ::readlink("/proc/self/ns/net", ns, sizeof ns - 1);
-  std::string identity = fmt::format("tether-host-local|{}|{}|{}|{}", worldId, nranks,
-                                     firstLine("/proc/sys/kernel/random/boot_id"), n > 0 ? std::string(ns, n) : "");
-  auto d = crypto::hmacSha256(secret.data(), secret.size(), identity.data(), identity.size());
-  std::string name = "@tether-";
-  for (int i = 0; i < 8; ++i) name += fmt::format("{:02x}", d[i]);
-  return name;
-}
 
 std::shared_ptr<HostGroup> HostGroup::start(asio::io_context& io, HostGroupOptions options, HostGroupEvents events,
                                             const PeerAddress& self) {

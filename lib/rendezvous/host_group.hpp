@@ -1,11 +1,15 @@
-// The ranks of one host meet over a host-local stream (link/unix_stream.hpp)
-// before the rendezvous: the first to bind the host's abstract socket is the
-// host leader, the others register with it over the handshake's proofs
+// The ranks of one host meet over host-local streams (link/unix_stream.hpp)
+// before the rendezvous, in groups of at most `groupMax` ranks: group j meets
+// at the abstract socket groupSocketName(host, j); the first to bind it leads
+// the group, the others register with it over the handshake's proofs
 // (wire/handshake.hpp: Challenge -> Hello + proof -> Welcome + proof, or
 // Reject), so a process without this job's secret is refused, never merged.
-// The leader hands the host's registrations to its rendezvous in batches
-// (one when it knows how many ranks the host runs) and fans the table out.
-// docs/scale.md, "Host-local aggregation". Progress thread only.
+// A full group (places taken by ranks registered, welcomed or in their
+// handshake) answers Full before the challenge and the rank tries the next
+// group, so a leader holds at most groupMax - 1 member streams. The leader hands its group's registrations to its
+// rendezvous in batches (one when it knows how many ranks the host runs) and
+// fans the table out. docs/scale.md, "Host-local aggregation". Progress
+// thread only.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -32,14 +36,18 @@ struct HostGroupOptions {
   std::uint64_t worldId = 0;
   std::string socket;                   // "@name": the host's abstract socket (hostSocketName)
   int localRanks = 0;                   // ranks on this host if known (TETHER_LOCAL_NRANKS), else 0
+  int groupMax = 64;                    // ranks of one group at most, itself included (TETHER_HOST_GROUP_MAX)
   std::chrono::milliseconds quiet{20};  // unknown count: a batch goes when no rank arrived for this long
+  // A leader closes a connection that sent no hello within this (its place
+  // in the group goes to another rank; a rank that was only slow tries again).
+  std::chrono::milliseconds helloWait{5000};
 };
 
 struct HostGroupEvents {
-  // This rank leads its host (it bound the socket).
+  // This rank leads a group of its host (it bound the group's socket).
   std::function<void()> leading;
-  // Leader: registrations to pass on (its own first). Rank 0 is never in a
-  // batch: it registers itself.
+  // Leader: its group's registrations to pass on (its own first). Rank 0 is
+  // never in a batch: it registers itself.
   std::function<void(std::vector<wire::Register>)> batch;
   // Member: the table, from the leader.
   std::function<void(wire::SharedBytes)> table;
@@ -53,18 +61,23 @@ struct HostGroupEvents {
 // abstract namespace is per network namespace, so ranks in two namespaces are
 // two hosts even on one kernel).
 std::string hostSocketName(const wire::Secret& secret, std::uint64_t worldId, int nranks);
+// "<host>-<group>": where group `group` of the host meets.
+std::string groupSocketName(const std::string& host, int group);
 
 class HostGroup {
  public:
-  // Binds the socket (leader) or registers with the process that holds it
-  // (member). `events` are called on the progress thread, never after close().
+  // Binds a group's socket (leader) or registers with the process that holds
+  // it (member), trying the next group while they are full. `events` are
+  // called on the progress thread, never after close().
   static std::shared_ptr<HostGroup> start(asio::io_context& io, HostGroupOptions options, HostGroupEvents events,
                                           const PeerAddress& self);
   virtual ~HostGroup() = default;
   virtual bool leader() const = 0;
   // Member: the leader's rank once it answered, else -1.
   virtual int leaderRank() const = 0;
-  // Leader: the ranks of this host registered so far (itself first).
+  // The group this rank leads or joined (the one it is trying, before).
+  virtual int group() const = 0;
+  // Leader: the ranks of its group registered so far (itself first).
   virtual std::vector<int> ranks() const = 0;
   // Leader: sends the table to every member; they close once they have it.
   virtual void sendTable(wire::SharedBytes table) = 0;

@@ -1,11 +1,13 @@
 // Host-local rendezvous (TETHER_HOST_LOCAL=1): the ranks of each host meet
-// over the host's abstract Unix socket first (host_group.hpp); the host leader
-// registers the whole host with the root in one Register frame (the host's
-// Register records back to back) and fans the table out over the same
-// sockets. The root handles one registration per host, and sends the table to
-// the leaders only. When the root's host has a leader other than rank 0, that
-// leader registers it like any other host; when rank 0 leads its host, its
-// members register with it directly. docs/scale.md, "Host-local aggregation".
+// over the host's abstract Unix sockets first, in groups of at most
+// TETHER_HOST_GROUP_MAX (host_group.hpp); each group's leader registers the
+// whole group with the root in one Register frame (the group's Register
+// records back to back) and fans the table out over the same sockets. The
+// root handles one registration per group (one per host up to that size),
+// and sends the table to the leaders only. When the root's group has a leader
+// other than rank 0, that leader registers it like any other; when rank 0
+// leads its group, its members register with it directly. docs/scale.md,
+// "Host-local aggregation".
 #include <fmt/format.h>
 
 #include <atomic>
@@ -45,6 +47,7 @@ class HostLocal final : public Registration {
     o.worldId = cfg_.worldId;
     o.socket = hostSocketName(cfg_.secret, cfg_.worldId, cfg_.nranks);
     o.localRanks = local_;
+    o.groupMax = cfg_.hostGroupMax;
     HostGroupEvents e;
     e.leading = [this] { onLeading(); };
     e.batch = [this](std::vector<wire::Register> b) { onBatch(std::move(b)); };
@@ -119,6 +122,11 @@ class HostLocal final : public Registration {
          group_ && !group_->leader() ? group_->leaderRank() : 0);
   }
 
+  // A leader's members hear of the job's abort from it alone.
+  void onAborted(const std::string& why) override {
+    if (!done_ && group_) group_->abandon(why);
+  }
+
   PeerAddress address(int rank) const override { return table_.at(static_cast<std::uint32_t>(rank)); }
 
  private:
@@ -127,6 +135,18 @@ class HostLocal final : public Registration {
     auto it = hosts_.find(peer);
     if (it == hosts_.end()) return "";
     return fmt::format(" (the host leader of ranks {})", joined(it->second, ", "));
+  }
+
+  // Two groups of one host (or two hosts) registered one rank: each leader
+  // checked its own group, only the root sees both. Fails the job at once.
+  bool duplicate(int leader, const wire::Register& r) {
+    const int who = static_cast<int>(r.rank);
+    if (!registered(who)) return false;
+    stop(ErrorCode::InvalidArgument,
+         fmt::format("rendezvous failed: two processes claim rank {} (the second via the host leader rank {})", who,
+                     leader),
+         who);
+    return true;
   }
 
   // A leader dials the root at once, before its host is complete: if the
@@ -143,7 +163,10 @@ class HostLocal final : public Registration {
     if (cfg_.rank == 0) {
       ++received_;
       ++hostRegistrations;
-      for (const auto& r : batch) add(0, r, /*viaLeader=*/true);
+      for (const auto& r : batch) {
+        if (duplicate(0, r)) return;
+        add(0, r, /*viaLeader=*/true);
+      }
       return maybeFinish();
     }
     wire::Bytes bytes;
@@ -171,6 +194,7 @@ class HostLocal final : public Registration {
     for (std::size_t at = 0; at < payload.size(); at += one) {
       auto r = wire::decodeRegister(wire::Bytes(payload.begin() + static_cast<std::ptrdiff_t>(at),
                                                 payload.begin() + static_cast<std::ptrdiff_t>(at + one)));
+      if (duplicate(peer, r)) return;
       if (add(peer, r, /*viaLeader=*/true)) ranks.push_back(static_cast<int>(r.rank));
     }
     log::info(0, "rendezvous: host registration from rank {}: {} ranks ({} host registrations)", peer,

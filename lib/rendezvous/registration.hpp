@@ -37,6 +37,10 @@ class Registration : public Rendezvous {
   // leader registers its host's ranks), or the rank registered already.
   bool add(int peer, const wire::Register& r, bool viaLeader = false);
   bool everyoneRegistered() const { return registeredCount_ == cfg_.nranks; }
+  // The root: `rank` registered already (a second claim of it is a duplicate).
+  bool registered(int rank) const {
+    return rank >= 0 && rank < static_cast<int>(registered_.size()) && registered_[rank].has_value();
+  }
   // Every address, in rank order (when everyoneRegistered()).
   wire::AddressTable table() const;
   // Frees the root's slots once the table is out.

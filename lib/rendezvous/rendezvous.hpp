@@ -71,10 +71,12 @@ struct Config {
   std::uint64_t worldId = 0;
   boost::asio::io_context* io = nullptr;
   // From the configuration read when the bootstrap started (settings::Values):
-  // TETHER_RENDEZVOUS_TREE_RADIX, TETHER_HOST_LOCAL, TETHER_LOCAL_NRANKS (0: unknown).
+  // TETHER_RENDEZVOUS_TREE_RADIX, TETHER_HOST_LOCAL, TETHER_LOCAL_NRANKS (0: unknown),
+  // TETHER_HOST_GROUP_MAX.
   int treeRadix = 8;
   bool hostLocal = false;
   int localRanks = 0;
+  int hostGroupMax = 64;
 };
 
 class Rendezvous {
@@ -93,6 +95,10 @@ class Rendezvous {
   virtual void onDuplicateClaim(int peer, const std::string& remote) = 0;
   // The deadline passed: fail with a message that says what is missing.
   virtual void onTimeout() = 0;
+  // The job was aborted while the rendezvous runs (an abort notice, or this
+  // rank's abort), for `why`: a rendezvous that alone reaches some ranks (a
+  // host-local group's leader) tells them why before it is destroyed.
+  virtual void onAborted(const std::string& why) { (void)why; }
 
   virtual bool done() const = 0;
   // Every rank's address, once done.

@@ -10,15 +10,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <dirent.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -57,18 +62,135 @@ void runAt(int n, const char* hostLocal) {
   for (const auto& r : res) CHECK(r.exitCode == 0);
 }
 
+// The RLIMIT_NOFILE under which this process can open exactly `more`
+// descriptors (the kernel gives the lowest free number; one open above the
+// limit, e.g. inherited from the shell, stays usable and takes no place).
+rlim_t roomFor(int more) {
+  DIR* dir = ::opendir("/proc/self/fd");
+  test::expect(dir != nullptr, "/proc/self/fd can be read");
+  std::vector<bool> open;
+  while (dirent* e = ::readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    const auto fd = static_cast<std::size_t>(std::atoi(e->d_name));
+    if (fd >= open.size()) open.resize(fd + 1);
+    open[fd] = true;
+  }
+  ::closedir(dir);
+  std::size_t fd = 0;
+  for (int free = 0;; ++fd)
+    if ((fd >= open.size() || !open[fd]) && ++free == more) break;
+  return static_cast<rlim_t>(fd + 1);
+}
+
+// `n` ranks of one host in groups of at most `k` (TETHER_HOST_GROUP_MAX),
+// `rounds` times; `local`: TETHER_LOCAL_NRANKS ("0": unknown). Each rank's
+// rendezvous runs with RLIMIT_NOFILE at what it had open plus what a group
+// needs: a leader's k - 1 members, its listener and the connection it answers
+// "full"; the root's links from the other groups' leaders; `spare` for the
+// loop, the TCP listener and a leader's link to the root. A leader holding
+// every rank of the host (n - 1 members) cannot accept them all, so the
+// rendezvous would end at its deadline instead.
+void runGroups(int n, int k, const char* local, int spare, int rounds) {
+  const int groups = (n + k - 1) / k;
+  ::setenv("TETHER_HOST_LOCAL", "1", 1);
+  ::setenv("TETHER_HOST_GROUP_MAX", std::to_string(k).c_str(), 1);
+  ::setenv("TETHER_LOCAL_NRANKS", local, 1);
+  for (int round = 0; round < rounds; ++round) {
+    auto res = test::runRanks(
+        n,
+        [&](int rank, const UniqueId& id) {
+          rlimit was{};
+          test::expect(::getrlimit(RLIMIT_NOFILE, &was) == 0, "getrlimit");
+          rlimit during = was;
+          during.rlim_cur = roomFor(k + 1 + (groups - 1) + spare);
+          test::expect(::setrlimit(RLIMIT_NOFILE, &during) == 0, "setrlimit");
+          std::optional<TcpBootstrap> b;
+          try {
+            b.emplace(rank, n, id, TcpOptions{30s, {}, {}, {}});
+          } catch (...) {
+            ::setrlimit(RLIMIT_NOFILE, &was);
+            throw;
+          }
+          ::setrlimit(RLIMIT_NOFILE, &was);  // the collectives link every pair
+          exchange(*b);
+          if (rank == 0 && std::string(local) != "0")
+            test::expect(rdv::hostRegistrationsReceived() == groups,
+                         "one registration per group: " + std::to_string(groups) + " expected, got " +
+                             std::to_string(rdv::hostRegistrationsReceived()));
+          b->barrier();
+        },
+        90s);
+    INFO("round " << round << ": " << test::summary(res));
+    for (const auto& r : res) REQUIRE(r.exitCode == 0);
+  }
+  ::unsetenv("TETHER_HOST_LOCAL");
+  ::unsetenv("TETHER_HOST_GROUP_MAX");
+  ::unsetenv("TETHER_LOCAL_NRANKS");
+}
+
+// `n` ranks with host-local aggregation and `env`; `victim` exits 1.5 s
+// after `before` (by then registered with its leader): every other rank must
+// fail, `check`ing its error, well before the 60 s deadline.
+void loseRank(int n, int victim, const std::vector<std::pair<const char*, const char*>>& env,
+              const std::function<void(int)>& before, const std::function<void(int, const std::string&)>& check) {
+  ::setenv("TETHER_HOST_LOCAL", "1", 1);
+  for (const auto& [name, value] : env) ::setenv(name, value, 1);
+  const auto began = std::chrono::steady_clock::now();
+  auto res = test::runRanks(n, [&](int rank, const UniqueId& id) {
+    before(rank);
+    if (rank == victim)
+      std::thread([] {
+        std::this_thread::sleep_for(1500ms);
+        ::_exit(3);
+      }).detach();
+    try {
+      TcpBootstrap b(rank, n, id, TcpOptions{60s, {}, {}, {}});
+    } catch (const Error& e) {
+      return check(rank, e.what());
+    }
+    test::expect(false, "should have failed");
+  });
+  const auto took = std::chrono::steady_clock::now() - began;
+  ::unsetenv("TETHER_HOST_LOCAL");
+  for (const auto& [name, value] : env) ::unsetenv(name);
+  INFO(test::summary(res));
+  for (const auto& r : res)
+    if (r.rank != victim) CHECK(r.exitCode == 0);
+  CHECK(took < 20s);  // the deadline is 60 s
+}
+
+// The world id of the job of `id`, as the bootstrap computes it.
+std::uint64_t worldOf(const UniqueId& id) {
+  auto f = uid::parse(id);
+  return crypto::hash64("tether-world",
+                        std::string_view(reinterpret_cast<const char*>(f.secret.data()), f.secret.size()));
+}
+
+// The abstract address of group 0 of this host, for the job of `id`.
+std::pair<sockaddr_un, socklen_t> groupZero(const UniqueId& id, int n) {
+  std::string name = rdv::groupSocketName(rdv::hostSocketName(uid::parse(id).secret, worldOf(id), n), 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::memcpy(a.sun_path + 1, name.data() + 1, name.size() - 1);
+  return {a, static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size())};
+}
+
+// Holds group 0's name first and closes `count` connections without a word
+// (a leader gone between accept and its answer), then gives the name up.
+void silentHolder(const UniqueId& id, int n, int count) {
+  auto [a, len] = groupZero(id, n);
+  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  test::expect(::bind(fd, reinterpret_cast<sockaddr*>(&a), len) == 0 && ::listen(fd, 64) == 0, "bind group 0");
+  for (int i = 0; i < count; ++i) ::close(::accept(fd, nullptr, nullptr));
+  ::close(fd);
+}
+
 // A process that knows the host's socket name but not the secret: it
 // answers the leader's challenge with a wrong proof; returns what came back
 // ("reject: <reason>") or why nothing did.
 std::string stranger(const UniqueId& id, int n) {
-  auto f = uid::parse(id);
-  auto world =
-      crypto::hash64("tether-world", std::string_view(reinterpret_cast<const char*>(f.secret.data()), f.secret.size()));
-  std::string name = rdv::hostSocketName(f.secret, world, n);
-  sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  std::memcpy(a.sun_path + 1, name.data() + 1, name.size() - 1);
-  auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size());
+  auto [a, len] = groupZero(id, n);
+  const std::uint64_t world = worldOf(id);
   int fd = -1;
   for (int i = 0; i < 500; ++i) {  // until a leader listens
     fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
@@ -223,37 +345,37 @@ TEST_CASE("a stranger on the host's socket is refused and never merged", "[multi
   for (const auto& r : res) CHECK(r.exitCode == 0);
 }
 
+TEST_CASE("a rank whose connection to a group is closed before any answer tries again", "[multiproc][host-local]") {
+  // Rank 3 holds group 0's name before the others start and closes their
+  // first 5 connections unanswered: they retry, bind or join, and complete.
+  const int n = 4;
+  ::setenv("TETHER_HOST_LOCAL", "1", 1);
+  auto res = test::runRanks(n, [&](int rank, const UniqueId& id) {
+    if (rank == 3)
+      silentHolder(id, n, 5);
+    else
+      std::this_thread::sleep_for(300ms);
+    TcpBootstrap b(rank, n, id, TcpOptions{60s, {}, {}, {}});
+    exchange(b);
+  });
+  ::unsetenv("TETHER_HOST_LOCAL");
+  INFO(test::summary(res));
+  for (const auto& r : res) CHECK(r.exitCode == 0);
+}
+
 TEST_CASE("a rank lost before its host's table is out fails its host and the job fast, naming it",
           "[multiproc][host-local]") {
-  const int n = 6, victim = 5;
-  ::setenv("TETHER_HOST_LOCAL", "1", 1);
-  ::setenv("TETHER_LOCAL_NRANKS", "7", 1);  // one more than come: the leader holds the host's registration
-  const auto began = std::chrono::steady_clock::now();
-  auto res = test::runRanks(n, [&](int rank, const UniqueId& id) {
-    if (rank == victim) {
-      std::this_thread::sleep_for(500ms);  // a member, not the leader
-      std::thread([] {
-        std::this_thread::sleep_for(1500ms);
-        ::_exit(3);
-      }).detach();
-    }
-    try {
-      TcpBootstrap b(rank, n, id, TcpOptions{60s, {}, {}, {}});
-    } catch (const Error& e) {
-      std::string what = e.what();
-      test::expect(what.find("rank 5") != std::string::npos || what.find("host leader (rank") != std::string::npos,
-                   "names the lost rank or this host's leader: " + what);
-      return;
-    }
-    test::expect(false, "should have failed");
-  });
-  const auto took = std::chrono::steady_clock::now() - began;
-  ::unsetenv("TETHER_HOST_LOCAL");
-  ::unsetenv("TETHER_LOCAL_NRANKS");
-  INFO(test::summary(res));
-  for (const auto& r : res)
-    if (r.rank != victim) CHECK(r.exitCode == 0);
-  CHECK(took < 20s);  // the deadline is 60 s
+  // One more than come: the leader holds the host's registration.
+  loseRank(
+      6, 5, {{"TETHER_LOCAL_NRANKS", "7"}},
+      [](int rank) {
+        if (rank == 5) std::this_thread::sleep_for(500ms);  // a member, not the leader
+      },
+      [](int, const std::string& what) {
+        test::expect(
+            what.find("rank 5") != std::string::npos || what.find("host leader of group 0 (rank") != std::string::npos,
+            "names the lost rank or this host's leader: " + what);
+      });
 }
 
 // TETHER_LOCAL_NRANKS unset: the launcher's local size is used (here one
@@ -362,4 +484,31 @@ TEST_CASE("a host leader killed mid-rendezvous: every rank fails fast, its host'
       },
       text);
   expectSkippedOrPassed(code, text);
+}
+
+TEST_CASE("a host's ranks meet in groups of at most TETHER_HOST_GROUP_MAX, one registration per group",
+          "[multiproc][host-local]") {
+  // 33 ranks in groups of 4: 9 groups; ten rounds each, to catch a race
+  // between a full group's answer and a rank's connection in its backlog.
+  SECTION("TETHER_LOCAL_NRANKS known: each rank starts at its own group") { runGroups(33, 4, "33", 8, 10); }
+  SECTION("TETHER_LOCAL_NRANKS unknown: full groups send ranks on") { runGroups(33, 4, "0", 8, 10); }
+}
+
+TEST_CASE("a rank lost in a host's second group fails its group and the job fast, naming it",
+          "[multiproc][host-local]") {
+  // Groups of 4 of 13 (ranks 0-3, 4-7, 8-11, 12) but 11 ranks come: group 2
+  // waits for a fourth, so the rendezvous is still open when rank 6, a member
+  // of group 1 (rank 4 binds first), is lost after its group registered.
+  loseRank(
+      11, 6, {{"TETHER_HOST_GROUP_MAX", "4"}, {"TETHER_LOCAL_NRANKS", "13"}},
+      [](int rank) {
+        if (rank > 4 && rank < 8) std::this_thread::sleep_for(500ms);
+      },
+      [](int rank, const std::string& what) {
+        std::printf("rank %d: %s\n", rank, what.c_str());
+        std::fflush(stdout);
+        test::expect(what.find("rank 6") != std::string::npos, "names the lost rank: " + what);
+        if (rank >= 4 && rank < 8)
+          test::expect(what.find("the host leader of group 1") != std::string::npos, "names its group: " + what);
+      });
 }

@@ -1,0 +1,86 @@
+// The host-local messages (host_message.hpp) and the host's socket names
+// (hostSocketName, groupSocketName: host_group.hpp).
+#include "rendezvous/host_message.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <array>
+#include <fstream>
+#include <stdexcept>
+
+#include "base/crypto.hpp"
+#include "rendezvous/host_group.hpp"
+
+namespace tether::rdv {
+namespace host {
+namespace {
+
+constexpr std::uint32_t kMaxMessage = 1u << 30;
+
+using Head = std::array<unsigned char, 5>;
+
+Head headOf(Msg type, const Bytes& payload) {
+  auto len = static_cast<std::uint32_t>(payload.size() + 1);
+  return {static_cast<unsigned char>(len), static_cast<unsigned char>(len >> 8), static_cast<unsigned char>(len >> 16),
+          static_cast<unsigned char>(len >> 24), static_cast<unsigned char>(type)};
+}
+
+}  // namespace
+
+asio::awaitable<void> writeMsg(link::Stream& s, Msg type, const Bytes& payload) {
+  const Head head = headOf(type, payload);
+  std::vector<asio::const_buffer> bufs{asio::buffer(head), asio::const_buffer(payload.data(), payload.size())};
+  co_await s.write(std::move(bufs));
+}
+
+std::size_t writeNow(link::Stream& s, Msg type, const Bytes& payload) {
+  const Head head = headOf(type, payload);
+  const asio::const_buffer bufs[] = {asio::buffer(head), asio::const_buffer(payload.data(), payload.size())};
+  boost::system::error_code ec;
+  return s.writeSomeNow(bufs, ec);
+}
+
+asio::awaitable<std::pair<Msg, Bytes>> readMsg(link::Stream& s) {
+  unsigned char head[5];
+  const asio::mutable_buffer headBuf(head, sizeof head);
+  co_await s.read(headBuf);
+  std::uint32_t len = head[0] | head[1] << 8 | head[2] << 16 | static_cast<std::uint32_t>(head[3]) << 24;
+  if (len == 0 || len > kMaxMessage) throw std::invalid_argument("malformed host-local message");
+  Bytes b(len - 1);
+  const asio::mutable_buffer body(b.data(), b.size());
+  if (!b.empty()) co_await s.read(body);
+  co_return std::pair{static_cast<Msg>(head[4]), std::move(b)};
+}
+
+std::string reasonOf(const boost::system::system_error& e) {
+  return e.code() == asio::error::eof ? std::string("it closed the connection") : e.code().message();
+}
+
+}  // namespace host
+
+namespace {
+
+std::string firstLine(const char* path) {
+  std::ifstream f(path);
+  std::string s;
+  std::getline(f, s);
+  return s;
+}
+
+}  // namespace
+
+std::string hostSocketName(const wire::Secret& secret, std::uint64_t worldId, int nranks) {
+  char ns[128] = {};
+  ssize_t n = ::readlink("/proc/self/ns/net", ns, sizeof ns - 1);
+  std::string identity = fmt::format("tether-host-local|{}|{}|{}|{}", worldId, nranks,
+                                     firstLine("/proc/sys/kernel/random/boot_id"), n > 0 ? std::string(ns, n) : "");
+  auto d = crypto::hmacSha256(secret.data(), secret.size(), identity.data(), identity.size());
+  std::string name = "@tether-";
+  for (int i = 0; i < 8; ++i) name += fmt::format("{:02x}", d[i]);
+  return name;
+}
+
+std::string groupSocketName(const std::string& host, int group) { return fmt::format("{}-{}", host, group); }
+
+}  // namespace tether::rdv
