@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 
+#include "base/bytes.hpp"
 #include "base/crypto.hpp"
 #include "base/join.hpp"
 #include "base/log.hpp"
@@ -21,7 +22,8 @@ namespace {
 
 // One message on the host-local stream: u32 length (of what follows, little
 // endian), u8 type, payload. Payloads are the handshake's and the
-// rendezvous' encodings (wire/handshake.hpp); Fail is u8 ErrorCode + text.
+// rendezvous' encodings (wire/handshake.hpp); Fail is u8 ErrorCode, i32 peer
+// (little endian; -1: none) + text.
 enum class Msg : std::uint8_t { Challenge = 1, Hello, Welcome, Reject, Register, Table, Fail };
 using Bytes = std::vector<unsigned char>;
 constexpr std::uint32_t kMaxMessage = 1u << 30;
@@ -96,12 +98,14 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
       asio::co_spawn(io_, writeOne(shared_from_this(), s, Msg::Table, table), asio::detached);
   }
 
-  void abandon(const std::string& reason) override {
+  void abandon(ErrorCode code, const std::string& reason, int peer) override {
     if (closed_ || !leader_) return;
     abandoned_ = true;
     quiet_.cancel();
     if (listener_) listener_->close();
-    Bytes b{static_cast<unsigned char>(ErrorCode::Aborted)};
+    Bytes b(5);
+    b[0] = static_cast<unsigned char>(code);
+    le::store(b.data() + 1, static_cast<std::int32_t>(peer));
     b.insert(b.end(), reason.begin(), reason.end());
     auto shared = std::make_shared<const Bytes>(std::move(b));
     for (auto& [r, s] : members_)
@@ -165,7 +169,9 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
     } catch (const std::exception& e) {
       log::trace(self->opts_.rank, "host-local: write to {} failed: {}", s->peer(), e.what());
     }
-    if (type == Msg::Fail) s->close();
+    // Its last message: the member reads it, then EOF (a Unix stream delivers
+    // what was written before the close), so the descriptor goes at once.
+    if (type == Msg::Fail || type == Msg::Table) s->close();
   }
 
   static asio::awaitable<void> acceptLoop(std::shared_ptr<Group> self) {
@@ -248,7 +254,8 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
       co_await s->read(one);  // a member sends nothing more: EOF once it has the table
       reason = "it sent more than a registration";
     } catch (const boost::system::system_error& e) {
-      if (e.code() == asio::error::eof && self->tableSent_) {  // it has the table: its socket goes now
+      if ((e.code() == asio::error::eof || e.code() == asio::error::operation_aborted) &&
+          self->tableSent_) {  // it has the table (closed by writeOne or by it): its socket goes now
         s->close();
         self->members_.erase(who);
         co_return;
@@ -338,12 +345,13 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
         self->closed_ = true;  // nothing more to report
         co_return self->events_.table(std::make_shared<const Bytes>(std::move(b3)));
       }
-      if (t3 == Msg::Fail && !b3.empty()) {
+      if (t3 == Msg::Fail && b3.size() >= 5) {  // the leader's cause: its code and the peer it names
         auto code = static_cast<ErrorCode>(b3[0]);
+        auto peer = le::load<std::int32_t>(b3.data() + 1);
         co_return self->failed(code,
                                fmt::format("rendezvous failed at the host leader (rank {}): {}", c.rank,
-                                           std::string(b3.begin() + 1, b3.end())),
-                               static_cast<int>(c.rank));
+                                           std::string(b3.begin() + 5, b3.end())),
+                               peer);
       }
       throw std::invalid_argument("unexpected host-local message");
     } catch (const boost::system::system_error& e) {

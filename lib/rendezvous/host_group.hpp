@@ -68,8 +68,9 @@ class HostGroup {
   virtual std::vector<int> ranks() const = 0;
   // Leader: sends the table to every member; they close once they have it.
   virtual void sendTable(wire::SharedBytes table) = 0;
-  // Leader: tells every member why the rendezvous failed, then closes.
-  virtual void abandon(const std::string& reason) = 0;
+  // Leader: tells every member why the rendezvous failed (the code and the
+  // peer it names: a member reports the cause, not its leader), then closes.
+  virtual void abandon(ErrorCode code, const std::string& reason, int peer) = 0;
   // Closes every stream and the listener; no event after it.
   virtual void close() = 0;
   // Where it stands, for a timeout's message.
