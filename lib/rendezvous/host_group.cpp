@@ -107,9 +107,9 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
     b[0] = static_cast<unsigned char>(code);
     le::store(b.data() + 1, static_cast<std::int32_t>(peer));
     b.insert(b.end(), reason.begin(), reason.end());
-    auto shared = std::make_shared<const Bytes>(std::move(b));
+    fail_ = std::make_shared<const Bytes>(std::move(b));
     for (auto& [r, s] : members_)
-      asio::co_spawn(io_, writeOne(shared_from_this(), s, Msg::Fail, shared), asio::detached);
+      asio::co_spawn(io_, writeOne(shared_from_this(), s, Msg::Fail, fail_), asio::detached);
   }
 
   void close() override {
@@ -236,7 +236,11 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
       if (t2 != Msg::Register) throw std::invalid_argument("expected a registration");
       auto r = wire::decodeRegister(b2);
       if (r.rank != h.rank) throw std::invalid_argument("registration for another rank");
-      if (self->closed_ || self->abandoned_) co_return;
+      if (self->closed_) co_return;
+      if (self->abandoned_) {  // welcomed while the leader failed: it learns why, too
+        co_await writeOne(self, s, Msg::Fail, self->fail_);
+        co_return;
+      }
       who = static_cast<int>(r.rank);
       if (who == 0) {  // the root registers itself; it is only counted here
         self->rootHere_ = true;
@@ -276,6 +280,14 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
                  who);
   }
 
+  // Binds or joins anew after a moment: the leader was between bind and
+  // listen, or gone (then the name is free).
+  static asio::awaitable<void> rejoin(std::shared_ptr<Group> self) {
+    asio::steady_timer t(self->io_, std::chrono::milliseconds(10));
+    co_await t.async_wait(asio::use_awaitable);
+    if (!self->closed_) self->begin();
+  }
+
   // A member's side: handshake, registration, the table.
   static asio::awaitable<void> join(std::shared_ptr<Group> self) {
     const auto& o = self->opts_;
@@ -283,6 +295,7 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
     auto s = dialer.open();
     self->stream_ = s;
     std::string reason;
+    bool retry = false;
     try {
       bool again = false;
       try {
@@ -295,9 +308,7 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
         again = true;
       }
       if (again) {
-        asio::steady_timer t(self->io_, std::chrono::milliseconds(10));
-        co_await t.async_wait(asio::use_awaitable);
-        if (!self->closed_) self->begin();
+        co_await rejoin(self);
         co_return;
       }
       auto m = co_await readMsg(*s);
@@ -356,10 +367,18 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
       throw std::invalid_argument("unexpected host-local message");
     } catch (const boost::system::system_error& e) {
       reason = reasonOf(e);
+      // Dropped before the leader's welcome: it was leaving (failing, its
+      // listener closing, its backlog reset), and the name is free again.
+      retry = self->leaderRank_ < 0 && e.code() != asio::error::operation_aborted && ++self->attempts_ < 100;
     } catch (const std::exception& e) {
       reason = e.what();
     }
     if (self->closed_) co_return;
+    if (retry) {
+      s->close();
+      co_await rejoin(self);
+      co_return;
+    }
     if (self->leaderRank_ < 0)
       self->failed(ErrorCode::PeerLost,
                    fmt::format("rendezvous: cannot join the host leader at {}: {}", o.socket, reason), -1);
@@ -380,6 +399,7 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
   std::map<int, std::shared_ptr<link::Stream>> members_;  // the leader's
   std::vector<int> ranks_;                                // the leader's: itself, then members as they came
   std::vector<wire::Register> pending_;
+  wire::SharedBytes fail_;  // the leader's Fail message, once it abandoned
   bool leader_ = false, rootHere_ = false, tableSent_ = false, abandoned_ = false, closed_ = false;
   int leaderRank_ = -1;
   int attempts_ = 0;
