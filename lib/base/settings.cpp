@@ -102,8 +102,9 @@ std::vector<Variable> makeTable() {
   t.push_back(number("TETHER_RENDEZVOUS_TREE_RADIX", T::Rendezvous, 2, kMaxCount, "8",
                      "radix of the tree rendezvous' k-nomial tree"));
   t.back().formerName = "TETHER_RENDEZVOUS_RADIX";
-  t.push_back(number("TETHER_HOST_LOCAL", T::Rendezvous, 0, 1, "0",
-                     "1: ranks of a host register through one host leader (docs/scale.md, host-local)"));
+  t.push_back(number("TETHER_HOST_LOCAL", T::Rendezvous, 0, 1, "1",
+                     "1: with TETHER_RENDEZVOUS=auto, ranks of a host register through one host leader "
+                     "(docs/scale.md, host-local); 0: off"));
   t.push_back(number("TETHER_LOCAL_NRANKS", T::Rendezvous, 0, kMaxCount, "0",
                      "ranks on this host, if known: the host leader then registers once (0: unknown)"));
   // RDMA (read by tether::rdma::Config::fromEnvironment, lib/rdma/config.cpp).

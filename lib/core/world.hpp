@@ -82,7 +82,7 @@ struct WorldConfig {
   // a variable changed later is not seen (docs/configuration.md, "Read once").
   std::string rendezvous = "auto";  // TETHER_RENDEZVOUS
   int rendezvousTreeRadix = 8;      // TETHER_RENDEZVOUS_TREE_RADIX
-  bool hostLocal = false;           // TETHER_HOST_LOCAL
+  bool hostLocal = true;            // TETHER_HOST_LOCAL (with rendezvous "auto")
   int localRanks = 0;               // TETHER_LOCAL_NRANKS, else the launcher's local size; 0: unknown
   int hostGroupMax = 64;            // TETHER_HOST_GROUP_MAX
   int pollUs = 50;                  // TETHER_POLL_US

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <map>
 
+#include "base/bytes.hpp"
 #include "base/crypto.hpp"
 #include "base/join.hpp"
 #include "base/log.hpp"
@@ -62,19 +63,21 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
       asio::co_spawn(io_, writeOne(shared_from_this(), s, Msg::Table, table), asio::detached);
   }
 
-  void abandon(const std::string& reason) override {
+  void abandon(ErrorCode code, const std::string& reason, int peer) override {
     if (closed_ || !leader_) return;
     abandoned_ = true;
     quiet_.cancel();
     if (listener_) listener_->close();
-    Bytes b{static_cast<unsigned char>(ErrorCode::Aborted)};
+    Bytes b(5);
+    b[0] = static_cast<unsigned char>(code);
+    le::store(b.data() + 1, static_cast<std::int32_t>(peer));
     b.insert(b.end(), reason.begin(), reason.end());
     // Written now, not from the loop: this rank fails and closes the group
     // next, and its members must read why, not only that it closed.
-    auto shared = std::make_shared<const Bytes>(std::move(b));
+    fail_ = std::make_shared<const Bytes>(std::move(b));
     for (auto& [r, s] : members_) {
-      if (writeNow(*s, Msg::Fail, *shared) == 0)  // nothing fit: from the loop
-        asio::co_spawn(io_, writeOne(shared_from_this(), s, Msg::Fail, shared), asio::detached);
+      if (writeNow(*s, Msg::Fail, *fail_) == 0)  // nothing fit: from the loop
+        asio::co_spawn(io_, writeOne(shared_from_this(), s, Msg::Fail, fail_), asio::detached);
       else
         s->close();  // all of it (part, rarely: the member then reads a lost leader)
     }
@@ -167,7 +170,9 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
     } catch (const std::exception& e) {
       log::trace(self->opts_.rank, "host-local: write to {} failed: {}", s->peer(), e.what());
     }
-    if (type == Msg::Fail) s->close();
+    // Its last message: the member reads it, then EOF (a Unix stream delivers
+    // what was written before the close), so the descriptor goes at once.
+    if (type == Msg::Fail || type == Msg::Table) s->close();
   }
 
   // A full group (its places taken: ranks counted, welcomed or in their
@@ -271,7 +276,11 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
       if (t2 != Msg::Register) throw std::invalid_argument("expected a registration");
       auto r = wire::decodeRegister(b2);
       if (r.rank != h.rank) throw std::invalid_argument("registration for another rank");
-      if (self->closed_ || self->abandoned_) co_return;
+      if (self->closed_) co_return;
+      if (self->abandoned_) {  // welcomed while the leader failed: it learns why, too
+        co_await writeOne(self, s, Msg::Fail, self->fail_);
+        co_return;
+      }
       place.release();
       who = static_cast<int>(r.rank);
       if (who == 0) {  // the root registers itself; it is only counted here
@@ -290,7 +299,8 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
       co_await s->read(one);  // a member sends nothing more: EOF once it has the table
       reason = "it sent more than a registration";
     } catch (const boost::system::system_error& e) {
-      if (e.code() == asio::error::eof && self->tableSent_) {  // it has the table: its socket goes now
+      if ((e.code() == asio::error::eof || e.code() == asio::error::operation_aborted) &&
+          self->tableSent_) {  // it has the table (closed by writeOne or by it): its socket goes now
         s->close();
         self->members_.erase(who);
         co_return;
@@ -408,12 +418,13 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
         self->closed_ = true;  // nothing more to report
         co_return self->events_.table(std::make_shared<const Bytes>(std::move(b3)));
       }
-      if (t3 == Msg::Fail && !b3.empty()) {
+      if (t3 == Msg::Fail && b3.size() >= 5) {  // the leader's cause: its code and the peer it names
         auto code = static_cast<ErrorCode>(b3[0]);
+        auto peer = le::load<std::int32_t>(b3.data() + 1);
         co_return self->failed(code,
                                fmt::format("rendezvous failed at the host leader of group {} (rank {}): {}",
-                                           self->group_, c.rank, std::string(b3.begin() + 1, b3.end())),
-                               static_cast<int>(c.rank));
+                                           self->group_, c.rank, std::string(b3.begin() + 5, b3.end())),
+                               peer);
       }
       throw std::invalid_argument("unexpected host-local message");
     } catch (const boost::system::system_error& e) {
@@ -442,6 +453,7 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
   std::map<int, std::shared_ptr<link::Stream>> members_;  // the leader's
   std::vector<int> ranks_;                                // the leader's: itself, then members as they came
   std::vector<wire::Register> pending_;
+  wire::SharedBytes fail_;  // the leader's Fail message, once it abandoned
   bool leader_ = false, rootHere_ = false, tableSent_ = false, abandoned_ = false, closed_ = false;
   int leaderRank_ = -1;
   int attempts_ = 0;                    // retries of a group that did not answer yet

@@ -6,10 +6,10 @@
 // Reject), so a process without this job's secret is refused, never merged.
 // A full group (places taken by ranks registered, welcomed or in their
 // handshake) answers Full before the challenge and the rank tries the next
-// group, so a leader holds at most groupMax - 1 member streams. The leader hands its group's registrations to its
-// rendezvous in batches (one when it knows how many ranks the host runs) and
-// fans the table out. docs/scale.md, "Host-local aggregation". Progress
-// thread only.
+// group, so a leader holds at most groupMax - 1 member streams. The leader
+// hands its group's registrations to its rendezvous in batches (one when it
+// knows how many ranks the host runs) and fans the table out. docs/scale.md,
+// "Host-local aggregation". Progress thread only.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -81,8 +81,9 @@ class HostGroup {
   virtual std::vector<int> ranks() const = 0;
   // Leader: sends the table to every member; they close once they have it.
   virtual void sendTable(wire::SharedBytes table) = 0;
-  // Leader: tells every member why the rendezvous failed, then closes.
-  virtual void abandon(const std::string& reason) = 0;
+  // Leader: tells every member why the rendezvous failed (the code and the
+  // peer it names: a member reports the cause, not its leader), then closes.
+  virtual void abandon(ErrorCode code, const std::string& reason, int peer) = 0;
   // Closes every stream and the listener; no event after it.
   virtual void close() = 0;
   // Where it stands, for a timeout's message.

@@ -111,20 +111,24 @@ class HostLocal final : public Registration {
                   fmt::format("rendezvous timed out after {} ms: {}; {} host registrations; {}", cfg_.timeout.count(),
                               missingText(), received_, local),
                   -1);
+    if (group_ && group_->leader() && !connectedToRoot_) {  // as a rank without aggregation says it
+      std::string dial = host_.dialStatus(0);
+      return stop(
+          ErrorCode::Timeout,
+          fmt::format("rendezvous timed out after {} ms: could not reach the root at {}{}; {}", cfg_.timeout.count(),
+                      toString(toEndpoint(cfg_.root)), dial.empty() ? "" : " (" + dial + ")", local),
+          0);
+    }
     std::string state = !group_ || !group_->leader() ? local
                         : sentToRoot_ ? local + "; registered the host with the root, but not all ranks arrived"
                                       : local + "; the host is not registered with the root yet";
-    if (group_ && group_->leader() && !connectedToRoot_ && sentToRoot_) {
-      std::string dial = host_.dialStatus(0);
-      state += fmt::format(" (root at {}{})", toString(toEndpoint(cfg_.root)), dial.empty() ? "" : "; " + dial);
-    }
     stop(ErrorCode::Timeout, fmt::format("rendezvous timed out after {} ms: {}", cfg_.timeout.count(), state),
          group_ && !group_->leader() ? group_->leaderRank() : 0);
   }
 
   // A leader's members hear of the job's abort from it alone.
   void onAborted(const std::string& why) override {
-    if (!done_ && group_) group_->abandon(why);
+    if (!done_ && group_) group_->abandon(ErrorCode::Aborted, why, cfg_.rank);
   }
 
   PeerAddress address(int rank) const override { return table_.at(static_cast<std::uint32_t>(rank)); }
@@ -231,7 +235,7 @@ class HostLocal final : public Registration {
   // ranks it is connected to (the root: the leaders; a leader: the root).
   void stop(ErrorCode code, const std::string& what, int peer) {
     if (done_) return;
-    if (group_) group_->abandon(what);
+    if (group_) group_->abandon(code, what, peer);
     failAll(code, what, peer);
   }
 

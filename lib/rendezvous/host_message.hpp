@@ -1,8 +1,8 @@
 // The messages of the host-local streams (host_group.cpp): u32 length (of
 // what follows, little endian), u8 type, payload. Payloads are the
 // handshake's and the rendezvous' encodings (wire/handshake.hpp); Fail is u8
-// ErrorCode + text; Full (empty) is a full group's answer before the
-// challenge: try the next group. docs/scale.md, "Host-local aggregation".
+// ErrorCode, i32 peer (little endian; -1: none) + text; Full (empty) is a
+// full group's answer before the challenge: try the next group. docs/scale.md, "Host-local aggregation".
 #pragma once
 
 #include <boost/asio/awaitable.hpp>

@@ -2,11 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
+
 #include "base/join.hpp"
 #include "base/log.hpp"
 
 namespace tether::rdv {
 namespace {
+
+std::atomic<int> rankRegistrations{0};
 
 const char* refusalText(wire::RejectCode code) {
   switch (code) {
@@ -57,6 +61,7 @@ bool Registration::add(int peer, const wire::Register& r, bool viaLeader) {
   }
   registered_[who] = r.address;
   ++registeredCount_;
+  if (!viaLeader) ++rankRegistrations;
   log::trace(cfg_.rank, "rank {} registered ({}/{})", who, registeredCount_, cfg_.nranks);
   return true;
 }
@@ -98,5 +103,7 @@ void Registration::failAll(ErrorCode code, const std::string& what, int peer) {
   fail(code, what, peer);
   host_.abortAll(what);
 }
+
+int rankRegistrationsReceived() { return rankRegistrations.load(); }
 
 }  // namespace tether::rdv

@@ -74,7 +74,7 @@ struct Config {
   // TETHER_RENDEZVOUS_TREE_RADIX, TETHER_HOST_LOCAL, TETHER_LOCAL_NRANKS (0: unknown),
   // TETHER_HOST_GROUP_MAX.
   int treeRadix = 8;
-  bool hostLocal = false;
+  bool hostLocal = true;  // applies to TETHER_RENDEZVOUS=auto only (select.cpp)
   int localRanks = 0;
   int hostGroupMax = 64;
 };
@@ -113,6 +113,9 @@ std::unique_ptr<Rendezvous> makeHostLocal(Host& host, const Config& config, int 
 // Host registrations the root of this process received (tests count them:
 // one per host with the aggregation on).
 int hostRegistrationsReceived();
+// Registrations the root of this process received from ranks themselves (the
+// root star and the tree: one per rank but the root's own).
+int rankRegistrationsReceived();
 // Defined only in a build with PMIx (TETHER_HAVE_PMIX): see havePmix().
 std::unique_ptr<Rendezvous> makePmix(Host& host, const Config& config);
 // This process's rank and its namespace's size from PMIx (PMIx_Init and Get;

@@ -21,9 +21,10 @@ PmixRankSize pmixRankAndSize() { throw Error(ErrorCode::InvalidArgument, kNoPmix
 #endif
 
 std::unique_ptr<Rendezvous> make(Host& host, const Config& config, std::string_view name) {
-  // Host-local aggregation replaces the root star and the tree (not PMIx,
-  // which needs no root); a simulated world (no loop) has none.
-  if (name != "pmix" && config.io && config.nranks > 1 && config.hostLocal)
+  // Host-local aggregation (on unless TETHER_HOST_LOCAL=0) is what "auto"
+  // means on a real loop; an explicit root, tree or pmix is kept exactly. A
+  // simulated world (no loop) has none.
+  if (name == "auto" && config.io && config.nranks > 1 && config.hostLocal)
     return makeHostLocal(host, config, config.localRanks);
   if (name == "root") return makeRootStar(host, config);
   if (name == "tree") return makeTree(host, config, config.treeRadix);
