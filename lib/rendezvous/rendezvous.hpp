@@ -113,6 +113,9 @@ std::unique_ptr<Rendezvous> makeHostLocal(Host& host, const Config& config, int 
 // Host registrations the root of this process received (tests count them:
 // one per host with the aggregation on).
 int hostRegistrationsReceived();
+// Address tables the root of this process sent over TCP with host-local
+// aggregation: one per child of the root in the host leaders' tree.
+int tablesSentByRoot();
 // Defined only in a build with PMIx (TETHER_HAVE_PMIX): see havePmix().
 std::unique_ptr<Rendezvous> makePmix(Host& host, const Config& config);
 // This process's rank and its namespace's size from PMIx (PMIx_Init and Get;
