@@ -316,12 +316,19 @@ class HostLocal final : public Registration {
          child);
   }
 
+  // Names each child that has not answered, with how the dial to it goes
+  // if it still retries (a leader dials its children; the root's are up).
   std::string treeTimeoutText() const {
+    std::vector<std::string> waiting;
+    for (int c : tree_->waiting()) {
+      const std::string dial = host_.dialStatus(c);
+      waiting.push_back(dial.empty() ? std::to_string(c) : fmt::format("{} (not reached: {})", c, dial));
+    }
     return fmt::format(
         "rendezvous timed out after {} ms: {}; no acknowledgement from the child host leaders {} "
         "(tree of {} leaders, radix {})",
-        cfg_.timeout.count(), cfg_.rank == 0 ? "the table is out" : "forwarding the table",
-        joined(tree_->waiting(), ", "), tree_->leaders().size(), tree_->radix());
+        cfg_.timeout.count(), cfg_.rank == 0 ? "the table is out" : "forwarding the table", joined(waiting, ", "),
+        tree_->leaders().size(), tree_->radix());
   }
 
   // A member's table from its leader.
