@@ -3,27 +3,45 @@
 // TETHER_HOST_GROUP_MAX (host_group.hpp); each group's leader registers the
 // whole group with the root in one Register frame (the group's Register
 // records back to back) and fans the table out over the same sockets. The
-// root handles one registration per group (one per host up to that size),
-// and sends the table to the leaders only. When the root's group has a leader
-// other than rank 0, that leader registers it like any other; when rank 0
-// leads its group, its members register with it directly. docs/scale.md,
-// "Host-local aggregation".
+// root handles one registration per group (one per host up to that size).
+// When the root's group has a leader other than rank 0, that leader registers
+// it like any other; when rank 0 leads its group, its members register with
+// it directly. docs/scale.md, "Host-local aggregation".
+//
+// The table goes down a k-nomial tree of the leaders (leader_tree.hpp; radix
+// TETHER_RENDEZVOUS_TREE_RADIX): the root sends it to its children only, in
+// the leaders' form (wire/host_table.hpp: the tree and the table), and each
+// leader, once its parent's arrives, dials its own children and forwards the
+// same bytes, writes the plain table to its group, and answers its parent
+// TableAck once each of its children has (a leaf at once), and is then done.
+// The root is done when its children have acknowledged, so it still hears a
+// leader lost (or closed without an acknowledgement) before its part of the
+// tree holds the table: each leader keeps its registration link to the root
+// until then, and the root's failure reaches every leader on it as an abort
+// naming the lost one (the leaders below it never had a link to it). A
+// leader fails, and tells the root, when it cannot dial a child or loses one
+// before its acknowledgement. A leader lost before the table is sent fails
+// the rendezvous at the root as before.
 #include <fmt/format.h>
 
 #include <atomic>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "base/endpoint.hpp"
 #include "base/join.hpp"
 #include "base/log.hpp"
 #include "rendezvous/host_group.hpp"
+#include "rendezvous/leader_tree.hpp"
 #include "rendezvous/registration.hpp"
+#include "wire/host_table.hpp"
 
 namespace tether::rdv {
 namespace {
 
 std::atomic<int> hostRegistrations{0};
+std::atomic<int> rootTables{0};
 
 class HostLocal final : public Registration {
  public:
@@ -62,10 +80,11 @@ class HostLocal final : public Registration {
       return true;
     }
     if (kind == wire::Kind::Table) {
-      if (peer != 0)
-        log::warn(cfg_.rank, "ignored an address table from rank {}", peer);
-      else
-        onTable(0, std::move(payload));
+      onLeaderTable(peer, std::move(payload));
+      return true;
+    }
+    if (kind == wire::Kind::TableAck) {
+      onTableAck(peer);
       return true;
     }
     return false;
@@ -77,6 +96,7 @@ class HostLocal final : public Registration {
 
   void onLinkDown(int peer, const std::string& reason, bool graceful) override {
     if (done_) return;
+    if (tree_ && (cfg_.rank == 0 || peer != 0)) return onTreeLinkDown(peer, reason, graceful);
     if (cfg_.rank != 0) {
       if (peer == 0) stop(ErrorCode::PeerLost, fmt::format("rendezvous: lost the root (rank 0): {}", reason), 0);
       return;
@@ -91,6 +111,7 @@ class HostLocal final : public Registration {
   }
 
   void onConnectFailed(int peer, const link::ConnectFailure& f) override {
+    if (!done_ && tree_ && tree_->isChild(peer)) return cannotForward(peer, f);
     if (done_ || peer != 0 || cfg_.rank == 0) return;
     if (f.retriesExhausted)
       stop(ErrorCode::Timeout,
@@ -105,6 +126,7 @@ class HostLocal final : public Registration {
 
   void onTimeout() override {
     if (done_) return;
+    if (tree_) return stop(ErrorCode::Timeout, treeTimeoutText(), tree_->waiting().front());
     std::string local = group_ ? group_->describe() : std::string("no host-local group");
     if (cfg_.rank == 0)
       return stop(ErrorCode::Timeout,
@@ -206,28 +228,124 @@ class HostLocal final : public Registration {
     maybeFinish();
   }
 
+  // The root: the table goes to its children in the leaders' tree, and to
+  // its own group.
   void maybeFinish() {
     if (done_ || !everyoneRegistered()) return;
     table_ = table();
-    for (int leader : leaders_) host_.send(leader, wire::Kind::Table, table_.encoded());
+    std::vector<std::uint32_t> leaders(leaders_.begin(), leaders_.end());  // ascending
+    tree_.emplace(leaders, cfg_.treeRadix, 0);
+    auto payload = std::make_shared<const wire::Bytes>(
+        wire::encodeLeaderTable(static_cast<std::uint32_t>(cfg_.treeRadix), leaders, *table_.encoded()));
+    for (int c : tree_->children()) {
+      host_.send(c, wire::Kind::Table, payload);
+      ++rootTables;
+    }
     if (group_) group_->sendTable(table_.encoded());
     forgetRegistrations();
-    complete(fmt::format(" (host-local: {} host registrations)", received_));
+    log::info(0, "rendezvous: the table went to {} of {} host leaders (tree radix {})", tree_->children().size(),
+              leaders.size(), cfg_.treeRadix);
+    maybeTreeDone();
   }
 
-  // A member's table from its leader (peer -1), or a leader's from the root.
+  // A leader's table from its parent in the leaders' tree: on to its own
+  // children (the same bytes) and its group.
+  void onLeaderTable(int peer, wire::SharedBytes payload) {
+    if (cfg_.rank == 0 || done_ || tree_) {
+      log::warn(cfg_.rank, "ignored an unexpected address table from rank {}", peer);
+      return;
+    }
+    wire::LeaderTable t;
+    try {
+      t = wire::decodeLeaderTable(*payload, static_cast<std::uint32_t>(cfg_.nranks));
+      LeaderTree tree(t.leaders, static_cast<int>(t.radix), cfg_.rank);
+      if (tree.parent() != peer) {
+        log::warn(cfg_.rank,
+                  "ignored an address table from rank {} (this rank's parent in the host leaders' tree is "
+                  "rank {})",
+                  peer, tree.parent());
+        return;
+      }
+      tree_.emplace(std::move(tree));
+    } catch (const std::exception& e) {
+      return stop(ErrorCode::Protocol,
+                  fmt::format("rendezvous: a malformed address table from rank {}: {}", peer, e.what()), peer);
+    }
+    connectedToRoot_ = connectedToRoot_ || peer == 0;
+    table_ = wire::AddressTable(t.table, static_cast<std::uint32_t>(cfg_.nranks));
+    for (int c : tree_->children()) {
+      host_.connect(c, table_.at(static_cast<std::uint32_t>(c)));
+      host_.send(c, wire::Kind::Table, payload);  // sent once the link is up
+    }
+    if (group_ && group_->leader()) group_->sendTable(table_.encoded());
+    maybeTreeDone();
+  }
+
+  void onTableAck(int peer) {
+    if (done_ || !tree_ || !tree_->acknowledged(peer)) {
+      log::warn(cfg_.rank, "ignored an unexpected table acknowledgement from rank {}", peer);
+      return;
+    }
+    maybeTreeDone();
+  }
+
+  // Every child's part of the tree holds the table: a leader says so to its
+  // parent; the root is done.
+  void maybeTreeDone() {
+    if (done_ || !tree_->complete()) return;
+    if (cfg_.rank != 0) {
+      host_.send(tree_->parent(), wire::Kind::TableAck, std::make_shared<const wire::Bytes>());
+      return complete("");
+    }
+    complete(fmt::format(" (host-local: {} host registrations; the table down a tree of {} leaders, radix {})",
+                         received_, tree_->leaders().size(), tree_->radix()));
+  }
+
+  // A leader below this rank lost before its part of the tree acknowledged
+  // (the root sees every leader: each keeps its registration link). A rank
+  // below a child may leave once it is done, before the child's answer.
+  void onTreeLinkDown(int peer, const std::string& reason, bool graceful) {
+    if (!tree_->pending(peer) || (graceful && !tree_->isChild(peer))) return;
+    const std::string who = fmt::format("rank {}{}", peer, cfg_.rank == 0 ? hostOf(peer) : " (a child host leader)");
+    const std::string before = "before its part of the host leaders' tree acknowledged the table";
+    if (graceful) return stop(ErrorCode::PeerLost, fmt::format("rendezvous failed: {} left {}", who, before), peer);
+    stop(ErrorCode::PeerLost, fmt::format("rendezvous failed: lost {} {}: {}", who, before, reason), peer);
+  }
+
+  void cannotForward(int child, const link::ConnectFailure& f) {
+    stop(f.retriesExhausted ? ErrorCode::Timeout : ErrorCode::PeerLost,
+         fmt::format("rendezvous: cannot forward the table to the child host leader rank {} at {} ({} attempts; "
+                     "last: {})",
+                     child, toString(toEndpoint(table_.at(static_cast<std::uint32_t>(child)))), f.attempts, f.reason),
+         child);
+  }
+
+  // Names each child that has not answered, with how the dial to it goes
+  // if it still retries (a leader dials its children; the root's are up).
+  std::string treeTimeoutText() const {
+    std::vector<std::string> waiting;
+    for (int c : tree_->waiting()) {
+      const std::string dial = host_.dialStatus(c);
+      waiting.push_back(dial.empty() ? std::to_string(c) : fmt::format("{} (not reached: {})", c, dial));
+    }
+    return fmt::format(
+        "rendezvous timed out after {} ms: {}; no acknowledgement from the child host leaders {} "
+        "(tree of {} leaders, radix {})",
+        cfg_.timeout.count(), cfg_.rank == 0 ? "the table is out" : "forwarding the table", joined(waiting, ", "),
+        tree_->leaders().size(), tree_->radix());
+  }
+
+  // A member's table from its leader.
   void onTable(int peer, wire::SharedBytes bytes) {
     if (cfg_.rank == 0 || done_) {
       log::warn(cfg_.rank, "ignored an unexpected address table from rank {}", peer);
       return;
     }
-    connectedToRoot_ = connectedToRoot_ || peer == 0;
     try {
       table_ = wire::AddressTable(bytes, static_cast<std::uint32_t>(cfg_.nranks));
     } catch (const std::exception& e) {
       return stop(ErrorCode::Protocol, fmt::format("rendezvous: a malformed address table: {}", e.what()), peer);
     }
-    if (peer == 0 && group_ && group_->leader()) group_->sendTable(std::move(bytes));
     complete("");
   }
 
@@ -242,6 +360,7 @@ class HostLocal final : public Registration {
   const int local_;
   std::shared_ptr<HostGroup> group_;
   wire::AddressTable table_;
+  std::optional<LeaderTree> tree_;         // once the table is out (the root) or has come (a leader)
   std::set<int> leaders_;                  // the root's: leaders that registered a host
   std::map<int, std::vector<int>> hosts_;  // the root's: leader -> its host's ranks
   int received_ = 0;                       // the root's host registrations
@@ -257,5 +376,7 @@ std::unique_ptr<Rendezvous> makeHostLocal(Host& host, const Config& config, int 
 }
 
 int hostRegistrationsReceived() { return hostRegistrations.load(); }
+
+int tablesSentByRoot() { return rootTables.load(); }
 
 }  // namespace tether::rdv

@@ -116,6 +116,9 @@ int hostRegistrationsReceived();
 // Registrations the root of this process received from ranks themselves (the
 // root star and the tree: one per rank but the root's own).
 int rankRegistrationsReceived();
+// Address tables the root of this process sent over TCP with host-local
+// aggregation: one per child of the root in the host leaders' tree.
+int tablesSentByRoot();
 // Defined only in a build with PMIx (TETHER_HAVE_PMIX): see havePmix().
 std::unique_ptr<Rendezvous> makePmix(Host& host, const Config& config);
 // This process's rank and its namespace's size from PMIx (PMIx_Init and Get;

@@ -37,11 +37,13 @@ const char* kindName(Kind k) {
       return "status-query";
     case Kind::StatusAnswer:
       return "status-answer";
+    case Kind::TableAck:
+      return "table-ack";
   }
   return "unknown";
 }
 
-bool isKnownKind(std::uint8_t k) { return k >= 1 && k <= 14; }
+bool isKnownKind(std::uint8_t k) { return k >= 1 && k <= 15; }
 
 void encodeHeader(const FrameHeader& h, unsigned char* out) {
   le::store<std::uint32_t>(out + 0, kMagic);

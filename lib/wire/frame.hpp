@@ -39,6 +39,7 @@ enum class Kind : std::uint8_t {
   GoodbyeAck = 12,    // every frame before the goodbye has been read; the sender may close
   StatusQuery = 13,   // a timed-out collective asks where the peer is (wire/notice.hpp)
   StatusAnswer = 14,  // the answer
+  TableAck = 15,      // host leader -> its parent in the leaders' tree: its subtree holds the table; no payload
 };
 
 // Collective operation codes, carried in the tag field of Collective frames so a

@@ -7,10 +7,28 @@
 #include "base/crypto.hpp"
 #include "wire/frame.hpp"
 #include "wire/handshake.hpp"
+#include "wire/host_table.hpp"
 #include "wire/notice.hpp"
 
 using namespace tether;
 using namespace tether::wire;
+
+namespace {
+
+// n addresses, 127.0.0.i:1000+i on host 42.
+std::vector<PeerAddress> addresses(int n) {
+  std::vector<PeerAddress> table(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    table[i].family = 4;
+    table[i].addr[0] = 127;
+    table[i].addr[3] = static_cast<std::uint8_t>(i);
+    table[i].port = static_cast<std::uint16_t>(1000 + i);
+    table[i].hostId = 42;
+  }
+  return table;
+}
+
+}  // namespace
 
 TEST_CASE("frame header: little-endian layout, byte by byte", "[unit][wire]") {
   FrameHeader h;
@@ -62,7 +80,7 @@ TEST_CASE("frame header: decoder rejects what is not a frame", "[unit][wire]") {
   CHECK_FALSE(decodeHeader(b.data(), 1 << 20, &why));
   CHECK(why.find("protocol version 1 (this side speaks 2)") != std::string::npos);
 
-  for (unsigned char kind : {0, 15, 255}) {
+  for (unsigned char kind : {0, 16, 255}) {
     b = good;
     b[6] = kind;
     CHECK_FALSE(decodeHeader(b.data(), 1 << 20, &why));
@@ -107,14 +125,7 @@ TEST_CASE("handshake messages round-trip and reject truncation", "[unit][wire]")
   CHECK(rd.code == RejectCode::DuplicateRank);
   CHECK(rd.reason == r.reason);
 
-  std::vector<PeerAddress> table(3);
-  for (std::uint8_t i = 0; i < 3; ++i) {
-    table[i].family = 4;
-    table[i].addr[0] = 127;
-    table[i].addr[3] = i;
-    table[i].port = static_cast<std::uint16_t>(1000 + i);
-    table[i].hostId = 42;
-  }
+  std::vector<PeerAddress> table = addresses(3);
   auto t = decodeTable(encodeTable(table), 3);
   REQUIRE(t.size() == 3);
   CHECK(t[2].port == 1002);
@@ -182,4 +193,45 @@ TEST_CASE("abort notices and status probes round-trip and reject truncation", "[
   auto sb = encode(StatusAnswer{});
   sb[4] = 9;  // no such state
   CHECK_THROWS(decodeStatusAnswer(sb));
+}
+
+TEST_CASE("the host leaders' table round-trips and rejects a malformed tree or table", "[unit][wire]") {
+  const Bytes table = encodeTable(addresses(6));
+  const Bytes good = encodeLeaderTable(2, {2, 4, 5}, table);
+  CHECK(good.size() == 4 + 4 + 3 * 4 + table.size());
+  auto t = decodeLeaderTable(good, 6);
+  CHECK(t.radix == 2);
+  CHECK(t.leaders == std::vector<std::uint32_t>{2, 4, 5});
+  REQUIRE(t.table);
+  CHECK(*t.table == table);
+  CHECK(decodeLeaderTable(encodeLeaderTable(8, {}, table), 6).leaders.empty());  // rank 0 leads every group
+
+  auto fails = [](const Bytes& b, std::uint32_t nranks, const std::string& text) {
+    try {
+      (void)decodeLeaderTable(b, nranks);
+    } catch (const std::exception& e) {
+      INFO(e.what());
+      CHECK(std::string(e.what()).find(text) != std::string::npos);
+      return;
+    }
+    FAIL("decoded a malformed leader table, expected: " << text);
+  };
+  fails(encodeLeaderTable(1, {2}, table), 6, "tree radix 1 (at least 2)");
+  fails(encodeLeaderTable(2, {4, 2}, table), 6, "leader 1 is rank 2 (leaders must be ascending");
+  fails(encodeLeaderTable(2, {2, 2}, table), 6, "leader 1 is rank 2");
+  fails(encodeLeaderTable(2, {0}, table), 6, "leader 0 is rank 0");
+  fails(encodeLeaderTable(2, {6}, table), 6, "leader 0 is rank 6");
+  fails(encodeLeaderTable(2, {1, 2, 3, 4, 5, 6}, table), 6, "lists 6 leaders");  // more than the world's ranks
+  Bytes huge = good;
+  huge[4] = 0xff, huge[5] = 0xff, huge[6] = 0xff, huge[7] = 0x7f;  // a count the bytes cannot hold
+  fails(huge, 1u << 31, "leaders in");
+  fails(good, 7, "table lists 6 ranks, expected 7");  // another world size
+  Bytes cut = good;
+  cut.pop_back();
+  fails(cut, 6, "bytes of entries");
+  Bytes longer = good;
+  longer.push_back(0);
+  fails(longer, 6, "bytes of entries");
+  fails(Bytes(good.begin(), good.begin() + 6), 6, "message too short");
+  fails(Bytes(good.begin(), good.begin() + 8 + 3 * 4), 6, "message too short");  // no table at all
 }
