@@ -79,7 +79,11 @@ class Tree final : public Registration {
 
   void onLinkUp(int peer) override {
     if (peer == 0) connectedToRoot_ = true;
-    if (haveTable_ && isChild(peer) && !childUp_[index(peer)]) {
+    // A rank below the root counts its children's links (childUp_); the root
+    // sends its children the table over their registration links, and one
+    // that comes up again later (the budget closed it, the table's send
+    // dialled it anew) changes nothing there.
+    if (cfg_.rank != 0 && haveTable_ && isChild(peer) && !childUp_[index(peer)]) {
       childUp_[index(peer)] = 1;
       ++childrenUp_;
       maybeComplete();
