@@ -34,10 +34,12 @@ struct HostGroupOptions {
   int rank = 0, nranks = 1;
   wire::Secret secret{};
   std::uint64_t worldId = 0;
-  std::string socket;                   // "@name": the host's abstract socket (hostSocketName)
-  int localRanks = 0;                   // ranks on this host if known (TETHER_LOCAL_NRANKS), else 0
-  int groupMax = 64;                    // ranks of one group at most, itself included (TETHER_HOST_GROUP_MAX)
-  std::chrono::milliseconds quiet{20};  // unknown count: a batch goes when no rank arrived for this long
+  std::string socket;  // "@name": the host's abstract socket (hostSocketName)
+  int localRanks = 0;  // ranks on this host if known (TETHER_LOCAL_NRANKS), else 0
+  int groupMax = 64;   // ranks of one group at most, itself included (TETHER_HOST_GROUP_MAX)
+  // Unknown count: a batch goes when no rank arrived for this long (short: a
+  // job launched without a local size pays it once, after its last rank).
+  std::chrono::milliseconds quiet{2};
   // A leader closes a connection that sent no hello within this (its place
   // in the group goes to another rank; a rank that was only slow tries again).
   std::chrono::milliseconds helloWait{5000};
