@@ -297,8 +297,15 @@ class HostLocal final : public Registration {
       host_.send(tree_->parent(), wire::Kind::TableAck, std::make_shared<const wire::Bytes>());
       return complete("");
     }
-    complete(fmt::format(" (host-local: {} host registrations; the table down a tree of {} leaders, radix {})",
-                         received_, tree_->leaders().size(), tree_->radix()));
+    // Every leader is done: the root closes its registration links to them
+    // (the idle goodbye; a collective dials again where it needs one), so it
+    // does not keep one socket per host group.
+    int released = 0;
+    for (auto leader : tree_->leaders()) released += host_.release(static_cast<int>(leader)) ? 1 : 0;
+    complete(
+        fmt::format(" (host-local: {} host registrations; the table down a tree of {} leaders, radix {}; "
+                    "{} registration links released)",
+                    received_, tree_->leaders().size(), tree_->radix(), released));
   }
 
   // A leader below this rank lost before its part of the tree acknowledged

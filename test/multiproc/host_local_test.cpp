@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstddef>
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include <dirent.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -30,6 +32,7 @@
 #include "base/crypto.hpp"
 #include "core/unique_id_layout.hpp"
 #include "multiproc.hpp"
+#include "proc_stats.hpp"
 #include "raw_client.hpp"
 #include "rendezvous/host_group.hpp"
 #include "rendezvous/rendezvous.hpp"
@@ -560,6 +563,50 @@ TEST_CASE("the table goes down a tree of host leaders: the root sends it to its 
   for (const char* v :
        {"TETHER_HOST_LOCAL", "TETHER_HOST_GROUP_MAX", "TETHER_LOCAL_NRANKS", "TETHER_RENDEZVOUS_TREE_RADIX"})
     ::unsetenv(v);
+}
+
+TEST_CASE("the root closes its registration links to the host leaders once every leader has the table",
+          "[multiproc][host-local]") {
+  // 8 groups of 2: the root holds a link to each other group's leader while
+  // the table goes down; kept, they would be one socket per host group at the
+  // root for the job's life (12,287 at 98,304 ranks in 8-rank hosts).
+  const int n = 16, k = 2;
+  ::setenv("TETHER_HOST_LOCAL", "1", 1);
+  ::setenv("TETHER_HOST_GROUP_MAX", std::to_string(k).c_str(), 1);
+  ::setenv("TETHER_LOCAL_NRANKS", std::to_string(n).c_str(), 1);
+  // The other ranks wait for the root's count before their barrier dials it.
+  auto* counted = static_cast<std::atomic<int>*>(
+      ::mmap(nullptr, sizeof(std::atomic<int>), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  REQUIRE(counted != MAP_FAILED);
+  for (int round = 0; round < 3; ++round) {
+    counted->store(0);
+    auto res = test::runRanks(
+        n,
+        [&](int rank, const UniqueId& id) {
+          TcpBootstrap b(rank, n, id, TcpOptions{60s, {}, {}, {}});
+          if (rank != 0)
+            while (counted->load() == 0) std::this_thread::sleep_for(1ms);
+          if (rank == 0) {
+            // The idle goodbyes take a round trip each: wait for them, with
+            // a deadline far above it (a loaded machine).
+            long now = test::openSockets();
+            const auto until = std::chrono::steady_clock::now() + 20s;
+            while (now > 3 && std::chrono::steady_clock::now() < until) {
+              std::this_thread::sleep_for(10ms);
+              now = test::openSockets();
+            }
+            counted->store(1);
+            test::expect(now >= 0 && now <= 3, "the root still holds " + std::to_string(now) +
+                                                   " sockets after the rendezvous (its listener and at most 2 more)");
+          }
+          b.barrier();
+        },
+        90s);
+    INFO("round " << round << ": " << test::summary(res));
+    for (const auto& r : res) REQUIRE(r.exitCode == 0);
+  }
+  ::munmap(counted, sizeof(std::atomic<int>));
+  for (const char* v : {"TETHER_HOST_LOCAL", "TETHER_HOST_GROUP_MAX", "TETHER_LOCAL_NRANKS"}) ::unsetenv(v);
 }
 
 TEST_CASE("on four hosts the table goes down a two-level tree of host leaders", "[multiproc][host-local]") {
