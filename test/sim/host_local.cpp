@@ -8,7 +8,7 @@
 // N - 1. In the real code the first rank to bind the host's socket leads it;
 // here the host's first rank does (rank 0 on the root's host).
 //
-// Params::tableTree (--table-tree, modelled only, not built): the table goes
+// Params::tableTree (--table-tree, what the code does: lib/rendezvous/leader_tree.*): the table goes
 // down a k-nomial tree of the leaders instead (radix Params::hostTreeRadix,
 // tether's tree rendezvous' default); as in the tree rendezvous the root then
 // releases the registration links of leaders that are not its children and

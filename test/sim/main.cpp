@@ -50,7 +50,7 @@ void addModelOptions(cxxopts::Options& spec, const Params& d) {
       "seed", "random seed (start spread, all-to-all-v sizes)",
       cxxopts::value<std::uint64_t>()->default_value(std::to_string(d.seed)))(
       "table-tree",
-      "--rendezvous host-local: the table down a tree of leaders, not a star from the root (modelled only, not built)")(
+      "--rendezvous host-local: the table down a tree of leaders, not a star from the root (the code since issue 18)")(
       "host-tree-radix", "--table-tree: radix of the tree of host leaders that carries the table",
       cxxopts::value<int>()->default_value(std::to_string(d.hostTreeRadix)));
 }

@@ -12,7 +12,7 @@ std::string describe(const Params& p) {
       "host-local table {}",
       p.latencyUs, p.localLatencyUs, p.nicGBps, p.sendUs, p.recvUs, p.cpuGBps, p.wakeUs, p.switchUs, p.callUs,
       p.crowdUs, p.crowdRanks, p.connectRtts, p.connectUs, p.maxLinks, p.eagerBytes, p.quantumUs, p.startSpreadUs,
-      p.seed, p.tableTree ? fmt::format("down a tree of leaders, radix {} (modelled only)", p.hostTreeRadix) : "star");
+      p.seed, p.tableTree ? fmt::format("down a tree of leaders, radix {}", p.hostTreeRadix) : "star");
 }
 
 }  // namespace tether::sim

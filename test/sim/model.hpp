@@ -83,7 +83,7 @@ struct Params {
 
   // The host-local rendezvous (--rendezvous host-local): the root sends the
   // table to every leader (a star, as lib/rendezvous/host_local.cpp does),
-  // or with tableTree (--table-tree, modelled only, not built) down a
+  // or with tableTree (--table-tree, what the code does: lib/rendezvous/leader_tree.*) down a
   // k-nomial tree of the leaders of this radix (rdv::kDefaultTreeRadix, as
   // tether's tree rendezvous).
   bool tableTree = false;
