@@ -20,14 +20,14 @@ Params fitted() {
   Params p;
   p.hosts = 1;
   p.cores = 2;
-  p.sendUs = 0.36;
-  p.recvUs = 16;
-  p.wakeUs = 1.05;
-  p.switchUs = 1.32;
-  p.callUs = 6.98;
-  p.cpuGBps = 4;
-  p.crowdUs = 224;
-  p.crowdRanks = 134.4;
+  p.sendUs = 0.75;
+  p.recvUs = 8.4;
+  p.wakeUs = 24;
+  p.switchUs = 1.15;
+  p.callUs = 4.35;
+  p.cpuGBps = 2.3;
+  p.crowdUs = 73.6;
+  p.crowdRanks = 128;
   return p;
 }
 
@@ -46,15 +46,15 @@ const Anchor kAnchors[] = {
     {64, "allgather", "", "tree", 2.236},
     {64, "alltoall", "", "tree", 2.144},
     {64, "barrier", "", "tree", 1.493},
-    // 256 ranks, 16:49 UTC, load 0.9 (two runs: the mean of their medians).
-    {256, "allgather", "", "leaders", 8.025},
-    {256, "alltoall", "", "leaders", 12.45},
-    {256, "barrier", "", "tree", 9.445},
-    // 1,024 ranks, 15:58 UTC, load 12 before, 30 after; the Bruck
-    // all-to-all (the default at 1,024), 805-993 ms over two sittings.
-    {1024, "allgather", "", "tree", 222.7},
-    {1024, "alltoall", "", "bruck", 900},
-    {1024, "barrier", "", "tree", 216.5},
+    // 256 and 1,024 ranks: the issue-18 tree, 19:09 UTC (docs/benchmarks.md,
+    // "Scale, second step", sitting B; the median of two runs' medians; load
+    // 2-7 before the 256-rank runs, 35-190 from the 1,024 ranks themselves).
+    {256, "allgather", "", "leaders", 8.400},
+    {256, "alltoall", "", "leaders", 17.699},
+    {256, "barrier", "", "tree", 12.988},
+    {1024, "allgather", "", "tree", 178.935},
+    {1024, "alltoall", "", "bruck", 685.661},
+    {1024, "barrier", "", "tree", 97.515},
 };
 
 std::vector<Measurement> anchors() {
