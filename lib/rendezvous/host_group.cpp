@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <map>
 
-#include "base/bytes.hpp"
 #include "base/crypto.hpp"
 #include "base/join.hpp"
 #include "base/log.hpp"
@@ -64,17 +63,14 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
   }
 
   void abandon(ErrorCode code, const std::string& reason, int peer) override {
-    if (closed_ || !leader_) return;
+    if (closed_ || abandoned_) return;
+    if (!leader_) return leave(code, reason, peer);
     abandoned_ = true;
     quiet_.cancel();
     if (listener_) listener_->close();
-    Bytes b(5);
-    b[0] = static_cast<unsigned char>(code);
-    le::store(b.data() + 1, static_cast<std::int32_t>(peer));
-    b.insert(b.end(), reason.begin(), reason.end());
     // Written now, not from the loop: this rank fails and closes the group
     // next, and its members must read why, not only that it closed.
-    fail_ = std::make_shared<const Bytes>(std::move(b));
+    fail_ = std::make_shared<const Bytes>(encodeCause({code, peer, reason}));
     for (auto& [r, s] : members_) {
       if (writeNow(*s, Msg::Fail, *fail_) == 0)  // nothing fit: from the loop
         asio::co_spawn(io_, writeOne(shared_from_this(), s, Msg::Fail, fail_), asio::detached);
@@ -112,6 +108,18 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
   void failed(ErrorCode code, std::string what, int peer) {
     if (closed_ || abandoned_) return;
     if (events_.failed) events_.failed(code, std::move(what), peer);
+  }
+
+  // A member registered with its leader and still waiting for the table ends
+  // its rendezvous for a cause of its own: the leader reads why (Leave), then
+  // EOF. Written now, as the leader's Fail is (one small message fits an
+  // empty socket buffer; part of it reads as a lost member, as a close does).
+  void leave(ErrorCode code, const std::string& reason, int peer) {
+    abandoned_ = true;
+    if (!awaitingTable_) return;
+    awaitingTable_ = false;
+    writeNow(*stream_, Msg::Leave, encodeCause({code, peer, reason}));
+    stream_->close();
   }
 
   int counted() const { return static_cast<int>(ranks_.size()) + (rootHere_ ? 1 : 0); }
@@ -294,10 +302,22 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
       self->pending_.push_back(r);
       log::trace(o.rank, "host-local: rank {} joined group {} ({} here)", who, self->group_, self->counted());
       self->checkFlush();
-      unsigned char byte;
-      const asio::mutable_buffer one(&byte, 1);
-      co_await s->read(one);  // a member sends nothing more: EOF once it has the table
-      reason = "it sent more than a registration";
+      // A member sends nothing more: EOF once it has the table, or Leave
+      // (then EOF) when it gives up first.
+      auto m3 = co_await readMsg(*s);
+      if (m3.first == Msg::Leave) {
+        s->close();
+        if (self->tableSent_) {  // it gave up as the table went: it has failed, and its peers learn so later
+          self->members_.erase(who);
+          co_return;
+        }
+        auto c = decodeCause(m3.second);
+        if (self->closed_ || self->abandoned_) co_return;
+        if (self->events_.left) co_return self->events_.left(who, c.code, std::move(c.text), c.peer);
+        reason = "it left: " + c.text;
+      } else {
+        reason = "it sent more than a registration";
+      }
     } catch (const boost::system::system_error& e) {
       if ((e.code() == asio::error::eof || e.code() == asio::error::operation_aborted) &&
           self->tableSent_) {  // it has the table (closed by writeOne or by it): its socket goes now
@@ -410,7 +430,9 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
         s->close();
         co_return;
       }
+      self->awaitingTable_ = !self->closed_ && !self->abandoned_;
       auto m3 = co_await readMsg(*s);
+      self->awaitingTable_ = false;
       auto& [t3, b3] = m3;
       s->close();
       if (self->closed_) co_return;
@@ -418,13 +440,12 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
         self->closed_ = true;  // nothing more to report
         co_return self->events_.table(std::make_shared<const Bytes>(std::move(b3)));
       }
-      if (t3 == Msg::Fail && b3.size() >= 5) {  // the leader's cause: its code and the peer it names
-        auto code = static_cast<ErrorCode>(b3[0]);
-        auto peer = le::load<std::int32_t>(b3.data() + 1);
-        co_return self->failed(code,
+      if (t3 == Msg::Fail) {  // the leader's cause: its code and the peer it names
+        auto cause = decodeCause(b3);
+        co_return self->failed(cause.code,
                                fmt::format("rendezvous failed at the host leader of group {} (rank {}): {}",
-                                           self->group_, c.rank, std::string(b3.begin() + 5, b3.end())),
-                               peer);
+                                           self->group_, c.rank, cause.text),
+                               cause.peer);
       }
       throw std::invalid_argument("unexpected host-local message");
     } catch (const boost::system::system_error& e) {
@@ -432,6 +453,7 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
     } catch (const std::exception& e) {
       reason = e.what();
     }
+    self->awaitingTable_ = false;
     if (self->closed_) co_return;
     if (self->leaderRank_ < 0)
       self->failed(ErrorCode::PeerLost,
@@ -455,6 +477,7 @@ class Group final : public HostGroup, public std::enable_shared_from_this<Group>
   std::vector<wire::Register> pending_;
   wire::SharedBytes fail_;  // the leader's Fail message, once it abandoned
   bool leader_ = false, rootHere_ = false, tableSent_ = false, abandoned_ = false, closed_ = false;
+  bool awaitingTable_ = false;  // a member's: registered, neither the table nor a Fail read yet
   int leaderRank_ = -1;
   int attempts_ = 0;                    // retries of a group that did not answer yet
   int probe_ = 0;                       // groups found full so far

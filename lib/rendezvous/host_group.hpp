@@ -56,6 +56,10 @@ struct HostGroupEvents {
   // A known cause ends the rendezvous now (a member or the leader lost, a
   // refusal by the leader), naming the rank.
   std::function<void(ErrorCode, std::string, int peer)> failed;
+  // Leader: member `rank` ended its rendezvous before the table for a cause
+  // of its own (its deadline passed), which it sent before closing: not a
+  // lost rank. The code, the text and the peer its message names.
+  std::function<void(int rank, ErrorCode, std::string, int peer)> left;
 };
 
 // "@tether-<16 hex>": a hash of the job (secret, world id, size) and the host
@@ -85,6 +89,8 @@ class HostGroup {
   virtual void sendTable(wire::SharedBytes table) = 0;
   // Leader: tells every member why the rendezvous failed (the code and the
   // peer it names: a member reports the cause, not its leader), then closes.
+  // Member waiting for the table: tells its leader why it leaves (Leave), then
+  // closes, so the leader does not report it lost.
   virtual void abandon(ErrorCode code, const std::string& reason, int peer) = 0;
   // Closes every stream and the listener; no event after it.
   virtual void close() = 0;

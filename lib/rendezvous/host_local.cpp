@@ -71,6 +71,7 @@ class HostLocal final : public Registration {
     e.batch = [this](std::vector<wire::Register> b) { onBatch(std::move(b)); };
     e.table = [this](wire::SharedBytes t) { onTable(-1, std::move(t)); };
     e.failed = [this](ErrorCode code, std::string what, int peer) { stop(code, what, peer); };
+    e.left = [this](int member, ErrorCode code, std::string why, int peer) { onMemberLeft(member, code, why, peer); };
     group_ = HostGroup::start(*cfg_.io, std::move(o), std::move(e), self);
   }
 
@@ -126,26 +127,8 @@ class HostLocal final : public Registration {
 
   void onTimeout() override {
     if (done_) return;
-    if (tree_) return stop(ErrorCode::Timeout, treeTimeoutText(), tree_->waiting().front());
-    std::string local = group_ ? group_->describe() : std::string("no host-local group");
-    if (cfg_.rank == 0)
-      return stop(ErrorCode::Timeout,
-                  fmt::format("rendezvous timed out after {} ms: {}; {} host registrations; {}", cfg_.timeout.count(),
-                              missingText(), received_, local),
-                  -1);
-    if (group_ && group_->leader() && !connectedToRoot_) {  // as a rank without aggregation says it
-      std::string dial = host_.dialStatus(0);
-      return stop(
-          ErrorCode::Timeout,
-          fmt::format("rendezvous timed out after {} ms: could not reach the root at {}{}; {}", cfg_.timeout.count(),
-                      toString(toEndpoint(cfg_.root)), dial.empty() ? "" : " (" + dial + ")", local),
-          0);
-    }
-    std::string state = !group_ || !group_->leader() ? local
-                        : sentToRoot_ ? local + "; registered the host with the root, but not all ranks arrived"
-                                      : local + "; the host is not registered with the root yet";
-    stop(ErrorCode::Timeout, fmt::format("rendezvous timed out after {} ms: {}", cfg_.timeout.count(), state),
-         group_ && !group_->leader() ? group_->leaderRank() : 0);
+    const auto [state, peer] = waitingFor();
+    stop(ErrorCode::Timeout, fmt::format("rendezvous timed out after {} ms: {}", cfg_.timeout.count(), state), peer);
   }
 
   // A leader's members hear of the job's abort from it alone.
@@ -327,19 +310,51 @@ class HostLocal final : public Registration {
          child);
   }
 
+  // What this rank still waits for, and the rank that names, for a timeout's
+  // message: its own, or that of a member of its group that gave up first.
+  std::pair<std::string, int> waitingFor() const {
+    if (tree_) return {treeWaitText(), tree_->waiting().front()};
+    std::string local = group_ ? group_->describe() : std::string("no host-local group");
+    if (cfg_.rank == 0) return {fmt::format("{}; {} host registrations; {}", missingText(), received_, local), -1};
+    if (group_ && group_->leader() && !connectedToRoot_) {  // as a rank without aggregation says it
+      std::string dial = host_.dialStatus(0);
+      return {fmt::format("could not reach the root at {}{}; {}", toString(toEndpoint(cfg_.root)),
+                          dial.empty() ? "" : " (" + dial + ")", local),
+              0};
+    }
+    if (!group_ || !group_->leader()) return {local, group_ ? group_->leaderRank() : 0};
+    return {sentToRoot_ ? local + "; registered the host with the root, but not all ranks arrived"
+                        : local + "; the host is not registered with the root yet",
+            0};
+  }
+
+  // A member of this leader's group gave up first (its deadline passed): the
+  // job cannot complete, and the cause is the wait, not a lost member.
+  void onMemberLeft(int member, ErrorCode code, const std::string& why, int peer) {
+    if (done_) return;
+    if (code != ErrorCode::Timeout)
+      return stop(code,
+                  fmt::format("rendezvous failed: rank {} of this host left before the table was out: {}", member, why),
+                  peer);
+    const auto [state, waits] = waitingFor();
+    stop(ErrorCode::Timeout,
+         fmt::format("rendezvous timed out at rank {} of this host (its deadline passed before the table was out); "
+                     "this leader: {}",
+                     member, state),
+         waits);
+  }
+
   // Names each child that has not answered, with how the dial to it goes
   // if it still retries (a leader dials its children; the root's are up).
-  std::string treeTimeoutText() const {
+  std::string treeWaitText() const {
     std::vector<std::string> waiting;
     for (int c : tree_->waiting()) {
       const std::string dial = host_.dialStatus(c);
       waiting.push_back(dial.empty() ? std::to_string(c) : fmt::format("{} (not reached: {})", c, dial));
     }
-    return fmt::format(
-        "rendezvous timed out after {} ms: {}; no acknowledgement from the child host leaders {} "
-        "(tree of {} leaders, radix {})",
-        cfg_.timeout.count(), cfg_.rank == 0 ? "the table is out" : "forwarding the table", joined(waiting, ", "),
-        tree_->leaders().size(), tree_->radix());
+    return fmt::format("{}; no acknowledgement from the child host leaders {} (tree of {} leaders, radix {})",
+                       cfg_.rank == 0 ? "the table is out" : "forwarding the table", joined(waiting, ", "),
+                       tree_->leaders().size(), tree_->radix());
   }
 
   // A member's table from its leader.

@@ -5,10 +5,12 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <fstream>
 #include <stdexcept>
 
+#include "base/bytes.hpp"
 #include "base/crypto.hpp"
 #include "rendezvous/host_group.hpp"
 
@@ -51,6 +53,20 @@ asio::awaitable<std::pair<Msg, Bytes>> readMsg(link::Stream& s) {
   const asio::mutable_buffer body(b.data(), b.size());
   if (!b.empty()) co_await s.read(body);
   co_return std::pair{static_cast<Msg>(head[4]), std::move(b)};
+}
+
+Bytes encodeCause(const Cause& c) {
+  Bytes b(5 + c.text.size());
+  b[0] = static_cast<unsigned char>(c.code);
+  le::store(b.data() + 1, static_cast<std::int32_t>(c.peer));
+  std::copy(c.text.begin(), c.text.end(), b.begin() + 5);
+  return b;
+}
+
+Cause decodeCause(const Bytes& b) {
+  if (b.size() < 5 || b[0] > static_cast<unsigned char>(ErrorCode::System))
+    throw std::invalid_argument("malformed host-local cause");
+  return {static_cast<ErrorCode>(b[0]), le::load<std::int32_t>(b.data() + 1), std::string(b.begin() + 5, b.end())};
 }
 
 std::string reasonOf(const boost::system::system_error& e) {
