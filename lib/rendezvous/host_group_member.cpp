@@ -1,0 +1,145 @@
+// A member's side of a host-local group (host_group_state.hpp): find a group
+// with room (a full one answers Full: the next; one that did not answer yet:
+// again after a pause), prove the secret both ways, register, and wait for
+// the table or the leader's cause; a member that gives up first says why.
+#include <fmt/format.h>
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "base/crypto.hpp"
+#include "rendezvous/host_group_state.hpp"
+#include "rendezvous/host_message.hpp"
+
+namespace tether::rdv::host {
+
+void Group::leave(ErrorCode code, const std::string& reason, int peer) {
+  abandoned_ = true;
+  if (!awaitingTable_) return;
+  awaitingTable_ = false;
+  writeNow(*stream_, Msg::Leave, encodeCause({code, peer, reason}));
+  stream_->close();
+}
+
+void Group::nextGroup() {
+  stream_->close();
+  ++probe_;
+  if (probe_ > opts_.nranks)  // more groups than ranks: something else holds the names
+    return failed(ErrorCode::System, fmt::format("rendezvous: every host-local group up to {} answered full", name_),
+                  -1);
+  begin();
+}
+
+asio::awaitable<void> Group::again(std::shared_ptr<Group> self) {
+  self->stream_->close();
+  asio::steady_timer t(self->io_, std::chrono::milliseconds(10));
+  co_await t.async_wait(asio::use_awaitable);
+  if (!self->closed_) self->begin();
+}
+
+bool Group::retryable(const boost::system::error_code& ec) {
+  const bool transient = ec == asio::error::connection_refused || ec == asio::error::eof ||
+                         ec == asio::error::connection_reset || ec == asio::error::broken_pipe;
+  return transient && ++attempts_ < 100;
+}
+
+asio::awaitable<void> Group::join(std::shared_ptr<Group> self) {
+  const auto& o = self->opts_;
+  link::UnixDialer dialer(self->io_);
+  auto s = dialer.open();
+  self->stream_ = s;
+  std::string reason;
+  try {
+    std::pair<Msg, Bytes> first;
+    bool retry = false;
+    try {
+      const link::Endpoint at{"unix", self->name_};
+      co_await s->connect(at);
+      first = co_await readMsg(*s);
+    } catch (const boost::system::system_error& e) {
+      if (!self->retryable(e.code())) throw;
+      retry = true;
+    }
+    if (retry) co_return co_await again(self);
+    if (self->closed_) co_return;
+    auto& [t, b] = first;
+    if (t == Msg::Full) co_return self->nextGroup();
+    if (t != Msg::Challenge) throw std::invalid_argument("expected a challenge");
+    auto c = wire::decodeChallenge(b);
+    wire::Hello h{static_cast<std::uint32_t>(o.rank), static_cast<std::uint32_t>(o.nranks), o.worldId, 0, {}, {}};
+    crypto::randomBytes(h.nonce.data(), h.nonce.size());
+    h.proof = wire::helloProof(o.secret, c, h);
+    const Bytes hello = wire::encode(h);
+    std::pair<Msg, Bytes> m2;
+    try {
+      co_await writeMsg(*s, Msg::Hello, hello);
+      m2 = co_await readMsg(*s);
+    } catch (const boost::system::system_error& e) {
+      if (!self->retryable(e.code())) throw;
+      retry = true;  // closed before the welcome: it gave our place away (too slow an answer)
+    }
+    if (retry) co_return co_await again(self);
+    auto& [t2, b2] = m2;
+    if (self->closed_) co_return;
+    if (t2 == Msg::Reject) {
+      auto rj = wire::decodeReject(b2);
+      s->close();
+      co_return self->failed(ErrorCode::InvalidArgument,
+                             fmt::format("rendezvous: refused by the host leader of group {} (rank {}) at {}: {}",
+                                         self->group_, c.rank, self->name_, rj.reason),
+                             static_cast<int>(c.rank));
+    }
+    if (t2 != Msg::Welcome) throw std::invalid_argument("expected a welcome");
+    auto w = wire::decodeWelcome(b2);
+    auto want = wire::welcomeProof(o.secret, c, h);
+    if (!crypto::equalConstantTime(want.data(), w.proof.data(), want.size())) {
+      s->close();
+      co_return self->failed(ErrorCode::InvalidArgument,
+                             fmt::format("rendezvous: the host-local socket {} is held by a process that does not "
+                                         "know this job's secret (it claims rank {}): refused",
+                                         self->name_, c.rank),
+                             -1);
+    }
+    self->leaderRank_ = static_cast<int>(c.rank);
+    const Bytes reg = wire::encode(wire::Register{static_cast<std::uint32_t>(o.rank), self->self_});
+    co_await writeMsg(*s, Msg::Register, reg);
+    if (o.rank == 0) {  // counted by the leader; the root needs no table
+      s->close();
+      co_return;
+    }
+    self->awaitingTable_ = !self->closed_ && !self->abandoned_;
+    auto m3 = co_await readMsg(*s);
+    self->awaitingTable_ = false;
+    auto& [t3, b3] = m3;
+    s->close();
+    if (self->closed_) co_return;
+    if (t3 == Msg::Table) {
+      self->closed_ = true;  // nothing more to report
+      co_return self->events_.table(std::make_shared<const Bytes>(std::move(b3)));
+    }
+    if (t3 == Msg::Fail) {  // the leader's cause: its code and the peer it names
+      auto cause = decodeCause(b3);
+      co_return self->failed(cause.code,
+                             fmt::format("rendezvous failed at the host leader of group {} (rank {}): {}", self->group_,
+                                         c.rank, cause.text),
+                             cause.peer);
+    }
+    throw std::invalid_argument("unexpected host-local message");
+  } catch (const boost::system::system_error& e) {
+    reason = reasonOf(e);
+  } catch (const std::exception& e) {
+    reason = e.what();
+  }
+  self->awaitingTable_ = false;
+  if (self->closed_) co_return;
+  if (self->leaderRank_ < 0)
+    self->failed(ErrorCode::PeerLost,
+                 fmt::format("rendezvous: cannot join the host leader at {}: {}", self->name_, reason), -1);
+  else
+    self->failed(ErrorCode::PeerLost,
+                 fmt::format("rendezvous: lost the host leader of group {} (rank {}) before the table arrived: {}",
+                             self->group_, self->leaderRank_, reason),
+                 self->leaderRank_);
+}
+
+}  // namespace tether::rdv::host
