@@ -116,35 +116,13 @@ int harness() {
 }  // namespace
 
 TEST_CASE("a silent host is reported within the keepalive bound", "[fault][silent-host]") {
-  int out[2];
-  REQUIRE(::pipe(out) == 0);
-  pid_t pid = ::fork();
-  if (pid == 0) {  // the namespaces must not touch this process
-    ::dup2(out[1], STDOUT_FILENO);
-    ::close(out[0]);
-    int code = 1;
-    try {
-      code = harness();
-    } catch (const std::exception& e) {
-      std::printf("harness failed: %s\n", e.what());
-    }
-    std::fflush(stdout);
-    ::_exit(code);
-  }
-  ::close(out[1]);
   std::string text;
-  char buf[4096];
-  ssize_t got;
-  while ((got = ::read(out[0], buf, sizeof buf)) > 0) text.append(buf, static_cast<std::size_t>(got));
-  ::close(out[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
+  const int code = test::inChild(harness, text);  // the namespaces must not touch this process
   std::printf("%s", text.c_str());
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
+  if (code == 77) {
     WARN(text);
     return;
   }
   INFO(text);
-  REQUIRE(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(code == 0);  // 1 also when the child was killed
 }

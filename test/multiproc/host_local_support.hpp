@@ -1,7 +1,7 @@
 // Shared by the host-local tests (host_local_test.cpp: groups and failures;
 // host_local_tree_test.cpp: the table down the leaders' tree): a shell
 // command, the collectives every rank checks, the root's children in the
-// leaders' tree, a forked child that may enter namespaces, and "hosts" made
+// leaders' tree, and "hosts" made
 // of network namespaces on one bridge (needs root: skipped without it).
 #pragma once
 
@@ -24,6 +24,7 @@
 namespace hostlocal {
 
 using namespace tether;
+using test::inChild;
 
 inline bool sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0; }
 
@@ -48,33 +49,6 @@ inline void collectives(TcpBootstrap& b) {
 // The root's children in the host leaders' tree of `leaders` leaders.
 inline int rootChildren(int leaders, int radix) {
   return static_cast<int>(rdv::treeChildren(0, leaders + 1, radix).size());
-}
-
-// Runs `body` in a forked child that may enter namespaces; 77: skipped.
-inline int inChild(const std::function<int()>& body, std::string& text) {
-  int out[2];
-  if (::pipe(out) != 0) return 1;
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(out[1], STDOUT_FILENO);
-    ::close(out[0]);
-    int code = 1;
-    try {
-      code = body();
-    } catch (const std::exception& e) {
-      std::printf("harness failed: %s\n", e.what());
-    }
-    std::fflush(stdout);
-    ::_exit(code);
-  }
-  ::close(out[1]);
-  char buf[4096];
-  ssize_t got;
-  while ((got = ::read(out[0], buf, sizeof buf)) > 0) text.append(buf, static_cast<std::size_t>(got));
-  ::close(out[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
 // Hosts 1..hosts-1 are namespaces held by a sleeping process each, joined to

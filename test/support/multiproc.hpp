@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <sstream>
@@ -122,6 +123,35 @@ inline bool allOk(const std::vector<RankResult>& results) {
   for (const auto& r : results)
     if (r.exitCode != 0) return false;
   return true;
+}
+
+// Runs `body` in a forked child (one that may enter namespaces: this process
+// stays where it is) and returns its exit code (1 when killed or it threw;
+// 77: skipped, by convention); `text` gets what it printed.
+inline int inChild(const std::function<int()>& body, std::string& text) {
+  int out[2];
+  if (::pipe(out) != 0) return 1;
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(out[1], STDOUT_FILENO);
+    ::close(out[0]);
+    int code = 1;
+    try {
+      code = body();
+    } catch (const std::exception& e) {
+      std::printf("harness failed: %s\n", e.what());
+    }
+    std::fflush(stdout);
+    ::_exit(code);
+  }
+  ::close(out[1]);
+  char buf[4096];
+  ssize_t got;
+  while ((got = ::read(out[0], buf, sizeof buf)) > 0) text.append(buf, static_cast<std::size_t>(got));
+  ::close(out[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
 }  // namespace tether::test
