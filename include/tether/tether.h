@@ -192,7 +192,10 @@ tether_result_t tether_isend(tether_comm_t* comm, const void* data, size_t bytes
 tether_result_t tether_irecv(tether_comm_t* comm, void* data, size_t bytes, int peer, int tag, tether_request_t** req);
 /* Makes progress without blocking; *done = 1 once the call is done, else 0.
  * A failed call is done: *done = 1 and its error is returned (again on every
- * later test or wait). */
+ * later test or wait). Every request ends by the communicator's timeout,
+ * counted from when it was started, as a blocking call does: a poller then
+ * gets TETHER_ERR_TIMEOUT naming the rank it waited for, never "in progress"
+ * forever (a lost rank ends it sooner, with TETHER_ERR_PEER_LOST). */
 tether_result_t tether_test(tether_request_t* req, int* done);
 /* Blocks (sleeping) until done; timeout_ms 0: the communicator's timeout;
  * when it passes the call fails with TETHER_ERR_TIMEOUT. */

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -61,6 +62,8 @@ class Op : public link::Owner {
   // this rank's death) and the caller's buffer is never used after return.
   int draining = 0;
   std::function<void()> afterDrain;
+  // A request's deadline (World::expireAt): cancelled when the op ends.
+  std::unique_ptr<boost::asio::steady_timer> deadline;
 
  private:
   const Kind kind_;

@@ -14,7 +14,11 @@ class OpRequest final : public Request::Impl {
  public:
   OpRequest(std::shared_ptr<Communicator> comm, std::shared_ptr<Op> op, std::shared_ptr<Completion> done,
             std::vector<unsigned char> keep)
-      : comm_(std::move(comm)), op_(std::move(op)), done_(std::move(done)), keep_(std::move(keep)) {}
+      : comm_(std::move(comm)), op_(std::move(op)), done_(std::move(done)), keep_(std::move(keep)) {
+    // It ends by the communicator's deadline, as a blocking call does,
+    // whether it is waited for, tested or left alone meanwhile.
+    comm_->world().expireAt(op_, World::Clock::now() + comm_->timeout());
+  }
 
   // Not done: cancel it and wait for its end, so that no buffer of the
   // caller's is used after this returns. Errors are dropped (nobody asked).

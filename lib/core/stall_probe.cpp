@@ -49,6 +49,12 @@ asio::awaitable<StallProbe::Finding> StallProbe::findBehind(std::uint64_t comm, 
                         cur};
     switch (answer->state) {
       case wire::StallState::NotEntered:
+        // Still in an earlier collective that waits for another rank: follow it.
+        if (answer->waitsOn != wire::kNoRank && static_cast<int>(answer->waitsOn) != rank_ &&
+            std::find(chain.begin(), chain.end(), static_cast<int>(answer->waitsOn)) == chain.end()) {
+          cur = static_cast<int>(answer->waitsOn);
+          continue;
+        }
         co_return Finding{fmt::format("rank {} has not entered {} (it is {}){}", cur, collName, answer->doing, via()),
                           cur};
       case wire::StallState::NoComm:
@@ -137,6 +143,15 @@ wire::StatusAnswer statusOf(const wire::StatusQuery& q, const OpTable& ops, cons
     return a;
   }
   a.state = q.coll > seq.started ? wire::StallState::NotEntered : wire::StallState::Finished;
+  if (a.state == wire::StallState::NotEntered && !seq.running.empty()) {
+    // Still in an earlier collective of that communicator: whom that one
+    // waits for is who holds both up.
+    const Op& op = *seq.running.begin()->second;
+    const int w = ops.waitsOn(op);
+    if (w >= 0) a.waitsOn = static_cast<std::uint32_t>(w);
+    a.doing = fmt::format("in {}, {}", op.name(), ops.pendingDescription(op));
+    return a;
+  }
   if (a.state == wire::StallState::Finished && seq.failedColl == q.coll) {
     // It gave up on it (its own timeout, a loss): its error says why.
     a.doing = seq.failedWhat;

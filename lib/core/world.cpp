@@ -46,7 +46,8 @@ World::World(WorldConfig config)
       abort_(cfg_.rank, cfg_.nranks),
       probe_(io_, cfg_.rank, [this](int peer, wire::Kind kind, const std::vector<unsigned char>& payload) {
         return sendControlTo(peer, kind, payload);
-      }) {
+      }),
+      awaitWatch_(io_, [this](int peer) { dialIfStillAwaited(peer); }) {
   rdv::Config rc{cfg_.rank, cfg_.nranks, toPeerAddress(cfg_.root, 0), cfg_.timeout};
   rc.secret = cfg_.secret;
   rc.worldId = cfg_.worldId;
@@ -197,16 +198,33 @@ asio::awaitable<void> World::runOp(std::shared_ptr<Op> op, Body body, std::share
     done->complete(e);
 }
 
+namespace {
+// The probe for who is behind: a tenth of the call's time, 0.5 s to 1 s.
+std::chrono::milliseconds probeBudget(World::Clock::duration callTime) {
+  return std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(callTime) / 10,
+                    std::chrono::milliseconds(500), std::chrono::milliseconds(1000));
+}
+}  // namespace
+
 void World::wait(const std::shared_ptr<Op>& op, Completion& done, Clock::time_point deadline) {
   const auto began = Clock::now();
   if (!driver_.waitUntil(done, deadline)) {
-    // The probe for who is behind: a tenth of the call's time, 0.5 s to 1 s.
-    const auto budget = std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - began) / 10,
-                                   std::chrono::milliseconds(500), std::chrono::milliseconds(1000));
+    const auto budget = probeBudget(deadline - began);
     asio::post(io_, [this, op, budget] { probe_.timeOut(op, ops_, life_.joined() && !life_.closing(), budget); });
     driver_.wait(done);
   }
   done.rethrowIfFailed();
+}
+
+void World::expireAt(const std::shared_ptr<Op>& op, Clock::time_point deadline) {
+  const auto budget = probeBudget(deadline - Clock::now());
+  asio::post(io_, [this, op, deadline, budget] {
+    if (!op->active || op->error) return;  // ended already
+    op->deadline = std::make_unique<asio::steady_timer>(io_, deadline);
+    op->deadline->async_wait([this, op, budget](boost::system::error_code ec) {
+      if (!ec) probe_.timeOut(op, ops_, life_.joined() && !life_.closing(), budget);
+    });
+  });
 }
 
 bool World::cancel(const std::shared_ptr<Op>& op) {

@@ -34,6 +34,7 @@
 #include "base/layer.hpp"
 #include "core/abort_channel.hpp"
 #include "core/admission.hpp"
+#include "core/await_watch.hpp"
 #include "core/abort_relay.hpp"
 #include "core/bring_up.hpp"
 #include "core/completion.hpp"
@@ -116,6 +117,10 @@ class World final : link::LinkSink, TransferView, NoticeLinks {
   void wait(const std::shared_ptr<Op>& op, Completion& done, Clock::time_point deadline);
   // Nonblocking: progress without waiting (Driver::poll). True if `done`.
   bool poll(Completion& done) { return driver_.poll(done); }
+  // A nonblocking call's deadline (any thread): at `deadline` the operation
+  // fails with Timeout naming whom it waits for, as a blocking call does,
+  // whether or not anybody waits for it then.
+  void expireAt(const std::shared_ptr<Op>& op, Clock::time_point deadline);
   // Ends `op` with Error{Aborted} "cancelled on this rank" if it can still be
   // withdrawn (Request::cancel, tether/request.hpp): a receive not yet
   // matched, or a collective (on the world communicator the peers then get an
@@ -168,6 +173,7 @@ class World final : link::LinkSink, TransferView, NoticeLinks {
   // Links (world_links.cpp); the LinkTable holds them and decides by R1-R8.
   std::shared_ptr<link::Link> linkFor(int peer);
   void dial(int peer);
+  void dialIfStillAwaited(int peer);
   // Closes the least recently used idle link if the budget is reached.
   void enforceBudget();
   void sendControl(link::Link& link, wire::Kind kind, const std::vector<unsigned char>& payload);
@@ -229,6 +235,7 @@ class World final : link::LinkSink, TransferView, NoticeLinks {
   AbortChannel abort_;
   AbortRelay relay_{cfg_.rank, cfg_.nranks, abort_, *this};
   StallProbe probe_;
+  AwaitWatch awaitWatch_;  // dials a peer awaited without a link (its loss shows at once)
   std::atomic<bool> closed_{false};
 };
 

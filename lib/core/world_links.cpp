@@ -17,8 +17,21 @@ namespace tether {
 
 using link::Link;
 
+// After the rendezvous every peer listens: a refused dial is its loss at
+// once, a dial it keeps cutting (reset, closed) after a second of retries.
 void World::dial(int peer) {
-  connector_.dial(peer, table_.epoch(peer), link::tcpEndpoint(address(peer)), {Clock::now() + cfg_.timeout, false});
+  constexpr auto kBrokenRetries = std::chrono::seconds(1);
+  const auto now = Clock::now();
+  connector_.dial(peer, table_.epoch(peer), link::tcpEndpoint(address(peer)),
+                  {now + cfg_.timeout, /*retryRefused=*/false, now + kBrokenRetries});
+}
+
+void World::dialIfStillAwaited(int peer) {
+  if (life_.closing() || table_.current(peer) || table_.peer(peer).gone || table_.peer(peer).leaving ||
+      !ops_.awaits(peer))
+    return;
+  log::trace(rank(), "no link to rank {} yet, which this rank waits for: dialling it", peer);
+  linkFor(peer);
 }
 
 std::shared_ptr<Link> World::linkFor(int peer) {

@@ -46,6 +46,9 @@ void World::postRecv(Op& op, const match::Key& key, void* buf, std::size_t len) 
   // (the sender would open it anyway), so that rank's death shows as a refused
   // dial or EOF -> PeerLost instead of a wait until the deadline.
   if (key.kind == wire::Kind::P2P && !self) linkFor(static_cast<int>(key.src));
+  // A collective's sender opens the link; if it has not a moment later, this
+  // rank dials (await_watch.hpp).
+  else if (!self && !table_.current(static_cast<int>(key.src))) awaitWatch_.note(static_cast<int>(key.src));
   ops_.post(op, key, buf, len);
   // A frame parked on a link from key.src: read it into this receive if it is
   // this receive's, else into the stash (this receive comes behind it).
@@ -60,6 +63,7 @@ void World::postRecv(Op& op, const match::Key& key, void* buf, std::size_t len) 
 // its last settle completed (an abort notice read from the same socket right
 // behind its last frame, while its resumption was queued) does not undo that.
 void World::endOp(Op& op, std::exception_ptr& e) {
+  if (op.deadline) op.deadline->cancel();
   sequences_.end(op, e, ops_.mailbox());
   if (e && !op.error) ops_.failOp(op, e);  // withdraw what it still had posted
   if (e && op.seq && op.comm == cfg_.worldId) abortAfterFailedCollective(e);

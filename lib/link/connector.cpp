@@ -67,10 +67,11 @@ std::string rejectText(const wire::Reject& r) {
 // Errors worth another attempt: a host too busy to finish the handshake in
 // time, a full backlog, a network not yet routable at job start; and, for a
 // root that is not listening yet, a refusal.
-bool transient(const boost::system::error_code& code, bool expired, bool retryRefused) {
-  if (code == asio::error::connection_refused) return retryRefused;
-  return expired || code == asio::error::connection_reset || code == asio::error::eof ||
-         code == asio::error::network_unreachable || code == asio::error::host_unreachable ||
+bool transient(const boost::system::error_code& code, bool expired, const DialPolicy& policy) {
+  if (code == asio::error::connection_refused) return policy.retryRefused;
+  if (code == asio::error::connection_reset || code == asio::error::eof)
+    return policy.retryRefused || Clock::now() < policy.brokenUntil;
+  return expired || code == asio::error::network_unreachable || code == asio::error::host_unreachable ||
          code == asio::error::timed_out;
 }
 
@@ -273,7 +274,7 @@ asio::awaitable<bool> Connector::dialOnce(const Dial& d, Clock::time_point deadl
     co_return true;
   } catch (const boost::system::system_error& e) {
     failure.reason = watchdog.expired() ? "no answer within the handshake deadline" : e.code().message();
-    retriable = transient(e.code(), watchdog.expired(), d.policy.retryRefused);
+    retriable = transient(e.code(), watchdog.expired(), d.policy);
   } catch (const std::exception& e) {
     failure.reason = e.what();
   }

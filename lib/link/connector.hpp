@@ -40,13 +40,17 @@ struct ConnectorConfig {
   int maxHandshakes = 64;  // incoming handshakes at once; the kernel's backlog holds the rest
 };
 
-// How a dial retries. A refused, reset, unreachable or silent attempt is
-// retried (backoff 10 ms .. 1 s, with jitter) until `until`; refused ones
-// only with `retryRefused` (a root that is not listening yet), because a
-// refusal otherwise means the peer's process is gone.
+// How a dial retries. An unreachable or silent attempt is retried (backoff
+// 10 ms .. 1 s, with jitter) until `until`. A refused one only with
+// `retryRefused` (a root that is not listening yet), because a refusal
+// otherwise means the peer's process is gone; a reset one (or one closed
+// before the handshake ended) until `brokenUntil` as well: after the
+// rendezvous every rank is known to listen and answer, so a peer that keeps
+// cutting the handshake is lost, not slow.
 struct DialPolicy {
   Clock::time_point until{};
   bool retryRefused = false;
+  Clock::time_point brokenUntil = Clock::time_point::max();
 };
 
 // What admission decides about an authenticated hello.

@@ -41,7 +41,7 @@ enum class StallState : std::uint8_t {
 struct StatusAnswer {
   std::uint32_t id = 0;
   StallState state = StallState::NotEntered;
-  std::uint32_t waitsOn = kNoRank;  // Running: the world rank it waits for, if one
+  std::uint32_t waitsOn = kNoRank;  // Running (or NotEntered, still in an earlier one): the world rank it waits for
   std::string doing;                // what it is doing, in words ("in allgather#6")
 };
 
