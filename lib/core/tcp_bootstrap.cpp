@@ -104,6 +104,7 @@ UniqueId job::uniqueIdFromRoot(const settings::Values& values, const std::string
 void TcpBootstrap::forgetUniqueId(const UniqueId& id) { reserved::release(uid::parse(id).root); }
 
 TcpBootstrap::TcpBootstrap(int rank, int nranks, const UniqueId& id, const TcpOptions& options) {
+  const auto began = std::chrono::steady_clock::now();
   if (nranks < 1 || rank < 0 || rank >= nranks)
     throw Error(ErrorCode::InvalidArgument, fmt::format("rank {} of {} ranks is not valid", rank, nranks), rank);
   const settings::Values values = [&] {
@@ -113,13 +114,14 @@ TcpBootstrap::TcpBootstrap(int rank, int nranks, const UniqueId& id, const TcpOp
       throw Error(e.code(), e.what(), rank);
     }
   }();
-  impl_ = startTcpWorld(rank, nranks, id, options, values);
+  impl_ = startTcpWorld(rank, nranks, id, options, values, began);
 }
 
 std::shared_ptr<Communicator> startTcpWorld(int rank, int nranks, const UniqueId& id, const TcpOptions& options,
-                                            const settings::Values& values) {
+                                            const settings::Values& values, std::chrono::steady_clock::time_point began) {
   auto f = uid::parse(id);
   WorldConfig cfg;
+  cfg.began = began;
   cfg.rank = rank;
   cfg.nranks = nranks;
   cfg.secret = f.secret;

@@ -61,7 +61,7 @@ World::World(WorldConfig config)
 }
 
 std::shared_ptr<World> World::create(WorldConfig config) {
-  const auto began = Clock::now();
+  const auto began = config.began == Clock::time_point{} ? Clock::now() : config.began;
   const auto deadline = began + config.timeout;
   std::shared_ptr<World> w;
   int rank = config.rank;

@@ -68,6 +68,7 @@ struct WorldConfig {
   std::uint64_t worldId = 0;
   tcp::endpoint root;
   std::chrono::milliseconds timeout = kDefaultTimeout;
+  std::chrono::steady_clock::time_point began{};  // the rendezvous deadline counts from here (unset: create())
   std::chrono::milliseconds handshakeTimeout{10000};
   std::uint64_t maxPayload = 1ULL << 30;
   std::size_t eagerBytes = 64 * 1024;  // sends up to this size are copied and forgotten
