@@ -26,6 +26,7 @@ constexpr std::size_t kReadAheadStart = 1024;
 // because Linux ends a connection whose zero window outlasts TCP_USER_TIMEOUT
 // (16 s by default): the sender would see a healthy peer as lost.
 constexpr auto kParkLimit = std::chrono::milliseconds(250);
+constexpr auto kBrokenGrace = std::chrono::milliseconds(200);  // Link::writeBroken
 constexpr std::size_t kMaxGather = 64;  // frames per writev
 }  // namespace
 
@@ -52,7 +53,7 @@ OutFrame controlFrame(wire::Kind kind, wire::SharedBytes payload) {
 }
 
 Link::Link(asio::io_context& io, LinkSink& sink, int peer, std::uint32_t epoch, LinkLimits limits)
-    : io_(io), sink_(sink), peer_(peer), epoch_(epoch), limits_(limits), rbuf_(kReadAheadStart), parkTimer_(io) {}
+    : io_(io), sink_(sink), peer_(peer), epoch_(epoch), limits_(limits), brokenTimer_(io), rbuf_(kReadAheadStart), parkTimer_(io) {}
 
 void Link::attach(std::shared_ptr<Stream> stream, bool dialedByUs) {
   if (state_ != State::Dialing) return;
@@ -109,7 +110,7 @@ void Link::closeIfDone() {
 }
 
 void Link::startWrite() {
-  while (writing() && inFlight_ == 0 && !queue_.empty()) {
+  while (writing() && !writeBroken_ && inFlight_ == 0 && !queue_.empty()) {
     std::array<asio::const_buffer, 2 * kMaxGather> bufs;
     std::size_t n = std::min(queue_.size(), kMaxGather), nbufs = 0, total = 0;
     for (std::size_t i = 0; i < n; ++i) {
@@ -130,7 +131,7 @@ void Link::startWrite() {
       ec.clear();
       written = 0;
     }
-    if (ec) return fail("write failed: " + ec.message());
+    if (ec) return writeBroken("write failed: " + ec.message());
     if (written == total) {
       finishWrite();
       continue;
@@ -162,7 +163,7 @@ asio::awaitable<void> Link::writeRest(std::shared_ptr<Link>, std::vector<asio::c
   }
   if (state_ == State::Closed) co_return;
   if (!failure.empty()) {
-    fail(failure);
+    writeBroken(failure);
     co_return;
   }
   finishWrite();
@@ -223,9 +224,25 @@ void Link::unpark(bool stash) {
   parkTimer_.cancel();
 }
 
+// The peer closed or reset the connection. What it sent before — an abort
+// notice naming who aborted, its goodbye — may still wait in our receive
+// buffer and says more than the broken write: the read loop reads it and then
+// ends the link itself (EOF or reset). Only if it does not within
+// kBrokenGrace does the write's failure end it.
+void Link::writeBroken(const std::string& reason) {
+  if (state_ == State::Closed || writeBroken_) return;
+  writeBroken_ = true;
+  unpark(true);
+  brokenTimer_.expires_after(kBrokenGrace);
+  brokenTimer_.async_wait([self = shared_from_this(), reason](boost::system::error_code ec) {
+    if (!ec) self->fail(reason);
+  });
+}
+
 void Link::fail(const std::string& reason) {
   if (state_ == State::Closed) return;
   state_ = State::Closed;
+  brokenTimer_.cancel();
   unpark(true);
   // The owner may drop its last reference to this link in onLinkDown.
   auto self = weak_from_this().lock();

@@ -119,6 +119,8 @@ class Link : public std::enable_shared_from_this<Link> {
   // The part of a gathered write that did not fit at once; `self` keeps the link alive.
   asio::awaitable<void> writeRest(std::shared_ptr<Link> self, std::vector<asio::const_buffer> rest);
   void finishWrite();
+  // A write failed (the peer closed or reset): see link.cpp.
+  void writeBroken(const std::string& reason);
 
   asio::io_context& io_;
   LinkSink& sink_;
@@ -137,6 +139,8 @@ class Link : public std::enable_shared_from_this<Link> {
   // Writing.
   std::deque<OutFrame> queue_;
   std::size_t inFlight_ = 0;  // frames at the front of queue_ being written now
+  bool writeBroken_ = false;  // a write failed; the read side ends the link (or brokenTimer_ does)
+  asio::steady_timer brokenTimer_;
 
   // Reading.
   std::vector<unsigned char> rbuf_;
