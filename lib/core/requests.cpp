@@ -19,7 +19,7 @@ class OpRequest final : public Request::Impl {
   // Not done: cancel it and wait for its end, so that no buffer of the
   // caller's is used after this returns. Errors are dropped (nobody asked).
   ~OpRequest() override {
-    if (done_->isDone()) return;
+    if (done_->isDone() || comm_->world().forked()) return;  // a forked child's copy is inert
     comm_->world().cancel(op_);
     // A send or a matched receive is not withdrawn: it still ends by its deadline.
     try {
@@ -29,6 +29,7 @@ class OpRequest final : public Request::Impl {
   }
 
   bool test() override {
+    comm_->world().checkProcess(op_->name());
     if (!comm_->world().poll(*done_)) return false;
     finish();
     return true;
@@ -36,6 +37,7 @@ class OpRequest final : public Request::Impl {
 
   void wait(std::chrono::milliseconds timeout) override {
     detail::args::waitTimeout(comm_->rank(), op_->name(), timeout);
+    comm_->world().checkProcess(op_->name());
     auto t = timeout.count() == 0 ? comm_->timeout() : timeout;
     if (!done_->isDone()) {
       try {

@@ -15,6 +15,8 @@
 // frames), world_ops.cpp (where operations meet links).
 #pragma once
 
+#include <unistd.h>
+
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -100,6 +102,15 @@ class World final : link::LinkSink, TransferView, NoticeLinks {
   World(const World&) = delete;
   World& operator=(const World&) = delete;
 
+  // Made in a process that forked after this world started (docs/faults.md,
+  // "After fork"): the child's copy is inert. Its calls fail (checkProcess),
+  // it sends nothing and waits for nothing, and its last reference closes its
+  // copies of the world's sockets and leaks the rest (the threads, locks and
+  // event loop it would tear down are the parent's).
+  bool forked() const { return ::getpid() != creator_; }
+  // Throws Error{InvalidArgument} naming both processes when forked().
+  void checkProcess(const std::string& opName) const;
+
   const WorldConfig& config() const { return cfg_; }
   int rank() const { return cfg_.rank; }
   int nranks() const { return cfg_.nranks; }
@@ -147,6 +158,11 @@ class World final : link::LinkSink, TransferView, NoticeLinks {
 
  private:
   explicit World(WorldConfig config);
+  // The last reference's end: ~World, or in a forked child abandon().
+  static void release(World* w);
+  // A forked child's copy: closes (close(2) only) the sockets this world
+  // opened, and nothing else; the object is leaked.
+  void abandon();
   void start();
   void finishInit(std::exception_ptr e);
   asio::awaitable<void> runOp(std::shared_ptr<Op> op, Body body, std::shared_ptr<Completion> done);
@@ -202,6 +218,7 @@ class World final : link::LinkSink, TransferView, NoticeLinks {
   Error peerGoneError(int peer, const std::string& opName) const;
 
   WorldConfig cfg_;
+  const pid_t creator_ = ::getpid();
   asio::io_context io_{1};
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   // The operations in flight and their mailbox; the collective sequences.
