@@ -42,20 +42,24 @@ void openCloseOnExec(Socket& s, const typename Socket::protocol_type& protocol, 
 }
 
 // Accepts one connection on `a` (made non-blocking by its listener's open()),
-// close-on-exec from the start (accept4; Asio's accept calls accept(2)).
-// Throws boost::system::system_error as Asio's async_accept does; a
-// connection that is gone before it is accepted is skipped, as Asio does.
+// close-on-exec from the start (accept4; Asio's accept calls accept(2)). As
+// Asio's async_accept: it tries at once and waits for readiness only when
+// nothing is pending, skips a connection that is gone before it is accepted,
+// and throws boost::system::system_error (operation_aborted when `a` closes
+// meanwhile, bad_descriptor when it is closed already).
 template <class Acceptor>
 asio::awaitable<typename Acceptor::protocol_type::socket> acceptCloseOnExec(Acceptor& a,
                                                                             typename Acceptor::endpoint_type& from) {
   for (;;) {
-    co_await a.async_wait(Acceptor::wait_read, asio::use_awaitable);
     socklen_t len = static_cast<socklen_t>(from.capacity());
     const int fd = fds::accept(a.native_handle(), from.data(), &len, descriptorOwner(a.get_executor()));
     if (fd < 0) {
       const int err = errno;
-      if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR || err == ECONNABORTED || err == EPROTO) continue;
-      throw boost::system::system_error(err, boost::system::system_category(), "accept");
+      if (err == EAGAIN || err == EWOULDBLOCK)
+        co_await a.async_wait(Acceptor::wait_read, asio::use_awaitable);
+      else if (err != EINTR && err != ECONNABORTED && err != EPROTO)
+        throw boost::system::system_error(err, boost::system::system_category(), "accept");
+      continue;
     }
     from.resize(len);
     typename Acceptor::protocol_type::socket s(a.get_executor());
