@@ -32,7 +32,8 @@ inline const void* descriptorOwner(const asio::any_io_executor& ex) {
 // start: Asio's open() calls socket(2) without SOCK_CLOEXEC.
 template <class Socket>
 void openCloseOnExec(Socket& s, const typename Socket::protocol_type& protocol, boost::system::error_code& ec) {
-  const int fd = fds::socket(protocol.family(), protocol.type(), protocol.protocol(), descriptorOwner(s.get_executor()));
+  const int fd =
+      fds::socket(protocol.family(), protocol.type(), protocol.protocol(), descriptorOwner(s.get_executor()));
   if (fd < 0) {
     ec.assign(errno, boost::system::system_category());
     return;

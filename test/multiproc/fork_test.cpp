@@ -200,8 +200,7 @@ TEST_CASE("a forked child's copy of a bootstrap is inert: the child exits at onc
           }
           const int code = reap(child, 5s);
           expect(code == 0, "rank " + std::to_string(rank) + ", round " + std::to_string(round) + ": the child (" +
-                                kVariants[variant] +
-                                ") " + childFailure(code));
+                                kVariants[variant] + ") " + childFailure(code));
           for (int i = 0; i < 3; ++i) {
             all.assign(kRanks, -1);
             all[rank] = round * 100 + rank;
