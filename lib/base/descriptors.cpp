@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <vector>
 
@@ -32,23 +33,36 @@ std::vector<Entry>& entries() {
   return *v;
 }
 std::size_t nextPrune = 64;
+std::atomic<pid_t> cachedPid{0};
 
 bool same(const Entry& e) {
   struct stat st {};
   return ::fstat(e.fd, &st) == 0 && st.st_dev == e.dev && st.st_ino == e.ino;
 }
 
-// The list is taken across fork(), so a child sees it whole and can use it.
+// The list is taken across fork(), so a child sees it whole and can use it;
+// the child learns its own id.
 void installForkHandlers() {
   static std::once_flag once;
   std::call_once(once, [] {
     mutex();
     entries();
-    ::pthread_atfork([] { mutex().lock(); }, [] { mutex().unlock(); }, [] { mutex().unlock(); });
+    cachedPid.store(::getpid());
+    ::pthread_atfork([] { mutex().lock(); }, [] { mutex().unlock(); },
+                     [] {
+                       cachedPid.store(::getpid());
+                       mutex().unlock();
+                     });
   });
 }
 
 }  // namespace
+
+pid_t processId() {
+  if (const pid_t p = cachedPid.load(std::memory_order_relaxed)) return p;
+  installForkHandlers();
+  return cachedPid.load();
+}
 
 void track(int fd, const void* owner) {
   if (fd < 0 || !owner) return;

@@ -3,6 +3,7 @@
 #include "core/world.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -10,7 +11,6 @@
 #include <algorithm>
 
 #include "base/bytes.hpp"
-#include "base/descriptors.hpp"
 #include "base/endpoint.hpp"
 #include "base/env.hpp"
 #include "base/log.hpp"

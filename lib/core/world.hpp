@@ -15,8 +15,6 @@
 // frames), world_ops.cpp (where operations meet links).
 #pragma once
 
-#include <unistd.h>
-
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -32,6 +30,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "base/descriptors.hpp"
 #include "base/endpoint.hpp"
 #include "base/layer.hpp"
 #include "core/abort_channel.hpp"
@@ -107,7 +106,7 @@ class World final : link::LinkSink, TransferView, NoticeLinks {
   // it sends nothing and waits for nothing, and its last reference closes its
   // copies of the world's sockets and leaks the rest (the threads, locks and
   // event loop it would tear down are the parent's).
-  bool forked() const { return ::getpid() != creator_; }
+  bool forked() const { return fds::processId() != creator_; }
   // Throws Error{InvalidArgument} naming both processes when forked().
   void checkProcess(const std::string& opName) const;
 
@@ -218,7 +217,7 @@ class World final : link::LinkSink, TransferView, NoticeLinks {
   Error peerGoneError(int peer, const std::string& opName) const;
 
   WorldConfig cfg_;
-  const pid_t creator_ = ::getpid();
+  const pid_t creator_ = fds::processId();
   asio::io_context io_{1};
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   // The operations in flight and their mailbox; the collective sequences.
