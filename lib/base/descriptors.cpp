@@ -112,4 +112,10 @@ void closeInherited(const void* owner) {
   v.erase(mine, v.end());
 }
 
+void forget(const void* owner) {
+  std::lock_guard lock(mutex());
+  auto& v = entries();
+  v.erase(std::remove_if(v.begin(), v.end(), [owner](const Entry& e) { return e.owner == owner; }), v.end());
+}
+
 }  // namespace tether::fds

@@ -38,4 +38,8 @@ pid_t processId();
 // number that was closed meanwhile and now names another file is left alone.
 void closeInherited(const void* owner);
 
+// Forgets `owner`'s descriptors (it closed them: a world destroyed in the
+// process that made it).
+void forget(const void* owner);
+
 }  // namespace tether::fds

@@ -113,10 +113,10 @@ void World::finishInit(std::exception_ptr e) {
 World::~World() { close(std::min(cfg_.timeout, std::chrono::milliseconds(5000)), cfg_.timeout); }
 
 void World::release(World* w) {
-  if (w->forked())
-    w->abandon();  // leaked: its threads are the parent's, its locks may be held by them
-  else
-    delete w;
+  if (w->forked()) return w->abandon();  // leaked: its threads are the parent's, its locks may be held by them
+  const void* owner = link::descriptorOwner(w->io_.get_executor());
+  delete w;
+  fds::forget(owner);
 }
 
 // No goodbye (the parent's links go on), no shutdown(2) (it would end the
