@@ -131,7 +131,9 @@ class Bootstrap {
   }
 
   // Thread-safe. Ends every pending and future call on this rank (and, for
-  // implementations with peers, tells the peers) with Error{Aborted}.
+  // implementations with peers, tells the peers) with Error{Aborted}. Not
+  // async-signal-safe: a signal handler wakes a thread that calls it instead
+  // (docs/faults.md, "After fork, exec and signals").
   virtual void abort(const std::string& reason) = 0;
 
   // Deadline applied to each blocking call of this communicator. 0 restores

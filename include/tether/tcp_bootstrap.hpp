@@ -95,6 +95,10 @@ class TcpBootstrap : public Bootstrap {
   // (unless a child communicator still uses them). Waits for the peers'
   // confirmations while they keep coming — until 5 s (or the timeout, if
   // shorter) pass with none, and at most the communicator's timeout.
+  // In a process forked after the bootstrap started, every call fails with
+  // Error{InvalidArgument}, and the destructor (or close()) only closes the
+  // child's copies of the sockets: it sends nothing and waits for nothing
+  // (docs/faults.md, "After fork, exec and signals").
   ~TcpBootstrap() override;
 
   // Leaves the job now instead of in the destructor, and never throws:

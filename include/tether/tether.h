@@ -167,7 +167,11 @@ tether_result_t tether_split(tether_comm_t* comm, int color, int key, tether_com
 tether_result_t tether_split_by_node(tether_comm_t* comm, tether_comm_t** child);
 
 /* Thread-safe: ends every pending and future call on this rank and tells the
- * peers (they fail with TETHER_ERR_ABORTED naming this rank and `reason`). */
+ * peers (they fail with TETHER_ERR_ABORTED naming this rank and `reason`).
+ * Not async-signal-safe: from a signal handler, wake a thread that calls it
+ * (docs/faults.md, "After fork, exec and signals"). In a forked child every
+ * call on the parent's handle fails with TETHER_ERR_INVALID_ARGUMENT, and
+ * tether_finalize only closes the child's copies of its sockets. */
 tether_result_t tether_abort(tether_comm_t* comm, const char* reason);
 
 /* Deadline of each blocking call on this communicator, milliseconds; 0

@@ -7,16 +7,17 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <net/route.h>
+#include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/udp.hpp>
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <sstream>
 #include <vector>
 
+#include "base/descriptors.hpp"
 #include "base/endpoint.hpp"
 #include "base/env.hpp"
 #include "base/log.hpp"
@@ -129,7 +130,7 @@ std::optional<std::string> defaultRouteInterface(int family) {
   unsigned long bestMetric = 0;
   std::string line;
   if (family == 4) {
-    std::ifstream in("/proc/net/route");
+    std::istringstream in(fds::readFile("/proc/net/route"));
     std::getline(in, line);  // header
     while (std::getline(in, line)) {
       std::istringstream f(line);
@@ -140,7 +141,7 @@ std::optional<std::string> defaultRouteInterface(int family) {
       if (!best || metric < bestMetric) best = name, bestMetric = metric;
     }
   } else {
-    std::ifstream in("/proc/net/ipv6_route");
+    std::istringstream in(fds::readFile("/proc/net/ipv6_route"));
     while (std::getline(in, line)) {
       std::istringstream f(line);
       std::string dest, destLen, src, srcLen, nextHop, name;
@@ -176,7 +177,11 @@ Address routeTo(const Address& root) {
   asio::io_context io;
   asio::ip::udp::socket probe(io);
   boost::system::error_code ec;
-  probe.open(root.is_v6() ? asio::ip::udp::v6() : asio::ip::udp::v4(), ec);
+  const auto protocol = root.is_v6() ? asio::ip::udp::v6() : asio::ip::udp::v4();
+  const int fd = fds::socket(protocol.family(), protocol.type(), protocol.protocol(), nullptr);  // close-on-exec
+  if (fd < 0) ec.assign(errno, boost::system::system_category());
+  if (!ec) probe.assign(protocol, fd, ec);
+  if (ec && fd >= 0 && !probe.is_open()) ::close(fd);
   if (!ec) probe.connect({root, 9}, ec);
   if (ec) throw Error(ErrorCode::System, "no route to root address " + root.to_string() + ": " + ec.message());
   return probe.local_endpoint().address();

@@ -6,10 +6,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <mutex>
 #include <sstream>
 
+#include "base/descriptors.hpp"
 #include "base/settings.hpp"
 
 namespace tether {
@@ -32,7 +32,7 @@ LogLevel levelFromEnv() {
 // How long this process has been running, from its start time in
 // /proc/self/stat (clock ticks after boot) and CLOCK_BOOTTIME; 0 if unknown.
 std::chrono::duration<double> processAge() {
-  std::ifstream in("/proc/self/stat");
+  std::istringstream in(fds::readFile("/proc/self/stat"));
   std::string stat;
   std::getline(in, stat);
   auto close = stat.rfind(')');  // the command name may contain spaces and parentheses

@@ -204,6 +204,7 @@ std::unique_ptr<Request::Impl> Communicator::startRecv(void* data, std::size_t b
 }
 
 std::unique_ptr<Request::Impl> Communicator::startCollective(dc::Prepared call) {
+  world_->checkProcess(dc::opName(call.call.op));  // before the locks: a forked child may find them held
   detail::CallSlot::Scope scope(calling_, rank(), dc::opName(call.call.op));
   std::lock_guard lock(collMutex_);
   auto [op, done] = launchCollective(*this, call.call, call.in, call.out);
@@ -211,6 +212,7 @@ std::unique_ptr<Request::Impl> Communicator::startCollective(dc::Prepared call) 
 }
 
 void Communicator::collective(dc::Prepared call) {
+  world_->checkProcess(dc::opName(call.call.op));  // before the locks: a forked child may find them held
   detail::CallSlot::Scope scope(calling_, rank(), dc::opName(call.call.op));
   std::lock_guard lock(collMutex_);
   runCollective(*this, call.call, call.in, call.out);
@@ -260,6 +262,7 @@ void Communicator::markBroken(const std::string& why) {
 }
 
 void Communicator::subsetBarrier(const std::vector<int>& sorted) {
+  world_->checkProcess("subset barrier");
   detail::CallSlot::Scope scope(calling_, rank(), "subset barrier");
   std::lock_guard lock(collMutex_);
   auto& sub = subsets_[sorted];
@@ -277,6 +280,7 @@ void Communicator::subsetBarrier(const std::vector<int>& sorted) {
 }
 
 std::shared_ptr<Communicator> Communicator::split(int color, int key) {
+  world_->checkProcess("split");
   std::vector<std::int32_t> pairs;
   dc::Prepared call = dc::splitCall(rank(), size(), color, key, Bootstrap::kNoColor, pairs);
   std::uint64_t splitNo;

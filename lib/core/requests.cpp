@@ -23,7 +23,7 @@ class OpRequest final : public Request::Impl {
   // Not done: cancel it and wait for its end, so that no buffer of the
   // caller's is used after this returns. Errors are dropped (nobody asked).
   ~OpRequest() override {
-    if (done_->isDone()) return;
+    if (done_->isDone() || comm_->world().forked()) return;  // a forked child's copy is inert
     comm_->world().cancel(op_);
     // A send or a matched receive is not withdrawn: it still ends by its deadline.
     try {
@@ -33,6 +33,7 @@ class OpRequest final : public Request::Impl {
   }
 
   bool test() override {
+    comm_->world().checkProcess(op_->name());
     if (!comm_->world().poll(*done_)) return false;
     finish();
     return true;
@@ -40,6 +41,7 @@ class OpRequest final : public Request::Impl {
 
   void wait(std::chrono::milliseconds timeout) override {
     detail::args::waitTimeout(comm_->rank(), op_->name(), timeout);
+    comm_->world().checkProcess(op_->name());
     auto t = timeout.count() == 0 ? comm_->timeout() : timeout;
     if (!done_->isDone()) {
       try {

@@ -3,6 +3,7 @@
 #include "core/world.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -13,6 +14,7 @@
 #include "base/endpoint.hpp"
 #include "base/env.hpp"
 #include "base/log.hpp"
+#include "link/socket_stream.hpp"
 #include "link/tcp_stream.hpp"
 
 namespace tether {
@@ -66,7 +68,7 @@ std::shared_ptr<World> World::create(WorldConfig config) {
   std::shared_ptr<World> w;
   int rank = config.rank;
   try {
-    w.reset(new World(std::move(config)));
+    w.reset(new World(std::move(config)), &World::release);
     w->start();
   } catch (const Error&) {
     throw;
@@ -111,7 +113,35 @@ void World::finishInit(std::exception_ptr e) {
 
 World::~World() { close(std::min(cfg_.timeout, std::chrono::milliseconds(5000)), cfg_.timeout); }
 
+void World::release(World* w) {
+  if (w->forked()) return w->abandon();  // leaked: its threads are the parent's, its locks may be held by them
+  const void* owner = link::descriptorOwner(w->io_.get_executor());
+  delete w;
+  fds::forget(owner);
+}
+
+// No goodbye (the parent's links go on), no shutdown(2) (it would end the
+// parent's connections too), no lock, no thread, no event loop: only close(2)
+// of this world's sockets, so the child does not keep the parent's listening
+// port and connections open after the parent is gone. The event loop's own
+// epoll, eventfd and timerfd stay open until exit or exec (close-on-exec).
+void World::abandon() { fds::closeInherited(link::descriptorOwner(io_.get_executor())); }
+
+void World::checkProcess(const std::string& opName) const {
+  if (!forked()) return;
+  throw Error(ErrorCode::InvalidArgument,
+              fmt::format("rank {}: {}: the bootstrap is used in a forked child (pid {}) of the process that "
+                          "created it (pid {}); a child cannot use its parent's bootstrap (it shares the parent's "
+                          "connections): create a new one in the child (docs/faults.md, \"After fork\")",
+                          rank(), opName, ::getpid(), creator_),
+              rank());
+}
+
 bool World::close(std::chrono::milliseconds drain, std::chrono::milliseconds limit) {
+  if (forked()) {
+    abandon();
+    return false;
+  }
   if (!work_ || closed_.exchange(true)) return life_.drained();
   auto done = std::make_shared<Completion>();
   asio::post(io_, [this, done, drain, limit] { shutdownOnProgress(done, drain, limit); });
@@ -167,6 +197,7 @@ void World::armDrain(const std::shared_ptr<Completion>& done, std::chrono::milli
 }
 
 std::shared_ptr<Completion> World::start(const std::shared_ptr<Op>& op, Body body) {
+  checkProcess(op->name());
   if (closed_.load())
     throw Error(ErrorCode::InvalidArgument, fmt::format("rank {}: {}: the bootstrap was closed", rank(), op->name()),
                 rank());
@@ -207,6 +238,7 @@ std::chrono::milliseconds probeBudget(World::Clock::duration callTime) {
 }  // namespace
 
 void World::wait(const std::shared_ptr<Op>& op, Completion& done, Clock::time_point deadline) {
+  checkProcess(op->name());
   const auto began = Clock::now();
   if (!driver_.waitUntil(done, deadline)) {
     const auto budget = probeBudget(deadline - began);
@@ -228,6 +260,7 @@ void World::expireAt(const std::shared_ptr<Op>& op, Clock::time_point deadline) 
 }
 
 bool World::cancel(const std::shared_ptr<Op>& op) {
+  checkProcess(op->name());
   auto answer = std::make_shared<Completion>();
   auto cancelled = std::make_shared<bool>(false);
   asio::post(io_, [this, op, answer, cancelled] {
@@ -250,6 +283,7 @@ bool World::cancel(const std::shared_ptr<Op>& op) {
 }
 
 void World::abort(int origin, const std::string& reason) {
+  checkProcess("abort");
   const wire::AbortNotice n{static_cast<std::uint32_t>(origin), reason, wire::kNoRank};
   abort_.record(n);
   asio::post(io_, [this, n] { abortOnProgress(n, true); });
@@ -313,7 +347,7 @@ void World::addCommunicator(std::uint64_t comm, std::shared_ptr<CollectiveSeq> s
 }
 
 void World::removeCommunicator(std::uint64_t comm) {
-  if (closed_.load()) return;
+  if (closed_.load() || forked()) return;
   asio::post(io_, [this, comm] { sequences_.remove(comm); });
 }
 

@@ -30,6 +30,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "base/descriptors.hpp"
 #include "base/endpoint.hpp"
 #include "base/layer.hpp"
 #include "core/abort_channel.hpp"
@@ -102,6 +103,15 @@ class World final : link::LinkSink, TransferView, NoticeLinks {
   World(const World&) = delete;
   World& operator=(const World&) = delete;
 
+  // Made in a process that forked after this world started (docs/faults.md,
+  // "After fork"): the child's copy is inert. Its calls fail (checkProcess),
+  // it sends nothing and waits for nothing, and its last reference closes its
+  // copies of the world's sockets and leaks the rest (the threads, locks and
+  // event loop it would tear down are the parent's).
+  bool forked() const { return fds::processId() != creator_; }
+  // Throws Error{InvalidArgument} naming both processes when forked().
+  void checkProcess(const std::string& opName) const;
+
   const WorldConfig& config() const { return cfg_; }
   int rank() const { return cfg_.rank; }
   int nranks() const { return cfg_.nranks; }
@@ -153,6 +163,11 @@ class World final : link::LinkSink, TransferView, NoticeLinks {
 
  private:
   explicit World(WorldConfig config);
+  // The last reference's end: ~World, or in a forked child abandon().
+  static void release(World* w);
+  // A forked child's copy: closes (close(2) only) the sockets this world
+  // opened, and nothing else; the object is leaked.
+  void abandon();
   void start();
   void finishInit(std::exception_ptr e);
   asio::awaitable<void> runOp(std::shared_ptr<Op> op, Body body, std::shared_ptr<Completion> done);
@@ -209,6 +224,7 @@ class World final : link::LinkSink, TransferView, NoticeLinks {
   Error peerGoneError(int peer, const std::string& opName) const;
 
   WorldConfig cfg_;
+  const pid_t creator_ = fds::processId();
   asio::io_context io_{1};
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   // The operations in flight and their mailbox; the collective sequences.

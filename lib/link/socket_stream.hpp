@@ -5,6 +5,8 @@
 
 #include <unistd.h>
 
+#include <boost/asio/execution/context.hpp>
+#include <boost/asio/query.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
@@ -12,12 +14,65 @@
 #include <utility>
 #include <vector>
 
+#include "base/descriptors.hpp"
 #include "base/layer.hpp"
 #include "link/stream.hpp"
 
 TETHER_LAYER(3, "link");
 
 namespace tether::link {
+
+// The event loop an Asio object runs on: the owner its descriptors are
+// remembered under (base/descriptors.hpp; a world closes them in a forked child).
+inline const void* descriptorOwner(const asio::any_io_executor& ex) {
+  return &asio::query(ex, asio::execution::context);
+}
+
+// Opens `s` (a socket or an acceptor) for `protocol`, close-on-exec from the
+// start: Asio's open() calls socket(2) without SOCK_CLOEXEC.
+template <class Socket>
+void openCloseOnExec(Socket& s, const typename Socket::protocol_type& protocol, boost::system::error_code& ec) {
+  const int fd =
+      fds::socket(protocol.family(), protocol.type(), protocol.protocol(), descriptorOwner(s.get_executor()));
+  if (fd < 0) {
+    ec.assign(errno, boost::system::system_category());
+    return;
+  }
+  s.assign(protocol, fd, ec);
+  if (ec) ::close(fd);
+}
+
+// Accepts one connection on `a` (made non-blocking by its listener's open()),
+// close-on-exec from the start (accept4; Asio's accept calls accept(2)). As
+// Asio's async_accept: it tries at once and waits for readiness only when
+// nothing is pending, skips a connection that is gone before it is accepted,
+// and throws boost::system::system_error (operation_aborted when `a` closes
+// meanwhile, bad_descriptor when it is closed already).
+template <class Acceptor>
+asio::awaitable<typename Acceptor::protocol_type::socket> acceptCloseOnExec(Acceptor& a,
+                                                                            typename Acceptor::endpoint_type& from) {
+  for (;;) {
+    socklen_t len = static_cast<socklen_t>(from.capacity());
+    const int fd = fds::accept(a.native_handle(), from.data(), &len, descriptorOwner(a.get_executor()));
+    if (fd < 0) {
+      const int err = errno;
+      if (err == EAGAIN || err == EWOULDBLOCK)
+        co_await a.async_wait(Acceptor::wait_read, asio::use_awaitable);
+      else if (err != EINTR && err != ECONNABORTED && err != EPROTO)
+        throw boost::system::system_error(err, boost::system::system_category(), "accept");
+      continue;
+    }
+    from.resize(len);
+    typename Acceptor::protocol_type::socket s(a.get_executor());
+    boost::system::error_code ec;
+    s.assign(from.protocol(), fd, ec);
+    if (ec) {
+      ::close(fd);
+      throw boost::system::system_error(ec, "accept");
+    }
+    co_return s;
+  }
+}
 
 template <class Socket>
 class SocketStream : public Stream {

@@ -21,7 +21,13 @@ class TcpStream final : public SocketStream<tcp::socket> {
     if (to.kind != "tcp") throw std::invalid_argument("a TCP stream cannot connect to a '" + to.kind + "' endpoint");
     auto hp = parseHostPort(to.address);
     peer_ = to.address;
-    co_await socket_.async_connect(tcp::endpoint(asio::ip::make_address(hp.host), hp.port), asio::use_awaitable);
+    const tcp::endpoint ep(asio::ip::make_address(hp.host), hp.port);
+    if (!socket_.is_open()) {
+      boost::system::error_code ec;
+      openCloseOnExec(socket_, ep.protocol(), ec);
+      if (ec) throw boost::system::system_error(ec, "socket");
+    }
+    co_await socket_.async_connect(ep, asio::use_awaitable);
     forgetWriteReadiness();
     configure();
   }
@@ -61,20 +67,22 @@ std::shared_ptr<TcpListener> TcpListener::open(asio::io_context& io, TcpOptions 
   auto l = std::make_shared<TcpListener>(io, options);
   auto& a = l->acceptor_;
   if (adopted) {
-    a.assign(at.protocol(), *adopted, ec);
+    a.assign(at.protocol(), *adopted, ec);  // reserved close-on-exec (rendezvous/reserved_listener.cpp)
+    if (!ec) fds::track(*adopted, descriptorOwner(a.get_executor()));
   } else {
-    a.open(at.protocol(), ec);
+    openCloseOnExec(a, at.protocol(), ec);
     if (!ec && reuseAddress) a.set_option(tcp::acceptor::reuse_address(true), ec);
     if (!ec) a.bind(at, ec);
   }
   if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
+  if (!ec) a.non_blocking(true, ec);  // accept() waits for readiness, then accepts
   if (ec) return nullptr;
   return l;
 }
 
 asio::awaitable<std::shared_ptr<Stream>> TcpListener::accept() {
   tcp::endpoint from;  // filled by accept(2): still known if the peer resets at once
-  tcp::socket s = co_await acceptor_.async_accept(from, asio::use_awaitable);
+  tcp::socket s = co_await acceptCloseOnExec(acceptor_, from);
   auto stream = std::make_shared<TcpStream>(std::move(s), options_, toString(from));
   stream->configure();
   co_return stream;

@@ -18,6 +18,11 @@ class UnixStream final : public SocketStream<local::socket> {
     if (to.kind != "unix") throw std::invalid_argument("a Unix stream cannot connect to a '" + to.kind + "' endpoint");
     auto ep = unixEndpoint(to.address);
     peer_ = to.address;
+    if (!socket_.is_open()) {
+      boost::system::error_code ec;
+      openCloseOnExec(socket_, ep.protocol(), ec);
+      if (ec) throw boost::system::system_error(ec, "socket");
+    }
     co_await socket_.async_connect(ep, asio::use_awaitable);
     forgetWriteReadiness();
     configure();
@@ -51,15 +56,17 @@ std::shared_ptr<UnixListener> UnixListener::open(asio::io_context& io, const std
   }
   auto l = std::make_shared<UnixListener>(io, address);
   auto& a = l->acceptor_;
-  a.open(at.protocol(), ec);
+  openCloseOnExec(a, at.protocol(), ec);
   if (!ec) a.bind(at, ec);
   if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
+  if (!ec) a.non_blocking(true, ec);  // accept() waits for readiness, then accepts
   if (ec) return nullptr;
   return l;
 }
 
 asio::awaitable<std::shared_ptr<Stream>> UnixListener::accept() {
-  local::socket s = co_await acceptor_.async_accept(asio::use_awaitable);
+  local::endpoint from;
+  local::socket s = co_await acceptCloseOnExec(acceptor_, from);
   auto stream = std::make_shared<UnixStream>(std::move(s), address_ + " (accepted)");
   stream->configure();
   co_return stream;

@@ -7,11 +7,12 @@
 
 #include <algorithm>
 #include <array>
-#include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 #include "base/bytes.hpp"
 #include "base/crypto.hpp"
+#include "base/descriptors.hpp"
 #include "rendezvous/host_group.hpp"
 
 namespace tether::rdv {
@@ -78,7 +79,7 @@ std::string reasonOf(const boost::system::system_error& e) {
 namespace {
 
 std::string firstLine(const char* path) {
-  std::ifstream f(path);
+  std::istringstream f(fds::readFile(path));
   std::string s;
   std::getline(f, s);
   return s;

@@ -1,6 +1,7 @@
 // The host-local stream kind (lib/link/unix_stream.hpp) keeps the stream
 // seam's contract: bytes in order, gathered writes, EOF after the peer's
-// close, operation_aborted after this side's, a taken name refused at bind.
+// close, operation_aborted after this side's, a taken name refused at bind;
+// and its sockets, like the TCP kind's, are close-on-exec.
 #include <catch2/catch.hpp>
 
 #include <boost/asio/co_spawn.hpp>
@@ -8,9 +9,15 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
 #include <boost/system/system_error.hpp>
+#include <filesystem>
+#include <memory>
+#include <set>
 #include <string>
+#include <fcntl.h>
 #include <unistd.h>
+#include <vector>
 
+#include "link/tcp_stream.hpp"
 #include "link/unix_stream.hpp"
 
 using namespace tether;
@@ -28,7 +35,46 @@ T run(asio::io_context& io, asio::awaitable<T> a) {
   return f.get();
 }
 
+// This process's descriptors that an exec'd child would inherit.
+std::set<int> inheritable() {
+  std::set<int> out;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    const int fd = std::stoi(e.path().filename().string());
+    const int flags = ::fcntl(fd, F_GETFD);
+    if (flags >= 0 && !(flags & FD_CLOEXEC)) out.insert(fd);
+  }
+  return out;
+}
+
 }  // namespace
+
+TEST_CASE("every socket the Unix and TCP kinds listen on, dial or accept is close-on-exec", "[unit][unix-stream]") {
+  const auto before = inheritable();
+  asio::io_context io;
+  boost::system::error_code ec;
+  auto unixListener = link::UnixListener::open(io, uniqueName() + "-cloexec", ec);
+  REQUIRE(unixListener);
+  auto tcpListener = link::TcpListener::open(io, {}, {asio::ip::make_address("127.0.0.1"), 0}, false, std::nullopt, ec);
+  REQUIRE(tcpListener);
+  link::UnixDialer unixDialer(io);
+  link::TcpDialer tcpDialer(io, {});
+  auto streams = run(io, [&]() -> asio::awaitable<std::vector<std::shared_ptr<link::Stream>>> {
+    std::vector<std::shared_ptr<link::Stream>> all{unixDialer.open(), tcpDialer.open()};
+    co_await all[0]->connect(unixListener->address());
+    all.push_back(co_await unixListener->accept());
+    co_await all[1]->connect(tcpListener->address());
+    all.push_back(co_await tcpListener->accept());
+    co_return all;
+  }());
+  REQUIRE(streams.size() == 4);
+  std::string leaked;
+  for (int fd : inheritable())
+    if (!before.count(fd))
+      leaked += " " + std::to_string(fd) + " (" +
+                std::filesystem::read_symlink("/proc/self/fd/" + std::to_string(fd)).string() + ")";
+  INFO("descriptors without FD_CLOEXEC:" << leaked);
+  CHECK(leaked.empty());
+}
 
 TEST_CASE("a Unix stream carries bytes in order and reads EOF after the peer closes", "[unit][unix-stream]") {
   asio::io_context io;
