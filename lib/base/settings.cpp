@@ -176,8 +176,8 @@ void check(const Variable& v, const char* name, const std::string& value) {
       (void)detail::parseEnvInt(name, value.c_str(), v.lo, v.hi);
       return;
     }
-    case Type::Milliseconds:
-      (void)env::parseMs(name, value, std::chrono::milliseconds(0));
+    case Type::Milliseconds:  // a negative value's message names the default
+      (void)env::parseMs(name, value, std::chrono::milliseconds(std::stoll(v.fallback)));
       return;
     case Type::Choice:
       if (v.warnOnly) return;  // its reader logs a WARN naming it

@@ -87,7 +87,10 @@ UniqueId TcpBootstrap::uniqueIdFromRoot(const std::string& rootHostPort) {
 
 UniqueId job::uniqueIdFromRoot(const settings::Values& values, const std::string& rootHostPort) {
   auto hp = parseHostPort(rootHostPort);
-  if (hp.port == 0) throw Error(ErrorCode::InvalidArgument, "root address '" + rootHostPort + "' needs a port");
+  if (hp.port == 0)  // "fd00::2:29618": a bare IPv6 address (its last group is no port)
+    throw Error(ErrorCode::InvalidArgument,
+                "root address '" + rootHostPort + "' needs a port" +
+                    (hp.host.find(':') != std::string::npos ? " (IPv6: write [addr]:port)" : ""));
   uid::Fields f;
   f.version = wire::kProtocolVersion;
   f.root = toPeerAddress(tcp::endpoint(resolveHost(hp.host), hp.port), 0);
