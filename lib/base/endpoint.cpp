@@ -6,6 +6,7 @@
 
 #include <charconv>
 #include <cstring>
+#include <fstream>
 #include <memory>
 
 #include "base/crypto.hpp"
@@ -99,10 +100,13 @@ tcp::endpoint toEndpoint(const PeerAddress& a) {
   return {asio::ip::address_v6(b), a.port};
 }
 
-std::uint64_t thisHostId() {
+std::uint64_t thisHostId(const std::string& given) {
+  if (!given.empty()) return crypto::hash64("tether-host-id", given);
   char name[256] = {};
   ::gethostname(name, sizeof name - 1);
-  return crypto::hash64("tether-host", name);
+  std::string boot;  // empty where /proc is not readable: the host name alone
+  std::ifstream("/proc/sys/kernel/random/boot_id") >> boot;
+  return crypto::hash64("tether-host", std::string(name) + '\n' + boot);
 }
 
 }  // namespace tether

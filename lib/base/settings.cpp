@@ -82,6 +82,7 @@ std::vector<Variable> makeTable() {
   t.push_back(text("TETHER_UID_FILE", T::Launch, "a path: rank 0 writes the id there, the others wait for it"));
   t.push_back(text("TETHER_ROOT", T::Launch, "host:port where rank 0 listens"));
   t.push_back(text("TETHER_SECRET", T::Launch, "the shared secret with TETHER_ROOT or MASTER_ADDR"));
+  t.push_back(text("TETHER_HOST_ID", T::Launch, "this rank's host for the topology (unset: host name and boot id)"));
   // Interface.
   t.push_back(text("TETHER_SOCKET_IFNAME", T::Interface, "which interfaces to listen on (prefixes, ^exclude, =exact)"));
   t.push_back(

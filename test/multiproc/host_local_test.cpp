@@ -32,6 +32,7 @@
 #include <sys/un.h>
 
 #include "base/crypto.hpp"
+#include "base/endpoint.hpp"
 #include "core/unique_id_layout.hpp"
 #include "multiproc.hpp"
 #include "proc_stats.hpp"
@@ -176,7 +177,7 @@ std::uint64_t worldOf(const UniqueId& id) {
 
 // The abstract address of group 0 of this host, for the job of `id`.
 std::pair<sockaddr_un, socklen_t> groupZero(const UniqueId& id, int n) {
-  std::string name = rdv::groupSocketName(rdv::hostSocketName(uid::parse(id).secret, worldOf(id), n), 0);
+  std::string name = rdv::groupSocketName(rdv::hostSocketName(uid::parse(id).secret, worldOf(id), n, thisHostId()), 0);
   sockaddr_un a{};
   a.sun_family = AF_UNIX;
   std::memcpy(a.sun_path + 1, name.data() + 1, name.size() - 1);
