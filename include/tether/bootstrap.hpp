@@ -58,8 +58,10 @@ class Bootstrap {
   virtual int worldRank() const = 0;
 
   // Topology, as the rendezvous learned it; no communication. A node is a
-  // host (ranks with the same host id). Nodes of a communicator are numbered
-  // 0..nnodes()-1 in the order of their lowest communicator rank.
+  // host: ranks with the same host id, from TETHER_HOST_ID or else the host
+  // name and boot id (docs/design.md, "Host identity"). Nodes of a
+  // communicator are numbered 0..nnodes()-1 in the order of their lowest
+  // communicator rank.
   // Number of ranks of this communicator on this rank's node (this rank included).
   virtual int nranksPerNode() const = 0;
   // This rank's index among the communicator's ranks on its node, in rank order.

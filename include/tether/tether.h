@@ -128,9 +128,10 @@ tether_result_t tether_comm_rank(const tether_comm_t* comm, int* rank);
 tether_result_t tether_comm_size(const tether_comm_t* comm, int* size);
 /* This process's rank in the world communicator. */
 tether_result_t tether_comm_world_rank(const tether_comm_t* comm, int* world_rank);
-/* Topology (no communication; a node is a host). Ranks of this communicator
- * on this rank's node, this rank included; this rank's index among them; this
- * rank's node (nodes numbered by their lowest rank) and the number of nodes. */
+/* Topology (no communication; a node is a host: docs/design.md, "Host
+ * identity"). Ranks of this communicator on this rank's node, this rank
+ * included; this rank's index among them; this rank's node (nodes numbered by
+ * their lowest rank) and the number of nodes. */
 tether_result_t tether_comm_nranks_per_node(const tether_comm_t* comm, int* nranks_per_node);
 tether_result_t tether_comm_local_rank(const tether_comm_t* comm, int* local_rank);
 tether_result_t tether_comm_node_id(const tether_comm_t* comm, int* node_id);

@@ -4,11 +4,13 @@
 #include <netdb.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <memory>
 
 #include "base/crypto.hpp"
+#include "base/descriptors.hpp"
 #include "tether/error.hpp"
 
 namespace tether {
@@ -99,10 +101,14 @@ tcp::endpoint toEndpoint(const PeerAddress& a) {
   return {asio::ip::address_v6(b), a.port};
 }
 
-std::uint64_t thisHostId() {
+std::uint64_t thisHostId(const std::string& given) {
+  if (!given.empty()) return crypto::hash64("tether-host-id", given);
   char name[256] = {};
   ::gethostname(name, sizeof name - 1);
-  return crypto::hash64("tether-host", name);
+  // Empty where /proc is not readable: the host name alone.
+  std::string boot = fds::readFile("/proc/sys/kernel/random/boot_id");
+  boot.erase(std::find_if(boot.begin(), boot.end(), [](char c) { return c == '\n'; }), boot.end());
+  return crypto::hash64("tether-host", std::string(name) + '\n' + boot);
 }
 
 }  // namespace tether

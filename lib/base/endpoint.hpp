@@ -57,7 +57,9 @@ asio::ip::address chooseListenAddress(const asio::ip::address& root, const std::
 // "eth,ib" prefixes; "^docker,lo" excludes prefixes; "=eth0" exact names.
 bool interfaceMatches(const std::string& filter, const std::string& name);
 
-// Same value for every process on this host (hash of the host name).
-std::uint64_t thisHostId();
+// This rank's host id (docs/design.md, "Host identity"): a hash of `given`
+// (TETHER_HOST_ID) when it is not empty, else of the host name and the
+// kernel's boot id, so two machines that share a host name differ.
+std::uint64_t thisHostId(const std::string& given = "");
 
 }  // namespace tether

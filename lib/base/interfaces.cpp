@@ -9,6 +9,8 @@
 #include <net/route.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/udp.hpp>
 #include <cstring>
@@ -167,8 +169,10 @@ Address byFilter(const std::string& filter, int family, int rank) {
     if (i.addr.is_v6() && linkLocal(i.addr)) continue;  // needs a scope id; skip
     return chosen(i.addr, "on " + i.name + " (TETHER_SOCKET_IFNAME='" + filter + "')", rank);
   }
-  throw Error(ErrorCode::InvalidArgument, "TETHER_SOCKET_IFNAME='" + filter + "' matches no interface that is up" +
-                                              (family ? " with the family of TETHER_SOCKET_FAMILY" : ""));
+  throw Error(ErrorCode::InvalidArgument,
+              (rank >= 0 ? fmt::format("rank {}: ", rank) : std::string()) + "TETHER_SOCKET_IFNAME='" + filter +
+                  "' matches no interface that is up" + (family ? " with the family of TETHER_SOCKET_FAMILY" : ""),
+              rank);
 }
 
 // The local address the kernel would send from to reach `root` (a UDP connect

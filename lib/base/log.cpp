@@ -113,5 +113,20 @@ void write(LogLevel level, int rank, std::string_view message) {
   }
 }
 
+bool Repeats::due(const std::string& cause, int& times) {
+  const auto now = std::chrono::steady_clock::now();
+  if (cause != cause_) {  // a new cause: its first line now
+    cause_ = cause;
+    count_ = 0;
+    last_ = now - every_;
+  }
+  ++count_;
+  if (now - last_ < every_) return false;
+  times = count_;
+  count_ = 0;
+  last_ = now;
+  return true;
+}
+
 }  // namespace log
 }  // namespace tether

@@ -17,7 +17,7 @@ struct PeerAddress {
   std::uint8_t family = 4;  // 4 or 6
   std::array<unsigned char, 16> addr{};
   std::uint16_t port = 0;
-  std::uint64_t hostId = 0;  // hash of the host name: ranks with equal ids share a node
+  std::uint64_t hostId = 0;  // ranks with equal ids share a node (docs/design.md, "Host identity")
   std::uint16_t cores = 0;   // cores of that host (0: unknown)
 };
 

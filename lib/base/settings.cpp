@@ -82,6 +82,7 @@ std::vector<Variable> makeTable() {
   t.push_back(text("TETHER_UID_FILE", T::Launch, "a path: rank 0 writes the id there, the others wait for it"));
   t.push_back(text("TETHER_ROOT", T::Launch, "host:port where rank 0 listens"));
   t.push_back(text("TETHER_SECRET", T::Launch, "the shared secret with TETHER_ROOT or MASTER_ADDR"));
+  t.push_back(text("TETHER_HOST_ID", T::Launch, "this rank's host for the topology (unset: host name and boot id)"));
   // Interface.
   t.push_back(text("TETHER_SOCKET_IFNAME", T::Interface, "which interfaces to listen on (prefixes, ^exclude, =exact)"));
   t.push_back(
@@ -176,8 +177,8 @@ void check(const Variable& v, const char* name, const std::string& value) {
       (void)detail::parseEnvInt(name, value.c_str(), v.lo, v.hi);
       return;
     }
-    case Type::Milliseconds:
-      (void)env::parseMs(name, value, std::chrono::milliseconds(0));
+    case Type::Milliseconds:  // a negative value's message names the default
+      (void)env::parseMs(name, value, std::chrono::milliseconds(std::stoll(v.fallback)));
       return;
     case Type::Choice:
       if (v.warnOnly) return;  // its reader logs a WARN naming it

@@ -51,7 +51,7 @@ PeerAddress openListener(asio::io_context& io, const link::TcpOptions& options, 
     auto hp = parseHostPort(override);
     advertised = tcp::endpoint(resolveHost(hp.host), hp.port);
   }
-  PeerAddress self = toPeerAddress(advertised, thisHostId());
+  PeerAddress self = toPeerAddress(advertised, thisHostId(cfg.hostId));
   self.cores = static_cast<std::uint16_t>(std::clamp(std::thread::hardware_concurrency(), 1u, 65535u));
   log::info(cfg.rank, "listening on {} (advertised as {})", toString(local), toString(advertised));
   return self;

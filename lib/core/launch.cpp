@@ -354,7 +354,7 @@ std::unique_ptr<TcpBootstrap> TcpBootstrap::fromEnvironment(const TcpOptions& op
     auto path = uidFilePath(*given, job);
     if (rs.rank == 0) {
       id = createUniqueId(
-          toString(tcp::endpoint(chooseListenAddress(asio::ip::address_v4::any(), "", interfaceFilter(values)), 0)));
+          toString(tcp::endpoint(chooseListenAddress(asio::ip::address_v4::any(), "", interfaceFilter(values), 0), 0)));
       writeUidFile(path, id, job);
       remover.emplace(path, id.toString());
     } else {

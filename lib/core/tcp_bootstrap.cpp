@@ -87,7 +87,10 @@ UniqueId TcpBootstrap::uniqueIdFromRoot(const std::string& rootHostPort) {
 
 UniqueId job::uniqueIdFromRoot(const settings::Values& values, const std::string& rootHostPort) {
   auto hp = parseHostPort(rootHostPort);
-  if (hp.port == 0) throw Error(ErrorCode::InvalidArgument, "root address '" + rootHostPort + "' needs a port");
+  if (hp.port == 0)  // "fd00::2:29618": a bare IPv6 address (its last group is no port)
+    throw Error(ErrorCode::InvalidArgument,
+                "root address '" + rootHostPort + "' needs a port" +
+                    (hp.host.find(':') != std::string::npos ? " (IPv6: write [addr]:port)" : ""));
   uid::Fields f;
   f.version = wire::kProtocolVersion;
   f.root = toPeerAddress(tcp::endpoint(resolveHost(hp.host), hp.port), 0);
@@ -159,6 +162,7 @@ std::shared_ptr<Communicator> startTcpWorld(int rank, int nranks, const UniqueId
   cfg.localRanks = localRanks(values);
   cfg.hostGroupMax = static_cast<int>(values.integer("TETHER_HOST_GROUP_MAX"));
   cfg.pollUs = static_cast<int>(values.integer("TETHER_POLL_US"));
+  cfg.hostId = values.text("TETHER_HOST_ID").value_or("");
   cfg.interfaces = interfaceFilter(values);
   coll::checkSettings();  // reject bad algorithm variables now, not mid-collective
   return std::make_shared<Communicator>(World::create(std::move(cfg)));

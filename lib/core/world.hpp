@@ -89,6 +89,7 @@ struct WorldConfig {
   int localRanks = 0;               // TETHER_LOCAL_NRANKS, else the launcher's local size; 0: unknown
   int hostGroupMax = 64;            // TETHER_HOST_GROUP_MAX
   int pollUs = 50;                  // TETHER_POLL_US
+  std::string hostId;               // TETHER_HOST_ID (empty: host name and boot id, thisHostId)
   InterfaceFilter interfaces;       // TETHER_SOCKET_IFNAME, TETHER_SOCKET_FAMILY
 };
 

@@ -109,6 +109,7 @@ void Connector::dialEnded() {
 }
 
 asio::awaitable<void> Connector::acceptLoop(std::shared_ptr<Listener> listener) {
+  log::Repeats failures;
   for (;;) {
     boost::system::error_code ec;
     std::shared_ptr<Stream> s;
@@ -119,8 +120,11 @@ asio::awaitable<void> Connector::acceptLoop(std::shared_ptr<Listener> listener) 
     }
     if (!listener->isOpen()) co_return;
     if (ec) {
-      // Out of descriptors and similar: say so, back off, keep serving.
-      log::warn(cfg_.rank, "accept failed: {}; retrying in 100 ms", ec.message());
+      // Out of descriptors and similar: say so (once per cause and 5 s), back off, keep serving.
+      int times = 0;
+      if (failures.due(ec.message(), times))
+        log::warn(cfg_.rank, "accept failed: {}; retrying in 100 ms{}", ec.message(),
+                  times > 1 ? fmt::format(" ({} times since the last line)", times) : std::string());
       asio::steady_timer t(io_);
       t.expires_after(std::chrono::milliseconds(100));
       co_await t.async_wait(asio::use_awaitable);

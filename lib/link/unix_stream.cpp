@@ -72,6 +72,17 @@ asio::awaitable<std::shared_ptr<Stream>> UnixListener::accept() {
   co_return stream;
 }
 
+std::shared_ptr<Stream> UnixListener::acceptNow(boost::system::error_code& ec) {
+  acceptor_.non_blocking(true, ec);
+  if (ec) return nullptr;
+  local::socket s(acceptor_.get_executor());
+  acceptor_.accept(s, ec);
+  if (ec) return nullptr;
+  auto stream = std::make_shared<UnixStream>(std::move(s), address_ + " (accepted)");
+  stream->configure();
+  return stream;
+}
+
 void UnixListener::close() {
   boost::system::error_code ignored;
   acceptor_.close(ignored);

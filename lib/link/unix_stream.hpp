@@ -42,6 +42,9 @@ class UnixListener final : public Listener {
   UnixListener(asio::io_context& io, std::string address) : acceptor_(io), address_(std::move(address)) {}
 
   asio::awaitable<std::shared_ptr<Stream>> accept() override;
+  // A connection waiting in the queue, without waiting; null (`ec`
+  // would_block) when there is none.
+  std::shared_ptr<Stream> acceptNow(boost::system::error_code& ec);
   Endpoint address() const override { return Endpoint{"unix", address_}; }
   bool isOpen() const override { return acceptor_.is_open(); }
   void close() override;

@@ -80,7 +80,6 @@ void Group::abandon(ErrorCode code, const std::string& reason, int peer) {
   if (!leader_) return leave(code, reason, peer);
   abandoned_ = true;
   quiet_.cancel();
-  if (listener_) listener_->close();
   // Written now, not from the loop: this rank fails and closes the group
   // next, and its members must read why, not only that it closed.
   fail_ = std::make_shared<const Bytes>(encodeCause({code, peer, reason}));
@@ -90,6 +89,17 @@ void Group::abandon(ErrorCode code, const std::string& reason, int peer) {
     else
       s->close();  // all of it (part, rarely: the member then reads a lost leader)
   }
+  if (!listener_) return;
+  // The ranks still queued at the socket (not accepted yet: this leader was
+  // out of descriptors, or busy) read why as their first message, with the
+  // descriptors just freed. A closed queue would reset them, and they would
+  // take the name for a leader gone, bind it and lead this group again.
+  boost::system::error_code ec;
+  while (auto s = listener_->acceptNow(ec)) {
+    (void)writeNow(*s, Msg::Fail, *fail_);
+    s->close();
+  }
+  listener_->close();
 }
 
 void Group::checkFlush() {
@@ -124,28 +134,38 @@ asio::awaitable<void> Group::writeOne(std::shared_ptr<Group> self, std::shared_p
 }
 
 asio::awaitable<void> Group::acceptLoop(std::shared_ptr<Group> self) {
+  log::Repeats failures;
   while (!self->closed_ && !self->abandoned_) {
-    bool pause = false;
+    std::shared_ptr<link::Stream> s;
+    boost::system::error_code ec;
     try {
-      auto s = co_await self->listener_->accept();
-      if (self->admitted() + self->handshaking_ >= self->cap_) {
-        self->sentOn_ = true;
+      s = co_await self->listener_->accept();
+    } catch (const boost::system::system_error& e) {
+      ec = e.code();
+    }
+    if (ec == asio::error::operation_aborted || self->closed_ || !self->listener_->isOpen()) co_return;
+    if (ec) {  // out of descriptors: one line per cause and 5 s, and a pause, not a busy loop
+      int times = 0;
+      if (failures.due(ec.message(), times))
+        log::warn(self->opts_.rank, "host-local: accept failed: {}; retrying in 100 ms{}", ec.message(),
+                  times > 1 ? fmt::format(" ({} times since the last line)", times) : std::string());
+      asio::steady_timer t(self->io_, std::chrono::milliseconds(100));
+      co_await t.async_wait(asio::use_awaitable);
+      continue;
+    }
+    if (self->admitted() + self->handshaking_ >= self->cap_) {
+      self->sentOn_ = true;
+      try {
         const Bytes none;
         co_await writeMsg(*s, Msg::Full, none);
-        s->close();
-        continue;
+      } catch (const boost::system::system_error& e) {  // it left meanwhile
+        log::trace(self->opts_.rank, "host-local: answering full failed: {}", e.code().message());
       }
-      ++self->handshaking_;  // serve() gives the place back
-      asio::co_spawn(self->io_, serve(self, std::move(s)), asio::detached);
-    } catch (const boost::system::system_error& e) {
-      if (e.code() == asio::error::operation_aborted || self->closed_) co_return;
-      log::warn(self->opts_.rank, "host-local: accept failed: {}", e.code().message());
-      pause = e.code() != asio::error::broken_pipe && e.code() != asio::error::connection_reset;
+      s->close();
+      continue;
     }
-    if (pause) {  // out of descriptors: not a busy loop
-      asio::steady_timer t(self->io_, std::chrono::milliseconds(10));
-      co_await t.async_wait(asio::use_awaitable);
-    }
+    ++self->handshaking_;  // serve() gives the place back
+    asio::co_spawn(self->io_, serve(self, std::move(s)), asio::detached);
   }
 }
 

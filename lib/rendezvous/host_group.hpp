@@ -62,11 +62,11 @@ struct HostGroupEvents {
   std::function<void(int rank, ErrorCode, std::string, int peer)> left;
 };
 
-// "@tether-<16 hex>": a hash of the job (secret, world id, size) and the host
-// identity (the kernel's boot id and this process's network namespace; the
-// abstract namespace is per network namespace, so ranks in two namespaces are
-// two hosts even on one kernel).
-std::string hostSocketName(const wire::Secret& secret, std::uint64_t worldId, int nranks);
+// "@tether-<16 hex>": a hash of the job (secret, world id, size), this rank's
+// host id (PeerAddress::hostId, docs/design.md "Host identity") and its
+// network namespace: the abstract socket namespace is per network namespace,
+// so ranks of one host in two namespaces meet in two groups.
+std::string hostSocketName(const wire::Secret& secret, std::uint64_t worldId, int nranks, std::uint64_t hostId);
 // "<host>-<group>": where group `group` of the host meets.
 std::string groupSocketName(const std::string& host, int group);
 

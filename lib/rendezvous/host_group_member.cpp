@@ -64,6 +64,15 @@ asio::awaitable<void> Group::join(std::shared_ptr<Group> self) {
     if (self->closed_) co_return;
     auto& [t, b] = first;
     if (t == Msg::Full) co_return self->nextGroup();
+    if (t == Msg::Fail) {  // the leader failed before it served this rank: its cause
+      auto cause = decodeCause(b);
+      s->close();
+      co_return self->failed(cause.code,
+                             fmt::format("rendezvous failed at the host leader of group {} ({}) before it answered "
+                                         "this rank: {}",
+                                         self->group_, self->name_, cause.text),
+                             cause.peer);
+    }
     if (t != Msg::Challenge) throw std::invalid_argument("expected a challenge");
     auto c = wire::decodeChallenge(b);
     wire::Hello h{static_cast<std::uint32_t>(o.rank), static_cast<std::uint32_t>(o.nranks), o.worldId, 0, {}, {}};

@@ -63,7 +63,7 @@ class HostLocal final : public Registration {
     o.nranks = cfg_.nranks;
     o.secret = cfg_.secret;
     o.worldId = cfg_.worldId;
-    o.socket = hostSocketName(cfg_.secret, cfg_.worldId, cfg_.nranks);
+    o.socket = hostSocketName(cfg_.secret, cfg_.worldId, cfg_.nranks, self.hostId);
     o.localRanks = local_;
     o.groupMax = cfg_.hostGroupMax;
     HostGroupEvents e;

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <array>
-#include <sstream>
 #include <stdexcept>
 
 #include "base/bytes.hpp"
@@ -76,22 +75,11 @@ std::string reasonOf(const boost::system::system_error& e) {
 
 }  // namespace host
 
-namespace {
-
-std::string firstLine(const char* path) {
-  std::istringstream f(fds::readFile(path));
-  std::string s;
-  std::getline(f, s);
-  return s;
-}
-
-}  // namespace
-
-std::string hostSocketName(const wire::Secret& secret, std::uint64_t worldId, int nranks) {
+std::string hostSocketName(const wire::Secret& secret, std::uint64_t worldId, int nranks, std::uint64_t hostId) {
   char ns[128] = {};
   ssize_t n = ::readlink("/proc/self/ns/net", ns, sizeof ns - 1);
-  std::string identity = fmt::format("tether-host-local|{}|{}|{}|{}", worldId, nranks,
-                                     firstLine("/proc/sys/kernel/random/boot_id"), n > 0 ? std::string(ns, n) : "");
+  std::string identity =
+      fmt::format("tether-host-local|{}|{}|{:016x}|{}", worldId, nranks, hostId, n > 0 ? std::string(ns, n) : "");
   auto d = crypto::hmacSha256(secret.data(), secret.size(), identity.data(), identity.size());
   std::string name = "@tether-";
   for (int i = 0; i < 8; ++i) name += fmt::format("{:02x}", d[i]);

@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include <atomic>
@@ -70,6 +71,26 @@ inline int openFdCount() {
     if (e->d_name[0] != '.') ++n;
   ::closedir(d);
   return n - 1;  // the directory stream's own descriptor
+}
+
+// The RLIMIT_NOFILE under which this process can open exactly `more`
+// descriptors (the kernel gives the lowest free number; one open above the
+// limit, e.g. inherited from the shell, stays usable and takes no place).
+inline rlim_t roomFor(int more) {
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (!dir) throw std::runtime_error("/proc/self/fd cannot be read");
+  std::vector<bool> open;
+  while (dirent* e = ::readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    const auto fd = static_cast<std::size_t>(std::atoi(e->d_name));
+    if (fd >= open.size()) open.resize(fd + 1);
+    open[fd] = true;
+  }
+  ::closedir(dir);
+  std::size_t fd = 0;
+  for (int free = 0;; ++fd)
+    if ((fd >= open.size() || !open[fd]) && ++free == more) break;
+  return static_cast<rlim_t>(fd + 1);
 }
 
 // Collects tether's log lines for the lifetime of the object.

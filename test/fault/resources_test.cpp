@@ -12,11 +12,14 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <thread>
 
 #include "fault_support.hpp"
+#include "multiproc.hpp"
 #include "raw_client.hpp"
 #include "tether/tcp_bootstrap.hpp"
 
@@ -241,6 +244,59 @@ TEST_CASE("descriptor limit reached: a clear error at every point, no hang, no l
   INFO(msg);
   CHECK(code == 0);
   CHECK(msg.rfind("ok", 0) == 0);
+}
+
+// A host leader that cannot accept its host's ranks (the descriptor limit is
+// below what its group needs) until the deadline says so in one line, not one
+// per retry (1,407 in 15 s at 32 ranks under `ulimit -n 24`), and the ranks
+// still queued at its socket read its cause: before, they took the closed
+// socket for a leader gone, bound it again and led group 0 too.
+TEST_CASE("a host leader out of descriptors logs it once, and the ranks it never accepted do not lead its group",
+          "[fault][resources]") {
+#ifdef TETHER_TEST_UBSAN
+  WARN("skipped: UBSan's vptr check needs descriptors of its own and misreports at the limit");
+  return;
+#endif
+  const int n = 16;
+  ::setenv("TETHER_HOST_LOCAL", "1", 1);
+  for (int round = 0; round < 3; ++round) {  // a queued rank led again in most runs, not all
+    auto res = test::runRanks(
+        n,
+        [&](int rank, const UniqueId& id) {
+          static std::atomic<int> leads{0}, failures{0};
+          setLogLevel(LogLevel::Trace);
+          setLogHandler([](LogLevel, const std::string& line) {
+            if (line.find("leads group 0 ") != std::string::npos) ++leads;
+            if (line.find("host-local: accept failed") != std::string::npos) ++failures;
+          });
+          rlimit was{};
+          ::getrlimit(RLIMIT_NOFILE, &was);
+          rlimit low = was;
+          low.rlim_cur = fault::roomFor(12);  // a leader holds a few of the 15 others
+          ::setrlimit(RLIMIT_NOFILE, &low);
+          std::string what = "it completed";
+          try {
+            TcpBootstrap b(rank, n, id, TcpOptions{2s, {}, {}, {}});
+          } catch (const Error& e) {
+            what = e.what();
+          }
+          ::setrlimit(RLIMIT_NOFILE, &was);
+          setLogHandler(nullptr);
+          throw std::runtime_error("leads " + std::to_string(leads) + ", accept failures logged " +
+                                   std::to_string(failures) + ": " + what);
+        },
+        60s);
+    int leaders = 0;
+    INFO("round " << round << ":\n" << test::summary(res));
+    for (const auto& r : res) {
+      int led = 0, logged = 0;
+      REQUIRE(std::sscanf(r.output.c_str(), "leads %d, accept failures logged %d", &led, &logged) == 2);
+      leaders += led;
+      CHECK(logged <= 1);  // the first; the next after 5 s
+    }
+    CHECK(leaders == 1);
+  }
+  ::unsetenv("TETHER_HOST_LOCAL");
 }
 
 TEST_CASE("no descriptor outlives its worlds: normal, aborted, timed-out and hostile runs", "[fault][resources]") {

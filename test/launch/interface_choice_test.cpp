@@ -192,6 +192,18 @@ TEST_CASE("TETHER_SOCKET_IFNAME still decides when set", "[netns]") {
   CHECK(firstLine(o.output) == "10.44.0.2");
 }
 
+TEST_CASE("TETHER_SOCKET_IFNAME that matches no interface: the error names the rank, as every other does", "[netns]") {
+  auto o = inNamespace(kDecoys + nic("eth0", "10.99.0.2/24"), [] {
+    ::setenv("TETHER_SOCKET_IFNAME", "ib", 1);
+    auto id = TcpBootstrap::createUniqueId("10.99.0.2:0");  // an explicit root: no interface chosen yet
+    TcpBootstrap b(1, 2, id, TcpOptions{std::chrono::seconds(5), {}, {}, {}});
+    return std::string("joined");
+  });
+  INFO(o.output);
+  REQUIRE(o.code == 2);
+  CHECK(firstLine(o.output) == "threw: rank 1: TETHER_SOCKET_IFNAME='ib' matches no interface that is up");
+}
+
 int main(int argc, char** argv) {
   if (::geteuid() != 0) {
     std::printf("SKIP: needs root to create network namespaces\n");

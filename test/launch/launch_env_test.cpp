@@ -75,6 +75,15 @@ TEST_CASE("a rank outside the world, or a malformed TETHER_UID, names its variab
   CHECK(what.find("5ec7e75ec7e7") == std::string::npos);
 }
 
+TEST_CASE("a TETHER_ROOT without a port says so; an IPv6 one says how to write it", "[launch]") {
+  const Vars rank = {{"TETHER_RANK", "1"}, {"TETHER_NRANKS", "2"}};
+  auto what = expectLaunchError({rank[0], rank[1], {"TETHER_ROOT", "node7"}}, {"root address 'node7' needs a port"});
+  CHECK(what.find("IPv6") == std::string::npos);
+  expectLaunchError(
+      {rank[0], rank[1], {"TETHER_ROOT", "fd00::2:29618"}},
+      {"TETHER_ROOT='fd00::2:29618'", "root address 'fd00::2:29618' needs a port (IPv6: write [addr]:port)"});
+}
+
 TEST_CASE("launch environments without a conflict start the world", "[launch]") {
   const std::pair<const char*, Vars> cases[] = {
       {"torchrun and Open MPI agree",

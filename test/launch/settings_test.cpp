@@ -44,6 +44,11 @@ const std::vector<Bad> kBad = {
     {"TETHER_KEEPALIVE_IDLE_S", "ten", "TETHER_KEEPALIVE_IDLE_S='ten' is not an integer"},
     {"TETHER_RENDEZVOUS", "star", "TETHER_RENDEZVOUS='star' is not one of root, tree, pmix or auto"},
     {"TETHER_POLL_US", "-1", "TETHER_POLL_US=-1 is out of range [0, 1000000]"},
+    // The default named is the variable's own (it said "the default, 0 ms").
+    {"TETHER_TIMEOUT_MS", "-5",
+     "TETHER_TIMEOUT_MS='-5' is negative: give milliseconds (0 or unset: the default, 300000 ms)"},
+    {"TETHER_HANDSHAKE_TIMEOUT_MS", "-1",
+     "TETHER_HANDSHAKE_TIMEOUT_MS='-1' is negative: give milliseconds (0 or unset: the default, 10000 ms)"},
 };
 
 std::string errorOf(const std::function<void()>& f) {

@@ -32,7 +32,9 @@
 #include <sys/un.h>
 
 #include "base/crypto.hpp"
+#include "base/endpoint.hpp"
 #include "core/unique_id_layout.hpp"
+#include "fault_support.hpp"
 #include "multiproc.hpp"
 #include "proc_stats.hpp"
 #include "raw_client.hpp"
@@ -58,26 +60,6 @@ void runAt(int n, const char* hostLocal) {
   ::unsetenv("TETHER_HOST_LOCAL");
   INFO(test::summary(res));
   for (const auto& r : res) CHECK(r.exitCode == 0);
-}
-
-// The RLIMIT_NOFILE under which this process can open exactly `more`
-// descriptors (the kernel gives the lowest free number; one open above the
-// limit, e.g. inherited from the shell, stays usable and takes no place).
-rlim_t roomFor(int more) {
-  DIR* dir = ::opendir("/proc/self/fd");
-  test::expect(dir != nullptr, "/proc/self/fd can be read");
-  std::vector<bool> open;
-  while (dirent* e = ::readdir(dir)) {
-    if (e->d_name[0] == '.') continue;
-    const auto fd = static_cast<std::size_t>(std::atoi(e->d_name));
-    if (fd >= open.size()) open.resize(fd + 1);
-    open[fd] = true;
-  }
-  ::closedir(dir);
-  std::size_t fd = 0;
-  for (int free = 0;; ++fd)
-    if ((fd >= open.size() || !open[fd]) && ++free == more) break;
-  return static_cast<rlim_t>(fd + 1);
 }
 
 // `n` ranks of one host in groups of at most `k` (TETHER_HOST_GROUP_MAX),
@@ -110,7 +92,7 @@ void runGroups(int n, int k, const char* local, int spare, int rounds) {
           rlimit was{};
           test::expect(::getrlimit(RLIMIT_NOFILE, &was) == 0, "getrlimit");
           rlimit during = was;
-          during.rlim_cur = roomFor(k + 1 + (groups - 1) + spare + kSanitizerRoom);
+          during.rlim_cur = fault::roomFor(k + 1 + (groups - 1) + spare + kSanitizerRoom);
           test::expect(::setrlimit(RLIMIT_NOFILE, &during) == 0, "setrlimit");
           std::optional<TcpBootstrap> b;
           try {
@@ -176,7 +158,7 @@ std::uint64_t worldOf(const UniqueId& id) {
 
 // The abstract address of group 0 of this host, for the job of `id`.
 std::pair<sockaddr_un, socklen_t> groupZero(const UniqueId& id, int n) {
-  std::string name = rdv::groupSocketName(rdv::hostSocketName(uid::parse(id).secret, worldOf(id), n), 0);
+  std::string name = rdv::groupSocketName(rdv::hostSocketName(uid::parse(id).secret, worldOf(id), n, thisHostId()), 0);
   sockaddr_un a{};
   a.sun_family = AF_UNIX;
   std::memcpy(a.sun_path + 1, name.data() + 1, name.size() - 1);

@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "nvshmem_bootstrap.h"
 #include "tether/tether.h"
@@ -25,7 +24,7 @@
 #define PLUGIN "nvshmem_bootstrap_tether"
 
 static const unsigned char kTetherIdMagic[4] = {'T', 'U', 'I', 'D'};
-enum { kIdHead = 4, kHostBytes = 65 /* HOST_NAME_MAX + NUL */ };
+enum { kIdHead = 4 };
 
 static _Thread_local char last_error[1024];
 /* One bootstrap per process: global_exit gets no handle. */
@@ -255,26 +254,12 @@ __attribute__((destructor)) static void free_owned_ops(void) {
 
 /* ---- init ---- */
 
-/* This rank's index among the ranks on its host, and their number. */
-static int node_ranks(tether_comm_t* comm, int rank, int size, int* mype_node, int* npes_node) {
-  char* names = calloc((size_t)size, kHostBytes);
-  if (!names) return fail(TETHER_ERR_SYSTEM, "rank %d: init: out of memory", rank);
-  char* mine = names + (size_t)rank * kHostBytes;
-  gethostname(mine, kHostBytes - 1);
-  tether_result_t r = tether_allgather(comm, names, kHostBytes);
-  if (r != TETHER_SUCCESS) {
-    free(names);
-    return fail_tether(r, "init: exchanging host names");
-  }
-  *mype_node = 0;
-  *npes_node = 0;
-  for (int i = 0; i < size; ++i) {
-    if (memcmp(names + (size_t)i * kHostBytes, mine, kHostBytes) != 0) continue;
-    if (i < rank) ++*mype_node;
-    ++*npes_node;
-  }
-  free(names);
-  return 0;
+/* This rank's index among the ranks on its host, and their number: tether's
+ * topology (docs/design.md, "Host identity"), not the host name alone. */
+static int node_ranks(tether_comm_t* comm, int* mype_node, int* npes_node) {
+  tether_result_t r = tether_comm_local_rank(comm, mype_node);
+  if (r == TETHER_SUCCESS) r = tether_comm_nranks_per_node(comm, npes_node);
+  return r == TETHER_SUCCESS ? 0 : fail_tether(r, "init: the ranks of this node");
 }
 
 EXPORT int nvshmemi_bootstrap_plugin_init(void* arg, bootstrap_handle_t* handle, int abi_version) {
@@ -298,7 +283,7 @@ EXPORT int nvshmemi_bootstrap_plugin_init(void* arg, bootstrap_handle_t* handle,
   if (r != TETHER_SUCCESS) return fail_tether(r, "init");
 
   int mype_node = 0, npes_node = 0;
-  if ((rc = node_ranks(comm, args->myrank, args->nranks, &mype_node, &npes_node))) {
+  if ((rc = node_ranks(comm, &mype_node, &npes_node))) {
     tether_finalize(comm);
     return rc;
   }
