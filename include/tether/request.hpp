@@ -19,7 +19,9 @@
 //        communicator stays usable and a later send to us with that tag is
 //        matched by the next irecv/recv posted for it.
 //      - isend: never withdrawn (its payload is already handed to the
-//        transport); cancel() returns false and the send completes.
+//        transport); cancel() returns false and the send completes (over TCP
+//        a send past the peer's point-to-point window completes once the
+//        peer receives earlier messages, or fails at its deadline).
 //      - collective (iallgather, ialltoall, ibarrier): peers have started it
 //        too, so it cannot be withdrawn: it fails here, the communicator is
 //        unusable for further collectives ("communicator unusable after an

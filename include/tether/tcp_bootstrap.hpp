@@ -59,7 +59,9 @@ struct TcpOptions {
   // _INTERVAL_S, _COUNT: 10, 2, 3).
   int keepaliveIdleS = 0, keepaliveIntervalS = 0, keepaliveCount = 0;
   // Sends up to this many bytes are copied and return at once; larger ones
-  // are sent from the caller's buffer (0: 64 KiB; no variable).
+  // are sent from the caller's buffer (0: 64 KiB; no variable). Either waits
+  // while the peer has not received TETHER_P2P_WINDOW_BYTES of this rank's
+  // messages (docs/design.md, "Bounded point-to-point").
   std::size_t eagerBytes = 0;
 };
 

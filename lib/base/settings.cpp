@@ -128,6 +128,9 @@ std::vector<Variable> makeTable() {
   t.push_back(number("TETHER_KEEPALIVE_COUNT", T::Expert, 1, 127, "3", "unanswered probes before a peer is lost"));
   t.push_back(number("TETHER_MAX_PAYLOAD_BYTES", T::Expert, 64 * 1024, std::int64_t{1} << 40, "1073741824",
                      "largest data frame accepted"));
+  t.push_back(number("TETHER_P2P_WINDOW_BYTES", T::Expert, 64 * 1024, std::int64_t{1} << 40, "4194304",
+                     "point-to-point bytes (payload + 128 per message) a rank may have sent to one peer that "
+                     "the peer has not received; past it sends wait"));
   t.push_back(number("TETHER_POLL_US", T::Expert, 0, 1000000, "50",
                      "a blocking call polls this long before it sleeps, where cores are free; 0: off"));
   t.push_back(number("TETHER_HOST_GROUP_MAX", T::Expert, 2, 1024, "64",

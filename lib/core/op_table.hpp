@@ -30,8 +30,15 @@ class TransferView {
   virtual int abandonTransfers(Op& op) = 0;
   // Parked frames are read now (into the stash).
   virtual void unparkAll() = 0;
-  // The peer some link still has `op`'s frames queued for; -1 if none.
+  // The peer some link still has `op`'s frames queued for (or its send
+  // waits for, SendWindow); -1 if none.
   virtual int queuedFor(const Op& op) const = 0;
+  // Why `op`'s send waits, when the point-to-point window holds it: ": it has
+  // not yet received ... (TETHER_P2P_WINDOW_BYTES=...)"; "" otherwise.
+  virtual std::string windowNote(const Op& op) const = 0;
+  // A point-to-point message of `bytes` from `src` was received (into a
+  // receive or out of the stash), or dropped: credit for its sender's window.
+  virtual void p2pReceived(int src, std::uint64_t bytes) = 0;
   // "rank 3 (10.0.0.7:41235)".
   virtual std::string describeRank(int rank) const = 0;
 

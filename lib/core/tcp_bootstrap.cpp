@@ -163,6 +163,7 @@ std::shared_ptr<Communicator> startTcpWorld(int rank, int nranks, const UniqueId
   cfg.hostGroupMax = static_cast<int>(values.integer("TETHER_HOST_GROUP_MAX"));
   cfg.pollUs = static_cast<int>(values.integer("TETHER_POLL_US"));
   cfg.hostId = values.text("TETHER_HOST_ID").value_or("");
+  cfg.p2pWindow = static_cast<std::uint64_t>(values.integer("TETHER_P2P_WINDOW_BYTES"));
   cfg.interfaces = interfaceFilter(values);
   coll::checkSettings();  // reject bad algorithm variables now, not mid-collective
   return std::make_shared<Communicator>(World::create(std::move(cfg)));

@@ -156,6 +156,7 @@ void World::shutdownOnProgress(const std::shared_ptr<Completion>& done, std::chr
   life_.beginDrain(Clock::now() + std::max(drain, limit));
   log::info(rank(), "closing: {} links opened over the run, at most {} open at once (budget {})",
             admission_.linksOpened(), admission_.peakLinks(), cfg_.maxLinks);
+  failHeldSends();  // nothing may be queued behind the goodbyes
   // The listener stays open until the drain ends (R7): a peer may still be
   // dialling us to deliver frames, or answer our own last dial.
   std::vector<std::shared_ptr<link::Link>> current;

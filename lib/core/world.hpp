@@ -45,6 +45,7 @@
 #include "core/op.hpp"
 #include "core/sequence.hpp"
 #include "core/op_table.hpp"
+#include "core/send_window.hpp"
 #include "core/sequence_guard.hpp"
 #include "core/stall_probe.hpp"
 #include "link/connector.hpp"
@@ -73,6 +74,9 @@ struct WorldConfig {
   std::chrono::milliseconds handshakeTimeout{10000};
   std::uint64_t maxPayload = 1ULL << 30;
   std::size_t eagerBytes = 64 * 1024;  // sends up to this size are copied and forgotten
+  // Point-to-point bytes (payload + SendWindow::kMessageCost each) sent to
+  // one peer and not yet received there; past it sends wait (TETHER_P2P_WINDOW_BYTES).
+  std::uint64_t p2pWindow = 4ULL << 20;
   std::string listenHost;
   std::string advertise;
   std::function<std::string(const std::string&)> advertiseFor;
@@ -208,6 +212,12 @@ class World final : link::LinkSink, TransferView, NoticeLinks {
   int abandonTransfers(Op& op) override;
   void unparkAll() override;
   int queuedFor(const Op& op) const override;
+  std::string windowNote(const Op& op) const override;
+  void p2pReceived(int src, std::uint64_t bytes) override;
+  // `peer` returned credit: the sends waiting for it go (world_ops.cpp).
+  void onCredit(int peer, std::uint64_t bytes);
+  // Ends the sends the window still holds (the bootstrap closes).
+  void failHeldSends();
 
   // A peer's stall probe asks where this rank is (world_links.cpp).
   void answerStatus(link::Link& link, const wire::StatusQuery& q);
@@ -231,6 +241,7 @@ class World final : link::LinkSink, TransferView, NoticeLinks {
   // The operations in flight and their mailbox; the collective sequences.
   OpTable ops_{cfg_.rank, *this};
   SequenceGuard sequences_{cfg_.rank, ops_};
+  SendWindow window_{cfg_.p2pWindow};  // point-to-point messages a peer has not received
   // Runs io_: the calling thread during a call, else a background thread;
   // after each handler it resumes the operations that handler woke (never on
   // a link's stack, never mid-frame).

@@ -143,6 +143,8 @@ void World::onControlFrame(Link& link, const wire::FrameHeader& h, std::vector<u
         return answerStatus(link, wire::decodeStatusQuery(payload));
       case wire::Kind::StatusAnswer:
         return probe_.onAnswer(link.peer(), wire::decodeStatusAnswer(payload));
+      case wire::Kind::Credit:
+        return onCredit(link.peer(), wire::decodeCredit(payload));
       default:  // the rendezvous' own frames (Register, Table)
         if (rendezvous_->onFrame(link.peer(), h.kind, std::make_shared<const wire::Bytes>(std::move(payload)))) return;
         link.fail(fmt::format("unexpected {} frame on an established link", wire::kindName(h.kind)));

@@ -7,6 +7,7 @@
 
 #include "base/log.hpp"
 #include "core/world.hpp"
+#include "wire/notice.hpp"
 
 namespace tether {
 
@@ -34,7 +35,60 @@ void World::sendFrame(Op& op, int dst, const wire::FrameHeader& h, const void* p
     auto* p = static_cast<const unsigned char*>(payload);
     f.owned.assign(p, p + h.length);
   }
+  if (h.kind == wire::Kind::P2P && !window_.admit(dst, h.length)) {
+    // Past the window (dst has not received enough of our messages): the
+    // frame waits here, not in the stream, so collective and control frames
+    // pass it; the send waits with it until dst returns credit.
+    if (!f.owner) {
+      f.owner = &op;
+      ++op.outstanding;
+    }
+    log::trace(rank(), "hold {} to rank {}: {} bytes not received there", h, dst, window_.unreceived(dst));
+    window_.hold(dst, std::move(f));
+    return;
+  }
   link->enqueue(std::move(f));
+}
+
+void World::onCredit(int peer, std::uint64_t bytes) {
+  if (life_.closing()) return;  // the sends it held have failed
+  auto ready = window_.credit(peer, bytes);
+  if (ready.empty()) return;
+  auto link = linkFor(peer);
+  for (auto& f : ready) {
+    if (link) {
+      link->enqueue(std::move(f));
+      continue;
+    }
+    Op& op = *static_cast<Op*>(f.owner);
+    ops_.failOp(op, std::make_exception_ptr(peerGoneError(peer, op.name())));
+  }
+}
+
+void World::p2pReceived(int src, std::uint64_t bytes) {
+  if (src == rank()) return;
+  const std::uint64_t credit = window_.received(src, bytes);
+  if (credit > 0 && !life_.closing()) sendControlTo(src, wire::Kind::Credit, wire::encodeCredit(credit));
+}
+
+std::string World::windowNote(const Op& op) const {
+  const int peer = window_.heldFor(&op);
+  if (peer < 0) return "";
+  return fmt::format(": it has not yet received {} bytes of this rank's point-to-point messages, the most it may "
+                     "hold (TETHER_P2P_WINDOW_BYTES={}, counting each message's payload plus {} bytes)",
+                     window_.unreceived(peer), window_.bytes(), SendWindow::kMessageCost);
+}
+
+void World::failHeldSends() {
+  for (link::Owner* o : window_.ownersHeld()) {
+    Op& op = *static_cast<Op*>(o);
+    ops_.failOp(op, std::make_exception_ptr(Error(
+                        ErrorCode::InvalidArgument,
+                        fmt::format("rank {}: {}: the bootstrap was closed while the send waited for its peer to "
+                                    "receive earlier messages (TETHER_P2P_WINDOW_BYTES={})",
+                                    rank(), op.name(), window_.bytes()),
+                        rank())));
+  }
 }
 
 void World::postRecv(Op& op, const match::Key& key, void* buf, std::size_t len) {
@@ -81,7 +135,12 @@ void World::failOpsOfPeer(int p, bool gone, bool graceful, link::Link& link) {
       bool member = !graceful && std::find(op->members.begin(), op->members.end(), p) != op->members.end();
       if (waits || member) affected.push_back(op);
     }
-  for (link::Owner* o : link.ownersWithQueuedFrames()) {
+  auto owners = link.ownersWithQueuedFrames();
+  if (gone) {  // sends waiting for p's credit cannot go any more
+    for (link::Owner* o : window_.ownersHeldFor(p)) owners.push_back(o);
+    window_.forget(p);
+  }
+  for (link::Owner* o : owners) {
     Op* op = static_cast<Op*>(o);
     if (std::find(affected.begin(), affected.end(), op) == affected.end()) affected.push_back(op);
   }
@@ -154,6 +213,7 @@ void World::beginCollective(CollectiveSeq& seq, Op& op) {
 // ---- TransferView (for the operation table) ----
 
 int World::abandonTransfers(Op& op) {
+  window_.drop(&op);  // waiting for credit: nothing in a stream yet
   int held = 0;
   table_.forEach([&](link::Link& l) { held += l.abandon(&op); });
   return held;
@@ -164,7 +224,8 @@ void World::unparkAll() {
 }
 
 int World::queuedFor(const Op& op) const {
-  int peer = -1;
+  int peer = window_.heldFor(&op);
+  if (peer >= 0) return peer;
   table_.forEach([&](const link::Link& l) {
     auto owners = l.ownersWithQueuedFrames();
     if (peer < 0 && std::find(owners.begin(), owners.end(), &op) != owners.end()) peer = l.peer();

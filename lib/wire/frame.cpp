@@ -39,11 +39,13 @@ const char* kindName(Kind k) {
       return "status-answer";
     case Kind::TableAck:
       return "table-ack";
+    case Kind::Credit:
+      return "credit";
   }
   return "unknown";
 }
 
-bool isKnownKind(std::uint8_t k) { return k >= 1 && k <= 15; }
+bool isKnownKind(std::uint8_t k) { return k >= 1 && k <= 16; }
 
 void encodeHeader(const FrameHeader& h, unsigned char* out) {
   le::store<std::uint32_t>(out + 0, kMagic);

@@ -40,6 +40,7 @@ enum class Kind : std::uint8_t {
   StatusQuery = 13,   // a timed-out collective asks where the peer is (wire/notice.hpp)
   StatusAnswer = 14,  // the answer
   TableAck = 15,      // host leader -> its parent in the leaders' tree: its subtree holds the table; no payload
+  Credit = 16,        // point-to-point messages received: their cost back to the sender's window (wire/notice.hpp)
 };
 
 // Collective operation codes, carried in the tag field of Collective frames so a

@@ -67,4 +67,18 @@ StatusAnswer decodeStatusAnswer(const std::vector<unsigned char>& b) {
   return m;
 }
 
+std::vector<unsigned char> encodeCredit(std::uint64_t bytes) {
+  std::vector<unsigned char> out;
+  ByteWriter w(out);
+  w.u64(bytes);
+  return out;
+}
+
+std::uint64_t decodeCredit(const std::vector<unsigned char>& b) {
+  ByteReader r(b.data(), b.size());
+  const std::uint64_t bytes = r.u64();
+  r.expectEnd("credit");
+  return bytes;
+}
+
 }  // namespace tether::wire

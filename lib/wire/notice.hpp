@@ -1,7 +1,8 @@
 // Payloads of the world's own control frames after the rendezvous: the abort
-// notice (Kind::Abort) and the stall probe (Kind::StatusQuery/StatusAnswer)
-// that a timed-out collective uses to name the rank that is behind. Byte
-// layout: docs/wire-protocol.md.
+// notice (Kind::Abort), the stall probe (Kind::StatusQuery/StatusAnswer)
+// that a timed-out collective uses to name the rank that is behind, and the
+// point-to-point window's credit (Kind::Credit). Byte layout:
+// docs/wire-protocol.md.
 #pragma once
 
 #include <cstdint>
@@ -48,9 +49,12 @@ struct StatusAnswer {
 std::vector<unsigned char> encode(const AbortNotice& m);
 std::vector<unsigned char> encode(const StatusQuery& m);
 std::vector<unsigned char> encode(const StatusAnswer& m);
+// Credit: the cost (payload + per-message cost) of point-to-point messages received.
+std::vector<unsigned char> encodeCredit(std::uint64_t bytes);
 // Throw std::out_of_range / std::invalid_argument on malformed input.
 AbortNotice decodeAbortNotice(const std::vector<unsigned char>& b);
 StatusQuery decodeStatusQuery(const std::vector<unsigned char>& b);
 StatusAnswer decodeStatusAnswer(const std::vector<unsigned char>& b);
+std::uint64_t decodeCredit(const std::vector<unsigned char>& b);
 
 }  // namespace tether::wire

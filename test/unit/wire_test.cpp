@@ -80,7 +80,7 @@ TEST_CASE("frame header: decoder rejects what is not a frame", "[unit][wire]") {
   CHECK_FALSE(decodeHeader(b.data(), 1 << 20, &why));
   CHECK(why.find("protocol version 1 (this side speaks 2)") != std::string::npos);
 
-  for (unsigned char kind : {0, 16, 255}) {
+  for (unsigned char kind : {0, 17, 255}) {
     b = good;
     b[6] = kind;
     CHECK_FALSE(decodeHeader(b.data(), 1 << 20, &why));
