@@ -155,7 +155,7 @@ TEST_CASE("a frozen rank fails the others within the deadline plus a second, and
   // broadcast's ranks run different calls when one stops (a rank still in
   // broadcast#8 holds up broadcast#9 elsewhere): the blame must go through
   // that rank to the frozen one, never stop at it.
-  const int n = 4, frozen = 1, rounds = 4;
+  const int n = 4, frozen = 1, rounds = 8;
   const auto deadline = 2000ms;
   for (int round = 0; round < rounds; ++round) {
     INFO("round " << round);
