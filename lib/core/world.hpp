@@ -114,8 +114,11 @@ class World final : link::LinkSink, TransferView, NoticeLinks {
   // thread runs it) until `deadline`; at the deadline the op fails with a
   // Timeout naming what it still waited for. Rethrows the op's error.
   void wait(const std::shared_ptr<Op>& op, Completion& done, Clock::time_point deadline);
-  // Nonblocking: progress without waiting (Driver::poll). True if `done`.
-  bool poll(Completion& done) { return driver_.poll(done); }
+  // A test: progress on this thread, sleeping briefly when tests stop making
+  // any (never past `deadline`; Driver::poll). True if `done`.
+  bool poll(Completion& done, Clock::time_point deadline = Clock::time_point::max()) {
+    return driver_.poll(done, deadline);
+  }
   // Ends `op` with Error{Aborted} "cancelled on this rank" if it can still be
   // withdrawn (Request::cancel, tether/request.hpp): a receive not yet
   // matched, or a collective (on the world communicator the peers then get an
