@@ -151,7 +151,7 @@ bool Driver::poll(Completion& done, Clock::time_point deadline) {
   // Past the poll budget of tests that ran no handler, a test sleeps (up to
   // kTestSleep, so never where the deadline is nearer).
   const auto now = Clock::now();
-  const bool sleep = now - lastProgress_ >= pollBudget() && deadline - now >= kTestSleep;
+  const bool sleep = now - lastProgress_ >= pollBudget() && now + kTestSleep <= deadline;
   if (!takeBaton(lock)) {  // another caller runs the loop and makes the progress
     lock.unlock();
     const bool ok = done.waitUntil(sleep ? now + kTestSleep : now);
