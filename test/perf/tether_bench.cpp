@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <thread>
 #include <vector>
 
 #include <tether/tether.hpp>
@@ -173,6 +174,9 @@ int runRank(int rank, const bench::Options& options, const tether::UniqueId& id)
   if (options.flags.count("poll-rank0") && rank != 0) mode = Mode::Blocking;
   for (Op op : options.ops) {
     for (std::size_t bytes : bench::sizesFor(op, options.bytes)) {
+      // An application pauses between init and its calls: the progress thread
+      // holds the event loop when the first call comes (after 2 ms idle).
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
       Cost cost;
       std::vector<double> times = timeOp(b, op, mode, bytes, options.warmup + options.iters, options.warmup, cost);
       // Record: [init, first call, peak sockets, peak RSS, start stamp, init end stamp,
