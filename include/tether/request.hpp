@@ -1,13 +1,17 @@
 // tether/request.hpp — a nonblocking call in flight (Bootstrap::iallgather,
 // ialltoall, ibarrier, isend, irecv). Header-only, C++17.
 //
-//  * test(): makes progress without blocking (runs the event loop's ready
-//    handlers when no other thread runs it) and returns true once the call is
-//    done; rethrows the call's error (once done, every later test() or wait()
-//    rethrows it again). Every request ends by its communicator's timeout,
-//    counted from when it was started, as a blocking call does: once it has
-//    passed, test() rethrows Error{Timeout} naming the rank it waited for,
-//    whether or not anybody tested or waited meanwhile.
+//  * test(): makes progress on the calling thread (runs the event loop's
+//    ready handlers) and returns true once the call is done; rethrows the
+//    call's error (once done, every later test() or wait() rethrows it
+//    again). A test loop costs what wait() does: once tests stop making
+//    progress (past TETHER_POLL_US, at once on an oversubscribed host), each
+//    test waits for it in the kernel for at most 1 ms, never past the call's
+//    deadline, instead of returning at once. Every
+//    request ends by its communicator's timeout, counted from when it was
+//    started, as a blocking call does: once it has passed, test() rethrows
+//    Error{Timeout} naming the rank it waited for, whether or not anybody
+//    tested or waited meanwhile.
 //  * wait(timeout): blocks, sleeping in the kernel, until done; 0 means the
 //    communicator's timeout (setTimeout; else TETHER_TIMEOUT_MS, else
 //    kDefaultTimeout), a negative value is Error{InvalidArgument}. When it

@@ -195,7 +195,9 @@ tether_result_t tether_ibarrier(tether_comm_t* comm, tether_request_t** req);
 tether_result_t tether_isend(tether_comm_t* comm, const void* data, size_t bytes, int peer, int tag,
                              tether_request_t** req);
 tether_result_t tether_irecv(tether_comm_t* comm, void* data, size_t bytes, int peer, int tag, tether_request_t** req);
-/* Makes progress without blocking; *done = 1 once the call is done, else 0.
+/* Makes progress; *done = 1 once the call is done, else 0. Once tests stop
+ * making progress, each waits for it in the kernel for at most 1 ms (so a
+ * test loop costs what tether_wait does; tether/request.hpp).
  * A failed call is done: *done = 1 and its error is returned (again on every
  * later test or wait). Every request ends by the communicator's timeout,
  * counted from when it was started, as a blocking call does: a poller then

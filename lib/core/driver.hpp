@@ -11,6 +11,19 @@
 // window costs no sleep and wake-up. Never on an oversubscribed host (the spin
 // would steal the peer's core), never on the background thread (an idle rank
 // stays at 0 CPU), and a caller that waits while another runs the loop sleeps.
+//
+// A nonblocking caller's test (poll) makes the progress itself: it takes the
+// baton when it is free, or from the background thread (one hand-over; the
+// linger then keeps the background thread away while tests keep coming), and
+// runs the handlers that are ready. Tests that run no handler are a poll:
+// within the poll budget (a blocking caller's, so 0 on an oversubscribed host)
+// they only look, yielding the core; past it each test runs the loop like a
+// blocking call for at most 1 ms (epoll_wait's granularity; never where the
+// request's deadline is nearer), returning when its request is done. So a
+// tight test loop costs what a blocking call does and leaves the core to the
+// peers, and a caller that works between tests gets progress on every test.
+// While another caller runs the loop, a test sleeps on its own request for
+// that bound instead (that caller makes the progress).
 #pragma once
 
 #include <atomic>
@@ -48,9 +61,11 @@ class Driver {
   // background thread takes over when that caller leaves). True if done.
   bool waitUntil(Completion& done, Clock::time_point deadline);
   void wait(Completion& done) { waitUntil(done, Clock::time_point::max()); }
-  // Never blocks: runs the handlers that are ready now on this thread if no
-  // thread runs the io_context (else that thread makes the progress). True if done.
-  bool poll(Completion& done);
+  // A test: runs the handlers that are ready now on this thread (taking the
+  // baton from the background thread if it holds it); past the poll budget of
+  // tests that ran none, runs the loop until `done` for up to kTestSleep,
+  // sleeping in epoll_wait, never past `deadline` (class comment). True if done.
+  bool poll(Completion& done, Clock::time_point deadline = Clock::time_point::max());
 
   // After the rendezvous (any thread): `ranks` of the world run on this host.
   // Turns on polling (TETHER_POLL_US) when they are at most its online cores.
@@ -64,6 +79,9 @@ class Driver {
   enum class Holder { None, Background, Caller };
   static constexpr auto kLinger = std::chrono::milliseconds(2);
   static constexpr auto kMaxRecheck = std::chrono::milliseconds(64);
+  // The longest sleep of a test once the tests have stopped making progress
+  // (epoll_wait's granularity).
+  static constexpr auto kTestSleep = std::chrono::milliseconds(1);
 
   void backgroundLoop();
   bool takeBaton(std::unique_lock<std::mutex>& lock);
@@ -86,6 +104,7 @@ class Driver {
   Clock::time_point lastRelease_{};
   std::uint64_t releases_ = 0;         // calls that left the event loop so far
   bool sleepingUntilRelease_ = false;  // the background thread waits for the next release
+  Clock::time_point lastProgress_{};   // when a test last ran a handler
   std::thread thread_;
 };
 

@@ -14,10 +14,14 @@ class OpRequest final : public Request::Impl {
  public:
   OpRequest(std::shared_ptr<Communicator> comm, std::shared_ptr<Op> op, std::shared_ptr<Completion> done,
             std::vector<unsigned char> keep)
-      : comm_(std::move(comm)), op_(std::move(op)), done_(std::move(done)), keep_(std::move(keep)) {
+      : comm_(std::move(comm)),
+        op_(std::move(op)),
+        done_(std::move(done)),
+        keep_(std::move(keep)),
+        deadline_(World::Clock::now() + comm_->timeout()) {
     // It ends by the communicator's deadline, as a blocking call does,
     // whether it is waited for, tested or left alone meanwhile.
-    comm_->world().expireAt(op_, World::Clock::now() + comm_->timeout());
+    comm_->world().expireAt(op_, deadline_);
   }
 
   // Not done: cancel it and wait for its end, so that no buffer of the
@@ -34,7 +38,7 @@ class OpRequest final : public Request::Impl {
 
   bool test() override {
     comm_->world().checkProcess(op_->name());
-    if (!comm_->world().poll(*done_)) return false;
+    if (!comm_->world().poll(*done_, deadline_)) return false;
     finish();
     return true;
   }
@@ -73,6 +77,7 @@ class OpRequest final : public Request::Impl {
   std::shared_ptr<Op> op_;
   std::shared_ptr<Completion> done_;
   std::vector<unsigned char> keep_;
+  World::Clock::time_point deadline_;  // the communicator's timeout from the start
 };
 
 }  // namespace

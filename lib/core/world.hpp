@@ -131,8 +131,11 @@ class World final : link::LinkSink, TransferView, NoticeLinks {
   // thread runs it) until `deadline`; at the deadline the op fails with a
   // Timeout naming what it still waited for. Rethrows the op's error.
   void wait(const std::shared_ptr<Op>& op, Completion& done, Clock::time_point deadline);
-  // Nonblocking: progress without waiting (Driver::poll). True if `done`.
-  bool poll(Completion& done) { return driver_.poll(done); }
+  // A test: progress on this thread, sleeping briefly when tests stop making
+  // any (never past `deadline`; Driver::poll). True if `done`.
+  bool poll(Completion& done, Clock::time_point deadline = Clock::time_point::max()) {
+    return driver_.poll(done, deadline);
+  }
   // A nonblocking call's deadline (any thread): at `deadline` the operation
   // fails with Timeout naming whom it waits for, as a blocking call does,
   // whether or not anybody waits for it then.

@@ -161,9 +161,15 @@ struct Result {
   double rendezvousMs = -1;
   double firstUs = 0;  // slowest rank's first (warm-up) iteration: includes connection setup
   double medianUs = 0, p99Us = 0, maxUs = 0;
+  double meanUs = 0;  // their mean: the time per call of a long run (slow outliers included)
   // Peak open sockets of one rank (max over ranks, sampled after every call)
   // and peak RSS (getrusage ru_maxrss, max over ranks); -1 when not measured.
   long maxFds = -1, maxRssKb = -1;
+  // tether-bench: how calls were finished (blocking, poll, ucc, poll-rank0,
+  // ucc-rank0; empty: not reported), CPU time (all threads) per timed call,
+  // the mean of all ranks and rank 0's, and rank 0's test() calls per call.
+  std::string mode;
+  double cpuUs = 0, cpuUsRank0 = 0, testsPerCall = 0;
 };
 
 // `perRank[r][i]`: rank r's time for iteration i (microseconds). Fills the latency fields.
@@ -178,6 +184,9 @@ inline void summarize(const std::vector<std::vector<double>>& perRank, Result& r
     return slowest[std::min(slowest.size(), std::max<std::size_t>(index, 1)) - 1];
   };
   result.medianUs = rankAt(0.5);
+  double sum = 0;
+  for (double t : slowest) sum += t;
+  result.meanUs = sum / static_cast<double>(slowest.size());
   result.p99Us = rankAt(0.99);
   result.maxUs = slowest.back();
 }
@@ -194,21 +203,32 @@ inline void print(const Result& r, bool json) {
                            {"first_us", round3(r.firstUs)},
                            {"median_us", round3(r.medianUs)},
                            {"p99_us", round3(r.p99Us)},
-                           {"max_us", round3(r.maxUs)}};
+                           {"max_us", round3(r.maxUs)},
+                           {"mean_us", round3(r.meanUs)}};
     if (r.initMinMs >= 0) line["init_min_ms"] = round3(r.initMinMs);
     if (r.rendezvousMs >= 0) line["rendezvous_ms"] = round3(r.rendezvousMs);
     if (r.maxFds >= 0) line["max_fds"] = r.maxFds;
     if (r.maxRssKb >= 0) line["max_rss_kb"] = r.maxRssKb;
+    if (!r.mode.empty()) {
+      line["mode"] = r.mode;
+      line["cpu_us"] = round3(r.cpuUs);
+      line["cpu_us_rank0"] = round3(r.cpuUsRank0);
+      line["tests_per_call"] = round3(r.testsPerCall);
+    }
     std::cout << line.dump() << std::endl;
     return;
   }
   std::printf(
       "%-7s %-10s nranks=%-4d bytes=%-8zu iters=%-6d init=%9.3f ms  first=%10.1f us  "
-      "median=%9.2f us  p99=%9.2f us  max=%9.2f us\n",
-      r.impl.c_str(), opName(r.op), r.nranks, r.bytes, r.iters, r.initMs, r.firstUs, r.medianUs, r.p99Us, r.maxUs);
+      "median=%9.2f us  p99=%9.2f us  max=%9.2f us  mean=%9.2f us\n",
+      r.impl.c_str(), opName(r.op), r.nranks, r.bytes, r.iters, r.initMs, r.firstUs, r.medianUs, r.p99Us, r.maxUs,
+      r.meanUs);
   if (r.rendezvousMs >= 0)
     std::printf("        init_min=%.3f ms rendezvous after the last start=%.3f ms\n", r.initMinMs, r.rendezvousMs);
   if (r.maxFds >= 0) std::printf("        max_fds=%ld max_rss_kb=%ld\n", r.maxFds, r.maxRssKb);
+  if (!r.mode.empty())
+    std::printf("        mode=%s cpu per call: %.2f us a rank, %.2f us rank 0; tests per call (rank 0)=%.1f\n",
+                r.mode.c_str(), r.cpuUs, r.cpuUsRank0, r.testsPerCall);
   std::fflush(stdout);
 }
 

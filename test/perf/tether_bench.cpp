@@ -1,6 +1,13 @@
 // tether-bench: init time and per-op latency of TcpBootstrap with N local ranks.
 //
 //   tether-bench --nranks 8 --op allgather --bytes 64 --iters 1000 [--json]
+//                [--poll | --ucc] [--poll-rank0]
+//
+// --poll: each call is the nonblocking one (iallgather, ialltoall, ibarrier,
+// isend/irecv; broadcast has none and stays blocking) finished by a tight
+// test() loop; --ucc: UCC's out-of-band pattern, about 1 us of the caller's
+// own work between tests and the request freed when done; --poll-rank0: only
+// rank 0 polls, the others block (what a poller costs its peers).
 //
 // Makes the unique id before forking (TcpBootstrap::createUniqueId binds the
 // root port now, so the forked rank 0 adopts it without a race), forks one
@@ -8,6 +15,7 @@
 // iteration itself; after the loop the timings go to rank 0 over the bootstrap
 // and rank 0 prints the statistics (bench_common.hpp explains them).
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +25,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <thread>
 #include <vector>
 
 #include <tether/tether.hpp>
@@ -34,39 +43,90 @@ double microsecondsSince(Clock::time_point start) {
 
 long peakSockets = 0;  // this rank's, sampled after init and after each op's first and last call
 
-// Times `count` back-to-back calls of `op`; entry i is this rank's time for call i.
-std::vector<double> timeOp(tether::Bootstrap& b, Op op, std::size_t bytes, int count) {
+// How a rank finishes each call (--poll, --ucc).
+enum class Mode { Blocking, Poll, Ucc };
+
+// This process's user + system CPU time (all its threads), in microseconds.
+double cpuMicroseconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e6 +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+// Tests until done; under Ucc about 1 us of the caller's own work between
+// tests. The request is freed when it goes out of scope (UCC's req_free).
+void finish(tether::Request request, Mode mode, double& tests) {
+  for (;;) {
+    ++tests;
+    if (request.test()) return;
+    if (mode == Mode::Ucc) {
+      const auto until = Clock::now() + std::chrono::microseconds(1);
+      while (Clock::now() < until) {
+      }
+    }
+  }
+}
+
+// The timed calls' CPU time and tests (polling modes), this rank's.
+struct Cost {
+  double cpuUs = 0;
+  double tests = 0;
+};
+
+// One call of `op` in `mode` (pingpong's half of rank 0 or 1).
+void callOp(tether::Bootstrap& b, Op op, Mode mode, std::size_t bytes, std::vector<unsigned char>& data,
+            std::vector<unsigned char>& received, double& tests) {
+  const int pingTag = 1;
+  const bool poll = mode != Mode::Blocking;
+  switch (op) {
+    case Op::Allgather:
+      if (poll) return finish(b.iallgather(data.data(), bytes), mode, tests);
+      return b.allgather(data.data(), bytes);
+    case Op::Alltoall:
+      if (poll) return finish(b.ialltoall(data.data(), received.data(), bytes), mode, tests);
+      return b.alltoall(data.data(), received.data(), bytes);
+    case Op::Barrier:
+      if (poll) return finish(b.ibarrier(), mode, tests);
+      return b.barrier();
+    case Op::Broadcast:  // no nonblocking broadcast
+      return b.broadcast(data.data(), bytes, 0);
+    case Op::Sendrecv:
+    case Op::Pingpong: {
+      if (b.rank() > 1) return;
+      const int peer = 1 - b.rank();
+      auto send = [&] {
+        poll ? finish(b.isend(data.data(), bytes, peer, pingTag), mode, tests)
+             : b.send(data.data(), bytes, peer, pingTag);
+      };
+      auto recv = [&] {
+        poll ? finish(b.irecv(data.data(), bytes, peer, pingTag), mode, tests)
+             : b.recv(data.data(), bytes, peer, pingTag);
+      };
+      if (b.rank() == 0) send();
+      recv();
+      if (b.rank() == 1) send();
+      return;
+    }
+  }
+}
+
+// Times `count` back-to-back calls of `op`; entry i is this rank's time for
+// call i. `cost`: CPU time and tests of the calls after the first `warmup`.
+std::vector<double> timeOp(tether::Bootstrap& b, Op op, Mode mode, std::size_t bytes, int count, int warmup,
+                           Cost& cost) {
   const std::size_t n = static_cast<std::size_t>(b.size());
   std::vector<unsigned char> data(op == Op::Allgather || op == Op::Alltoall ? n * bytes : bytes, 1);
   std::vector<unsigned char> received(op == Op::Alltoall ? n * bytes : 0);
   std::vector<double> times(static_cast<std::size_t>(count), 0.0);
-  const int pingTag = 1;
+  double cpuStart = 0, tests = 0;
   for (int i = 0; i < count; ++i) {
-    const auto start = Clock::now();
-    switch (op) {
-      case Op::Allgather:
-        b.allgather(data.data(), bytes);
-        break;
-      case Op::Alltoall:
-        b.alltoall(data.data(), received.data(), bytes);
-        break;
-      case Op::Barrier:
-        b.barrier();
-        break;
-      case Op::Broadcast:
-        b.broadcast(data.data(), bytes, 0);
-        break;
-      case Op::Sendrecv:
-      case Op::Pingpong:
-        if (b.rank() == 0) {
-          b.send(data.data(), bytes, 1, pingTag);
-          b.recv(data.data(), bytes, 1, pingTag);
-        } else if (b.rank() == 1) {
-          b.recv(data.data(), bytes, 0, pingTag);
-          b.send(data.data(), bytes, 0, pingTag);
-        }
-        break;
+    if (i == warmup) {
+      cpuStart = cpuMicroseconds();
+      tests = 0;
     }
+    const auto start = Clock::now();
+    callOp(b, op, mode, bytes, data, received, tests);
     times[static_cast<std::size_t>(i)] = microsecondsSince(start);
     if (op == Op::Sendrecv) times[static_cast<std::size_t>(i)] /= 2;  // half round trip (pingpong: all of it)
     // After the first call (it opens the op's links) and the last: reading
@@ -74,6 +134,8 @@ std::vector<double> timeOp(tether::Bootstrap& b, Op op, std::size_t bytes, int c
     // progress thread take over between calls (a slower, different benchmark).
     if (i == 0 || i == count - 1) peakSockets = std::max(peakSockets, bench::openSockets());
   }
+  cost.cpuUs = cpuMicroseconds() - cpuStart;
+  cost.tests = tests;
   return times;
 }
 
@@ -108,13 +170,25 @@ int runRank(int rank, const bench::Options& options, const tether::UniqueId& id)
   const double endStampUs = std::chrono::duration<double, std::micro>(end.time_since_epoch()).count();
   peakSockets = std::max(peakSockets, bench::openSockets());
 
+  Mode mode = options.flags.count("poll") ? Mode::Poll : options.flags.count("ucc") ? Mode::Ucc : Mode::Blocking;
+  if (options.flags.count("poll-rank0") && rank != 0) mode = Mode::Blocking;
   for (Op op : options.ops) {
     for (std::size_t bytes : bench::sizesFor(op, options.bytes)) {
-      std::vector<double> times = timeOp(b, op, bytes, options.warmup + options.iters);
-      // Record: [init, first call, peak sockets, peak RSS, start stamp, init end stamp, timed calls...]
-      std::vector<double> record{
-          initUs,       times.front(), static_cast<double>(peakSockets), static_cast<double>(bench::peakRssKb()),
-          startStampUs, endStampUs};
+      // An application pauses between init and its calls: the progress thread
+      // holds the event loop when the first call comes (after 2 ms idle).
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      Cost cost;
+      std::vector<double> times = timeOp(b, op, mode, bytes, options.warmup + options.iters, options.warmup, cost);
+      // Record: [init, first call, peak sockets, peak RSS, start stamp, init end stamp,
+      //          CPU of the timed calls, their tests, timed calls...]
+      std::vector<double> record{initUs,
+                                 times.front(),
+                                 static_cast<double>(peakSockets),
+                                 static_cast<double>(bench::peakRssKb()),
+                                 startStampUs,
+                                 endStampUs,
+                                 cost.cpuUs,
+                                 cost.tests};
       record.insert(record.end(), times.end() - options.iters, times.end());
       auto all = gatherToRoot(b, record);
       if (rank != 0) continue;
@@ -135,8 +209,13 @@ int runRank(int rank, const bench::Options& options, const tether::UniqueId& id)
         result.maxRssKb = std::max(result.maxRssKb, static_cast<long>(r[3]));
         lastStartUs = std::max(lastStartUs, r[4]);
         lastEndUs = std::max(lastEndUs, r[5]);
-        perRank.emplace_back(r.begin() + 6, r.end());
+        result.cpuUs += r[6] / options.iters / static_cast<double>(all.size());
+        perRank.emplace_back(r.begin() + 8, r.end());
       }
+      result.mode = options.flags.count("poll") ? "poll" : options.flags.count("ucc") ? "ucc" : "blocking";
+      if (options.flags.count("poll-rank0") && result.mode != "blocking") result.mode += "-rank0";
+      result.cpuUsRank0 = all[0][6] / options.iters;
+      result.testsPerCall = all[0][7] / options.iters;
       result.rendezvousMs = (lastEndUs - lastStartUs) / 1000.0;
       if (bench::isPingPong(op)) perRank.resize(1);  // rank 0 timed the round trips
       bench::summarize(perRank, result);
@@ -187,7 +266,13 @@ int waitForRanks(std::map<pid_t, int>& children, const sigset_t& chld, Clock::ti
 int main(int argc, char** argv) {
   bench::Options options;
   try {
-    options = bench::parseOptions("tether-bench", argc, argv);
+    options = bench::parseOptions(
+        "tether-bench", argc, argv,
+        {{"poll", "finish each call with a tight test() loop on its nonblocking form"},
+         {"ucc", "UCC's pattern: the nonblocking form, ~1 us of work between tests, freed when done"},
+         {"poll-rank0", "with --poll or --ucc: only rank 0 polls, the others block"}});
+    if (options.flags.count("poll") && options.flags.count("ucc"))
+      throw std::invalid_argument("--poll and --ucc exclude each other");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tether-bench: %s\n", e.what());
     return 2;
