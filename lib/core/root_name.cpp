@@ -14,13 +14,14 @@ namespace tether::job {
 
 void waitForRootName(int rank, const char* source, const std::string& hostPort, std::chrono::milliseconds timeout) {
   using Clock = std::chrono::steady_clock;
-  std::string host;
+  HostPort hp;
   try {
-    host = parseHostPort(hostPort).host;
+    hp = parseHostPort(hostPort);
   } catch (const Error&) {
     return;  // malformed: the caller's parse reports it
   }
-  if (host.empty()) return;
+  if (hp.host.empty() || hp.port == 0) return;  // likewise (no port, or a bare IPv6 address)
+  const std::string& host = hp.host;
   const auto began = Clock::now();
   const auto deadline = began + timeout;
   auto nextLog = began + std::chrono::seconds(5);

@@ -5,6 +5,10 @@
 #include <chrono>
 #include <string>
 
+#include "base/layer.hpp"
+
+TETHER_LAYER(6, "core");
+
 namespace tether::job {
 
 // Returns once the host of `hostPort` resolves (an address returns at once).
