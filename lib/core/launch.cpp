@@ -20,6 +20,7 @@
 #include "base/log.hpp"
 #include "base/settings.hpp"
 #include "core/job_identity.hpp"
+#include "core/root_name.hpp"
 #include "core/tcp_start.hpp"
 #include "core/unique_id_layout.hpp"
 #include "rendezvous/rendezvous.hpp"
@@ -362,6 +363,7 @@ std::unique_ptr<TcpBootstrap> TcpBootstrap::fromEnvironment(const TcpOptions& op
     }
     root = fmt::format("TETHER_UID_FILE '{}' ({})", path, describeJob(job));
   } else if (auto hostPort = values.text("TETHER_ROOT")) {
+    job::waitForRootName(rs.rank, "TETHER_ROOT", *hostPort, timeout);
     id = fromVariable("TETHER_ROOT", *hostPort, false,
                       [&](const std::string& t) { return job::uniqueIdFromRoot(values, t); });
     root = "TETHER_ROOT";
@@ -370,6 +372,7 @@ std::unique_ptr<TcpBootstrap> TcpBootstrap::fromEnvironment(const TcpOptions& op
     if (!port) throw badLaunch("MASTER_ADDR is set but MASTER_PORT is not");
     auto hostPort = addr->find(':') != std::string::npos ? "[" + *addr + "]:" + checkedPort(*port)
                                                          : *addr + ":" + checkedPort(*port);
+    job::waitForRootName(rs.rank, "MASTER_ADDR", hostPort, timeout);
     id = fromVariable("MASTER_ADDR", *addr, false,
                       [&](const std::string&) { return job::uniqueIdFromRoot(values, hostPort); });
     root = "MASTER_ADDR/MASTER_PORT";

@@ -2,13 +2,13 @@
 // modelled for the simulator: the ranks of a host register with their host's
 // leader (its first rank) over a local link; each leader sends its host's R
 // addresses to the root in one message; once every host is in, the root sends
-// the whole table to every leader (a star of H - 1 copies, as the code does,
-// keeping the leaders' links) and each leader hands it to its own ranks. So
+// the whole table to every leader (with --table-tree=false: a star of H - 1
+// copies, as the code did before the leader tree, keeping the leaders' links) and each leader hands it to its own ranks. So
 // the root reads H - 1 host registrations and R - 1 local ones instead of
 // N - 1. In the real code the first rank to bind the host's socket leads it;
 // here the host's first rank does (rank 0 on the root's host).
 //
-// Params::tableTree (--table-tree, what the code does: lib/rendezvous/leader_tree.*): the table goes
+// Params::tableTree (the default, what the code does: lib/rendezvous/leader_tree.*): the table goes
 // down a k-nomial tree of the leaders instead (radix Params::hostTreeRadix,
 // tether's tree rendezvous' default); as in the tree rendezvous the root then
 // releases the registration links of leaders that are not its children and

@@ -50,7 +50,9 @@ void addModelOptions(cxxopts::Options& spec, const Params& d) {
       "seed", "random seed (start spread, all-to-all-v sizes)",
       cxxopts::value<std::uint64_t>()->default_value(std::to_string(d.seed)))(
       "table-tree",
-      "--rendezvous host-local: the table down a tree of leaders, not a star from the root (the code since issue 18)")(
+      "host-local (auto, host-local): the table down a tree of leaders, as the code; =false: a star from the root "
+      "(the code before the leader tree)",
+      cxxopts::value<bool>()->default_value("true")->implicit_value("true"))(
       "host-tree-radix", "--table-tree: radix of the tree of host leaders that carries the table",
       cxxopts::value<int>()->default_value(std::to_string(d.hostTreeRadix)));
 }
@@ -78,7 +80,7 @@ Params readModel(const cxxopts::ParseResult& a) {
   p.eagerBytes = a["eager-bytes"].as<std::size_t>();
   p.startSpreadUs = a["start-spread-us"].as<double>();
   p.seed = a["seed"].as<std::uint64_t>();
-  p.tableTree = a.count("table-tree") != 0;
+  p.tableTree = a["table-tree"].as<bool>();
   p.hostTreeRadix = a["host-tree-radix"].as<int>();
   if (p.hostTreeRadix < 2) throw std::invalid_argument("--host-tree-radix must be at least 2");
   if (p.hosts < 1 || p.ranksPerHost < 1 || p.cores < 1)
@@ -144,8 +146,8 @@ int main(int argc, char** argv) {
       "calls", "back-to-back calls per operation (the first opens links; median of the rest is shown)",
       cxxopts::value<int>()->default_value("1"))("root", "broadcast root", cxxopts::value<int>()->default_value("0"))(
       "rendezvous",
-      "tether's rendezvous: root|tree|auto|host-local (modelled only)|star (default: TETHER_RENDEZVOUS, else auto, "
-      "as World)",
+      "tether's rendezvous: root|tree|auto|no-host-local|host-local|star (default: TETHER_RENDEZVOUS, else auto: as World, "
+      "host-local aggregation with the table down the leaders' tree unless TETHER_HOST_LOCAL=0)",
       cxxopts::value<std::string>()->default_value(defaultRendezvous()))(
       "algo", "force a table row, OP=ROW (e.g. allgather=ring); repeatable",
       cxxopts::value<std::vector<std::string>>())("no-anchors",

@@ -81,12 +81,13 @@ struct Params {
   double startSpreadUs = 0;
   std::uint64_t seed = 1;
 
-  // The host-local rendezvous (--rendezvous host-local): the root sends the
-  // table to every leader (a star, as lib/rendezvous/host_local.cpp does),
-  // or with tableTree (--table-tree, what the code does: lib/rendezvous/leader_tree.*) down a
-  // k-nomial tree of the leaders of this radix (rdv::kDefaultTreeRadix, as
-  // tether's tree rendezvous).
-  bool tableTree = false;
+  // The host-local rendezvous (--rendezvous host-local, and auto, the
+  // default): with tableTree (what the code does: lib/rendezvous/leader_tree.*)
+  // the table goes down a k-nomial tree of the leaders of this radix
+  // (rdv::kDefaultTreeRadix, as tether's tree rendezvous); without it
+  // (--table-tree=false, the code before the leader tree) the root sends it
+  // to every leader, a star.
+  bool tableTree = true;
   int hostTreeRadix = 8;
 
   int nranks() const { return hosts * ranksPerHost; }

@@ -14,14 +14,31 @@
 
 namespace tether::sim {
 
+namespace {
+
+// TETHER_RENDEZVOUS=auto as the library chooses it (lib/rendezvous/select.cpp
+// with a real loop): host-local aggregation unless TETHER_HOST_LOCAL=0. A
+// simulated world has no loop, so rdv::make alone would skip it.
+std::unique_ptr<rdv::Rendezvous> makeDefault(rdv::Host& host, const rdv::Config& config, const Params& params) {
+  if (config.nranks > 1 && settings::integer("TETHER_HOST_LOCAL") == 1) return makeHostLocal(host, config, params);
+  return rdv::make(host, config, "auto");
+}
+
+}  // namespace
+
 const std::vector<RendezvousKind>& rendezvousKinds() {
   static const std::vector<RendezvousKind> kinds = {
       {"root", +[](rdv::Host& h, const rdv::Config& c, const Params&) { return rdv::makeRootStar(h, c); },
        "tether's root star (lib/rendezvous/root_star.cpp)"},
       {"tree", +[](rdv::Host& h, const rdv::Config& c, const Params&) { return rdv::make(h, c, "tree"); },
        "tether's k-nomial tree (lib/rendezvous/tree.cpp, radix TETHER_RENDEZVOUS_RADIX)"},
-      {"auto", +[](rdv::Host& h, const rdv::Config& c, const Params&) { return rdv::make(h, c, "auto"); },
-       "tether's default: the tree from rdv::kTreeFromRanks ranks, else the root star"},
+      {"auto", &makeDefault,
+       "tether's default, as World: host-local aggregation with the table down the leaders' tree "
+       "(TETHER_HOST_LOCAL=1, the default); with TETHER_HOST_LOCAL=0 the tree from rdv::kTreeFromRanks ranks, "
+       "else the root star"},
+      {"no-host-local", +[](rdv::Host& h, const rdv::Config& c, const Params&) { return rdv::make(h, c, "auto"); },
+       "auto with TETHER_HOST_LOCAL=0: the tree from rdv::kTreeFromRanks ranks, else the root star (the one-host "
+       "fit's rendezvous)"},
       {"host-local", &makeHostLocal,
        "modelled only: ranks meet their host's leader, one registration per host at the root, the table down "
        "a tree of leaders (--host-tree-radix)"},

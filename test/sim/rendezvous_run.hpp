@@ -24,9 +24,12 @@ struct RendezvousKind {
 };
 
 // "root", "tree", "auto": tether's rendezvous as TETHER_RENDEZVOUS names
-// them (rdv::make); "host-local": host-local aggregation, modelled here
-// (host_local.cpp); "star": the anchor, a server that answers every rank
-// with the whole table (anchor_star.cpp).
+// them; "auto" (the default) is what World makes of it: host-local
+// aggregation (host_local.cpp, the table down the leaders' tree) unless
+// TETHER_HOST_LOCAL=0, then rdv::make's tree or root star; "host-local":
+// host-local aggregation whatever TETHER_HOST_LOCAL says; "no-host-local":
+// auto with TETHER_HOST_LOCAL=0 (the one-host fit was made with it); "star": the anchor,
+// a server that answers every rank with the whole table (anchor_star.cpp).
 const std::vector<RendezvousKind>& rendezvousKinds();
 // Throws std::invalid_argument naming the known kinds.
 const RendezvousKind& findRendezvous(const std::string& name);

@@ -209,11 +209,12 @@ TEST_CASE("tree rendezvous: registrations at the root, the table down a k-nomial
   }
 }
 
-TEST_CASE("host-local rendezvous: one registration per host at the root, the table to every leader as the code does",
+TEST_CASE("host-local rendezvous with --table-tree=false: one registration per host at the root, the table to every leader",
           "[sim]") {
   for (auto [hosts, perHost] : {std::pair{1, 1}, {1, 2}, {3, 3}, {8, 1}, {16, 8}, {100, 10}}) {
     Params p = world(hosts, perHost);
     p.startSpreadUs = 300;
+    p.tableTree = false;  // the root's star of tables (--table-tree=false)
     const std::uint64_t h = static_cast<std::uint64_t>(hosts), r = static_cast<std::uint64_t>(perHost), n = h * r;
     INFO("H=" << h << " R=" << r);
     Engine engine(p);
@@ -245,6 +246,29 @@ TEST_CASE("host-local rendezvous with --table-tree: the table down a tree of lea
     CHECK(o.rootBytes == (r - 1) * reg + (h - 1) * hostReg + (rootKids + r - 1) * table);
     CHECK(o.rootLinks == (r - 1) + rootKids);  // its own ranks and its child leaders
     CHECK(o.connections == (r - 1) * h + (h - 1) + (h - 1 - rootKids));
+    CHECK(o.rounds == (r > 1 ? 2u : 0u) + (h > 1 ? 1u : 0u) + knomialHeight(hosts, p.hostTreeRadix));
+  }
+}
+
+TEST_CASE("tether-sim's default rendezvous is the library's: host-local aggregation, the table down the leaders' tree",
+          "[sim]") {
+  const char* rendezvous = std::getenv("TETHER_RENDEZVOUS");
+  const char* hostLocal = std::getenv("TETHER_HOST_LOCAL");
+  if ((rendezvous && *rendezvous && std::string(rendezvous) != "auto") || (hostLocal && std::string(hostLocal) == "0")) {
+    WARN("TETHER_RENDEZVOUS / TETHER_HOST_LOCAL set: not the library's default, nothing to check");
+    return;
+  }
+  const Scenario s;
+  CHECK(s.rendezvous == "auto");
+  for (auto [hosts, perHost] : {std::pair{1, 2}, {3, 3}, {16, 8}, {100, 10}}) {
+    const Params p = world(hosts, perHost);
+    const std::uint64_t h = static_cast<std::uint64_t>(hosts), r = static_cast<std::uint64_t>(perHost),
+                        rootKids = knomialChildren(0, h, static_cast<std::uint64_t>(p.hostTreeRadix));
+    INFO("H=" << h << " R=" << r);
+    Engine engine(p);
+    const OpResult o = runRendezvous(engine, s.rendezvous, "tether").result;
+    CHECK(o.rootMessages == (r - 1) + (h - 1) + rootKids + (r - 1));  // as host-local with the leaders' tree
+    CHECK(o.rootLinks == (r - 1) + rootKids);
     CHECK(o.rounds == (r > 1 ? 2u : 0u) + (h > 1 ? 1u : 0u) + knomialHeight(hosts, p.hostTreeRadix));
   }
 }
