@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "multiproc.hpp"
+#include "proc_stats.hpp"
 
 using namespace tether;
 
@@ -25,16 +26,8 @@ std::size_t blockBytes() {
   return (v ? std::strtoull(v, nullptr, 10) : 64) << 20;
 }
 
-// Kilobytes of a line of /proc/self/status ("VmHWM:", "VmRSS:").
-long statusKb(const char* field) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind(field, 0) == 0) return std::strtol(line.c_str() + std::strlen(field), nullptr, 10);
-  return -1;
-}
-
-void resetPeak() { std::ofstream("/proc/self/clear_refs") << "5"; }
+using test::resetPeak;
+using test::statusKb;
 
 }  // namespace
 

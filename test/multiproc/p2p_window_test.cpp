@@ -18,22 +18,15 @@
 #include <vector>
 
 #include "multiproc.hpp"
+#include "proc_stats.hpp"
 
 using namespace tether;
 using test::expect;
 
 namespace {
 
-// Kilobytes of a line of /proc/self/status ("VmHWM:").
-long statusKb(const char* field) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind(field, 0) == 0) return std::strtol(line.c_str() + std::strlen(field), nullptr, 10);
-  return -1;
-}
-
-void resetPeak() { std::ofstream("/proc/self/clear_refs") << "5"; }
+using test::resetPeak;
+using test::statusKb;
 
 // A counter the forked ranks share (mapped before the fork).
 std::atomic<std::int64_t>* sharedCounter() {

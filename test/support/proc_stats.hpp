@@ -1,9 +1,15 @@
 // What this process holds, read from /proc: the socket count the benchmarks
-// report and the tests bound (tether-bench, tcp-floor, scale, nvshmem-uid).
+// report and the tests bound (tether-bench, tcp-floor, scale, nvshmem-uid),
+// and its memory (memory, p2p-window).
 #pragma once
 
 #include <dirent.h>
 #include <sys/stat.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
 
 namespace tether::test {
 
@@ -19,5 +25,17 @@ inline long openSockets() {
   ::closedir(dir);
   return n;
 }
+
+// Kilobytes of a line of /proc/self/status ("VmHWM:", "VmRSS:"); -1 if absent.
+inline long statusKb(const char* field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(field, 0) == 0) return std::strtol(line.c_str() + std::strlen(field), nullptr, 10);
+  return -1;
+}
+
+// Resets the peak resident size (VmHWM) to the current one.
+inline void resetPeak() { std::ofstream("/proc/self/clear_refs") << "5"; }
 
 }  // namespace tether::test
