@@ -19,11 +19,16 @@ using link::Link;
 
 // After the rendezvous every peer listens: a refused dial is its loss at
 // once, a dial it keeps cutting (reset, closed) after a second of retries.
+// A silent one (a frozen or overloaded peer: the kernel accepts, nobody
+// answers) is no proof of death: it is tried past the call's deadline, so
+// the call ends first with Timeout naming that rank (its stall probe, at
+// most 1 s), not with a PeerLost for a rank that may still be alive.
 void World::dial(int peer) {
   constexpr auto kBrokenRetries = std::chrono::seconds(1);
+  constexpr auto kPastTheProbe = std::chrono::seconds(2);
   const auto now = Clock::now();
   connector_.dial(peer, table_.epoch(peer), link::tcpEndpoint(address(peer)),
-                  {now + cfg_.timeout, /*retryRefused=*/false, now + kBrokenRetries});
+                  {now + cfg_.timeout + kPastTheProbe, /*retryRefused=*/false, now + kBrokenRetries});
 }
 
 void World::dialIfStillAwaited(int peer) {
