@@ -5,7 +5,7 @@
 //    ready handlers) and returns true once the call is done; rethrows the
 //    call's error (once done, every later test() or wait() rethrows it
 //    again). A test loop costs what wait() does: once tests stop making
-//    progress (past TETHER_POLL_US, at once on an oversubscribed host), each
+//    progress (past TcpOptions::pollUs, at once on an oversubscribed host), each
 //    test waits for it in the kernel for at most 1 ms, never past the call's
 //    deadline, instead of returning at once. Every
 //    request ends by its communicator's timeout, counted from when it was

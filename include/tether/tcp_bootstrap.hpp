@@ -9,7 +9,7 @@
 // Threading: one event loop per TcpBootstrap world runs all socket I/O. A
 // blocking call runs it on the calling thread until the call is done or its
 // deadline passes (sleeping in the kernel; where this host has a core per
-// rank, polling briefly first, TETHER_POLL_US); between calls a background
+// rank, polling briefly first, TcpOptions::pollUs); between calls a background
 // thread per world runs it.
 // Point-to-point calls are thread-safe; collectives of one communicator must be
 // called from one thread at a time, in the same order on every rank.
@@ -46,23 +46,33 @@ struct TcpOptions {
   std::function<std::string(const std::string& listenHostPort)> advertiseFor;
 
   // Limits of this bootstrap (docs/configuration.md, "Expert"). 0 takes the
-  // variable named, else its default; another value out of the variable's
-  // range: the constructor throws Error{InvalidArgument} naming the field.
+  // variable named (else its default) or the default given; another value out
+  // of the range: the constructor throws Error{InvalidArgument} naming the field.
   int maxLinks = 0;                   // soft budget of open links (TETHER_MAX_LINKS, 64)
-  int maxDials = 0;                   // dials in flight (TETHER_MAX_DIALS, 32)
+  int maxDials = 0;                   // dials in flight, [1, 1048576] (32)
   std::uint64_t maxPayloadBytes = 0;  // largest data frame accepted (TETHER_MAX_PAYLOAD_BYTES, 1 GiB)
   // A connection must finish its handshake this long after it began
   // (TETHER_HANDSHAKE_TIMEOUT_MS, 10 s). Negative: InvalidArgument.
   std::chrono::milliseconds handshakeTimeout{0};
   // TCP keepalive: idle seconds before the first probe, seconds between
-  // probes, unanswered probes before a peer is lost (TETHER_KEEPALIVE_IDLE_S,
-  // _INTERVAL_S, _COUNT: 10, 2, 3).
+  // probes, unanswered probes before a peer is lost; 0: from
+  // TETHER_LIVENESS_S (16 s: 10, 2, 3).
   int keepaliveIdleS = 0, keepaliveIntervalS = 0, keepaliveCount = 0;
   // Sends up to this many bytes are copied and return at once; larger ones
   // are sent from the caller's buffer (0: 64 KiB; no variable). Either waits
   // while the peer has not received TETHER_P2P_WINDOW_BYTES of this rank's
   // messages (docs/design.md, "Bounded point-to-point").
   std::size_t eagerBytes = 0;
+  // Where this host runs no more ranks of the world than it has cores, a
+  // blocking call polls the event loop this many microseconds before it
+  // sleeps (docs/design.md, "Threading"); -1: 50; 0: never; at most 1000000.
+  int pollUs = -1;
+  // Host-local aggregation (docs/scale.md): ranks of one host meet in groups
+  // of at most this many, [2, 1024] (0: 64).
+  int hostGroupMax = 0;
+  // Radix of the rendezvous' k-nomial tree (TETHER_RENDEZVOUS=tree, and the
+  // host leaders' tree), [2, 1048576] (0: 8).
+  int rendezvousTreeRadix = 0;
 };
 
 class TcpBootstrap : public Bootstrap {

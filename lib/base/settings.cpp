@@ -4,19 +4,17 @@
 
 #include <algorithm>
 #include <cctype>
+#include <mutex>
+#include <set>
 #include <stdexcept>
 
 #include "base/env.hpp"
 #include "base/log.hpp"
-#include "tether/detail/coll/settings.hpp"
-#include "tether/detail/coll/table.hpp"
 #include "tether/detail/env_int.hpp"
 #include "tether/error.hpp"
 
 namespace tether::settings {
 namespace {
-
-namespace dc = detail::coll;
 
 Variable make(const char* name, Tier tier, Type type) {
   Variable v;
@@ -59,16 +57,8 @@ Variable milliseconds(const char* name, Tier tier, const char* fallback, const c
   return v;
 }
 
-// "auto" and the rows of the algorithm table for one family.
-std::vector<std::string> algorithms(dc::Op family) {
-  std::vector<std::string> names{"auto"};
-  for (const auto& a : dc::kAlgorithms)
-    if (a.family == family) names.emplace_back(a.name);
-  return names;
-}
-
 constexpr std::int64_t kMaxRanks = std::int64_t{1} << 30;
-constexpr std::int64_t kMaxCount = 1 << 20;  // links, dials, radices
+constexpr std::int64_t kMaxCount = 1 << 20;  // links, ranks of a host
 
 std::vector<Variable> makeTable() {
   using T = Tier;
@@ -100,9 +90,6 @@ std::vector<Variable> makeTable() {
   // Rendezvous.
   t.push_back(choice("TETHER_RENDEZVOUS", T::Rendezvous, {"root", "tree", "pmix", "auto"}, "auto",
                      "how ranks learn each other's addresses"));
-  t.push_back(number("TETHER_RENDEZVOUS_TREE_RADIX", T::Rendezvous, 2, kMaxCount, "8",
-                     "radix of the tree rendezvous' k-nomial tree"));
-  t.back().formerName = "TETHER_RENDEZVOUS_RADIX";
   t.push_back(number("TETHER_HOST_LOCAL", T::Rendezvous, 0, 1, "1",
                      "1: with TETHER_RENDEZVOUS=auto, ranks of a host register through one host leader "
                      "(docs/scale.md, host-local); 0: off"));
@@ -113,40 +100,21 @@ std::vector<Variable> makeTable() {
   t.push_back(number("TETHER_IB_GID_INDEX", T::Rdma, 0, 255, "chosen", "source GID index"));
   t.push_back(choice("TETHER_IB_ADDR_FAMILY", T::Rdma, {"AF_INET", "AF_INET6", "4", "6"}, "AF_INET",
                      "preferred RoCE GID family"));
-  t.push_back(number("TETHER_IB_TIMEOUT", T::Rdma, 1, 31, "20", "local ACK timeout (4.096 us x 2^value)"));
-  t.push_back(number("TETHER_IB_RETRY_CNT", T::Rdma, 0, 7, "7", "transport retries"));
-  t.push_back(number("TETHER_IB_RNR_RETRY", T::Rdma, 0, 7, "7", "receiver-not-ready retries (7 = forever)"));
-  t.push_back(number("TETHER_IB_MIN_RNR_TIMER", T::Rdma, 0, 31, "12", "RNR NAK timer code advertised"));
-  t.push_back(number("TETHER_IB_SL", T::Rdma, 0, 15, "0", "service level"));
-  t.push_back(number("TETHER_IB_TC", T::Rdma, 0, 255, "0", "traffic class in the GRH"));
-  t.push_back(number("TETHER_IB_RD_ATOMIC", T::Rdma, 1, 16, "1", "outstanding RDMA reads/atomics"));
+  t.push_back(text("TETHER_IB_QP", T::Rdma,
+                   "queue pair attributes, key=value,...: timeout, retry_cnt, rnr_retry, min_rnr_timer, sl, tc, "
+                   "rd_atomic"));
   // Expert: links, liveness, limits, algorithms.
   t.push_back(number("TETHER_MAX_LINKS", T::Expert, 1, kMaxCount, "64", "soft budget of open links per rank"));
-  t.push_back(number("TETHER_MAX_DIALS", T::Expert, 1, kMaxCount, "32", "dials in flight per rank"));
-  t.push_back(number("TETHER_KEEPALIVE_IDLE_S", T::Expert, 1, 32767, "10", "TCP keepalive: idle seconds"));
-  t.push_back(number("TETHER_KEEPALIVE_INTERVAL_S", T::Expert, 1, 32767, "2", "seconds between probes"));
-  t.push_back(number("TETHER_KEEPALIVE_COUNT", T::Expert, 1, 127, "3", "unanswered probes before a peer is lost"));
+  t.push_back(number("TETHER_LIVENESS_S", T::Expert, kMinLivenessS, kMaxLivenessS, "16",
+                     "a silent peer is lost after this many seconds (TCP keepalive and TCP_USER_TIMEOUT)"));
   t.push_back(number("TETHER_MAX_PAYLOAD_BYTES", T::Expert, 64 * 1024, std::int64_t{1} << 40, "1073741824",
                      "largest data frame accepted"));
   t.push_back(number("TETHER_P2P_WINDOW_BYTES", T::Expert, 64 * 1024, std::int64_t{1} << 40, "4194304",
                      "point-to-point bytes (payload + 128 per message) a rank may have sent to one peer that "
                      "the peer has not received; past it sends wait"));
-  t.push_back(number("TETHER_POLL_US", T::Expert, 0, 1000000, "50",
-                     "a blocking call polls this long before it sleeps, where cores are free; 0: off"));
-  t.push_back(number("TETHER_HOST_GROUP_MAX", T::Expert, 2, 1024, "64",
-                     "host-local aggregation: at most this many ranks meet in one group (docs/scale.md)"));
-  t.push_back(
-      choice("TETHER_ALGO_ALLGATHER", T::Expert, algorithms(dc::Op::Allgather), "auto", "all-gather algorithm"));
-  t.push_back(choice("TETHER_ALGO_ALLTOALL", T::Expert, algorithms(dc::Op::Alltoall), "auto", "all-to-all algorithm"));
-  t.push_back(choice("TETHER_ALGO_BROADCAST", T::Expert, algorithms(dc::Op::Broadcast), "auto", "broadcast algorithm"));
-  t.push_back(choice("TETHER_ALGO_BARRIER", T::Expert, algorithms(dc::Op::Barrier), "auto", "barrier algorithm"));
-  t.push_back(number(dc::kTreeRadix, T::Expert, 2, dc::kMaxTreeRadix, "64",
-                     "radix of the tree all-gather, all-to-all and barrier", true));
-  t.back().formerName = dc::kFormerTreeRadix;
-  t.push_back(number("TETHER_ALGO_LARGE_BYTES", T::Expert, 0, dc::kMaxLargeBytes, "65536",
-                     "the small/large threshold of the automatic choice"));
-  t.push_back(number("TETHER_PIPELINE_CHUNK_BYTES", T::Expert, dc::kMinChunk, dc::kMaxChunk, "262144",
-                     "chunk of the pipelined broadcast"));
+  t.push_back(text("TETHER_ALGO", T::Expert,
+                   "debug override of the collective algorithms, key=value,...: allgather, alltoall, broadcast, "
+                   "barrier, tree_radix, large_bytes, chunk_bytes"));
   return t;
 }
 
@@ -165,7 +133,7 @@ std::string oneOf(const Variable& v) {
   return out;
 }
 
-// `value` of variable `v`, found under `name` (v.name or its former name).
+// `value` of variable `v`, found under `name`.
 void check(const Variable& v, const char* name, const std::string& value) {
   switch (v.type) {
     case Type::Integer: {
@@ -193,12 +161,52 @@ void check(const Variable& v, const char* name, const std::string& value) {
   }
 }
 
-// The variable's value under its name or its former name (warning once).
-detail::EnvValue lookup(const Variable& v) {
-  static const bool toLog = (
-      detail::renameWarning() = [](const std::string& text) { log::warn(-1, "{}", text); }, true);
-  (void)toLog;
-  return detail::envValue(v.name.c_str(), v.formerName.empty() ? nullptr : v.formerName.c_str());
+detail::EnvValue lookup(const Variable& v) { return detail::envValue(v.name.c_str()); }
+
+// Variables dropped or folded in issue 24 (docs/configuration.md) and what
+// replaces each: one that is still set is not read, and a WARN says so.
+struct Dropped {
+  const char* name;
+  const char* use;
+};
+constexpr Dropped kDropped[] = {
+    {"TETHER_KEEPALIVE_IDLE_S", "TETHER_LIVENESS_S"},
+    {"TETHER_KEEPALIVE_INTERVAL_S", "TETHER_LIVENESS_S"},
+    {"TETHER_KEEPALIVE_COUNT", "TETHER_LIVENESS_S"},
+    {"TETHER_ALGO_ALLGATHER", "TETHER_ALGO=allgather=..."},
+    {"TETHER_ALGO_ALLTOALL", "TETHER_ALGO=alltoall=..."},
+    {"TETHER_ALGO_BROADCAST", "TETHER_ALGO=broadcast=..."},
+    {"TETHER_ALGO_BARRIER", "TETHER_ALGO=barrier=..."},
+    {"TETHER_ALGO_TREE_RADIX", "TETHER_ALGO=tree_radix=..."},
+    {"TETHER_TREE_RADIX", "TETHER_ALGO=tree_radix=..."},
+    {"TETHER_ALGO_LARGE_BYTES", "TETHER_ALGO=large_bytes=..."},
+    {"TETHER_PIPELINE_CHUNK_BYTES", "TETHER_ALGO=chunk_bytes=..."},
+    {"TETHER_RENDEZVOUS_TREE_RADIX", "TcpOptions::rendezvousTreeRadix"},
+    {"TETHER_RENDEZVOUS_RADIX", "TcpOptions::rendezvousTreeRadix"},
+    {"TETHER_MAX_DIALS", "TcpOptions::maxDials"},
+    {"TETHER_HOST_GROUP_MAX", "TcpOptions::hostGroupMax"},
+    {"TETHER_POLL_US", "TcpOptions::pollUs"},
+    {"TETHER_IB_TIMEOUT", "TETHER_IB_QP=timeout=..."},
+    {"TETHER_IB_RETRY_CNT", "TETHER_IB_QP=retry_cnt=..."},
+    {"TETHER_IB_RNR_RETRY", "TETHER_IB_QP=rnr_retry=..."},
+    {"TETHER_IB_MIN_RNR_TIMER", "TETHER_IB_QP=min_rnr_timer=..."},
+    {"TETHER_IB_SL", "TETHER_IB_QP=sl=..."},
+    {"TETHER_IB_TC", "TETHER_IB_QP=tc=..."},
+    {"TETHER_IB_RD_ATOMIC", "TETHER_IB_QP=rd_atomic=..."},
+};
+
+// Once per process and name.
+void warnDropped() {
+  static std::mutex m;
+  static std::set<std::string> warned;
+  for (const auto& d : kDropped) {
+    if (!detail::envValue(d.name)) continue;
+    {
+      std::lock_guard<std::mutex> lock(m);
+      if (!warned.insert(d.name).second) continue;
+    }
+    log::warn(-1, "{} is no longer read (issue 24): use {}", d.name, d.use);
+  }
 }
 
 }  // namespace
@@ -266,6 +274,7 @@ std::string rangeText(const Variable& v) {
 }
 
 Values Values::read(std::string_view who) {
+  warnDropped();
   Values out;
   for (const auto& v : all()) {
     const auto value = lookup(v);
@@ -300,6 +309,14 @@ std::chrono::milliseconds Values::milliseconds(std::string_view name, std::chron
 }
 
 void validateAll(std::string_view who) { (void)Values::read(who); }
+
+Keepalive keepaliveFor(std::int64_t livenessS) {
+  Keepalive k;
+  k.count = 3;
+  k.intervalS = static_cast<int>(std::max<std::int64_t>(1, livenessS / 8));
+  k.idleS = static_cast<int>(std::max<std::int64_t>(1, livenessS - k.count * std::int64_t{k.intervalS}));
+  return k;
+}
 
 std::int64_t integer(const char* name) {
   const Variable& v = find(name);

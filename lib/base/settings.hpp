@@ -37,7 +37,6 @@ struct Variable {
   bool warnOnly = false;  // Choice: another value is logged (WARN), not refused (TETHER_DEBUG)
   std::string fallback;   // the default, as docs/configuration.md shows it
   std::string doc;
-  std::string formerName;  // its old name, still read (with a warning) when the new one is unset
 };
 
 const std::vector<Variable>& all();
@@ -52,10 +51,11 @@ std::string rangeText(const Variable& v);
 // once, when a bootstrap starts, and checked there; its reads then cannot fail.
 class Values {
  public:
-  // Reads every variable of the table that is set (and not empty), under its
-  // name or its former name. Throws Error{InvalidArgument} naming the first
-  // bad one and its value, e.g. "TETHER_KEEPALIVE_COUNT=0 is out of range
-  // [1, 127]"; `who` ("rank 2: ") is put in front.
+  // Reads every variable of the table that is set (and not empty). Throws
+  // Error{InvalidArgument} naming the first bad one and its value, e.g.
+  // "TETHER_LIVENESS_S=0 is out of range [4, 32767]"; `who` ("rank 2: ") is
+  // put in front. Text variables are checked by their readers
+  // (TETHER_ALGO: coll::checkSettings).
   static Values read(std::string_view who);
 
   // `name` (a variable of the table) as given; nullopt when unset.
@@ -69,6 +69,16 @@ class Values {
   std::map<std::string, std::string, std::less<>> given_;  // table name -> text
 };
 
+// TETHER_LIVENESS_S: a silent peer is lost this many seconds after its last
+// byte. TCP keepalive then probes after idleS, every intervalS, count times
+// (idleS + intervalS x count = the bound; 16 s: 10, 2, 3), and
+// TCP_USER_TIMEOUT is set to the same total.
+constexpr std::int64_t kMinLivenessS = 4, kMaxLivenessS = 32767;
+struct Keepalive {
+  int idleS = 0, intervalS = 0, count = 0;
+};
+Keepalive keepaliveFor(std::int64_t livenessS);
+
 // Values::read, keeping nothing: checks every set variable.
 void validateAll(std::string_view who);
 
@@ -76,9 +86,8 @@ void validateAll(std::string_view who);
 // bootstrap's start): its default when unset; out of range or not an
 // integer: Error{InvalidArgument} naming it.
 std::int64_t integer(const char* name);
-// Any variable of the table read now, the same way (its former name too;
-// checked): nullopt when unset. For the process-wide TETHER_DEBUG (read at
-// the first log line) and callers outside a bootstrap (createUniqueId).
+// Any variable of the table read now, the same way (checked): nullopt when unset. For the process-wide TETHER_DEBUG
+// (read at the first log line) and callers outside a bootstrap (createUniqueId).
 std::optional<std::string> text(const char* name);
 
 }  // namespace tether::settings

@@ -1,18 +1,36 @@
 #include "coll/select.hpp"
 
+#include <mutex>
+#include <string>
+
 #include "tether/detail/coll/settings.hpp"
+#include "tether/error.hpp"
 
 namespace tether::coll {
 namespace {
 
+// The process-wide settings: the TETHER_ALGO of the first bootstrap that
+// started (its configuration, read once), else the environment at the first
+// collective.
+std::once_flag g_once;
+dc::Settings g_settings;
+
 const dc::Settings& settings() {
-  static const dc::Settings s = dc::loadSettings();
-  return s;
+  std::call_once(g_once, [] { g_settings = dc::loadSettings(); });
+  return g_settings;
 }
 
 }  // namespace
 
-void checkSettings() { settings(); }
+void checkSettings(const std::optional<std::string>& text, std::string_view who) {
+  dc::Settings parsed;
+  try {
+    parsed = dc::parseAlgo(text ? text->c_str() : nullptr);
+  } catch (const Error& e) {
+    throw Error(e.code(), std::string(who) + e.what());
+  }
+  std::call_once(g_once, [&] { g_settings = std::move(parsed); });
+}
 
 dc::Shape shape(int rank, int size, bool cpuBound) {
   dc::Shape s = settings().tuning;

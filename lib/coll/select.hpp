@@ -1,9 +1,14 @@
 // Which algorithm a collective uses: the table's automatic choice
-// (tether/detail/coll/table.hpp), unless TETHER_ALGO_* names one; tuning from
-// TETHER_ALGO_TREE_RADIX, TETHER_ALGO_LARGE_BYTES, TETHER_PIPELINE_CHUNK_BYTES
-// (docs/configuration.md). Read once per process; bad values are rejected
-// when the first communicator is made.
+// (tether/detail/coll/table.hpp), unless TETHER_ALGO names one; its tuning
+// keys too (tree_radix, large_bytes, chunk_bytes; docs/configuration.md).
+// Set once per process; a bad value is rejected when a bootstrap starts.
+// The base layer's table of variables lists TETHER_ALGO as text: its form
+// and the algorithm names are checked here, not there.
 #pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
 
 #include "base/layer.hpp"
 #include "tether/detail/coll/table.hpp"
@@ -18,7 +23,10 @@ namespace dc = detail::coll;
 dc::Shape shape(int rank, int size, bool cpuBound);
 // The algorithm for `call` on a communicator of `shape`.
 const dc::Algorithm& choose(const dc::Shape& shape, const dc::Call& call);
-// Reads and checks the settings now; throws Error{InvalidArgument} naming the variable.
-void checkSettings();
+// Checks `text`, TETHER_ALGO as a bootstrap's configuration read it (nullopt:
+// unset); throws Error{InvalidArgument} naming the variable, `who` ("rank 2: ")
+// in front. The first text checked becomes the process-wide setting (one
+// algorithm table per process); later bootstraps' are checked only.
+void checkSettings(const std::optional<std::string>& text, std::string_view who);
 
 }  // namespace tether::coll

@@ -6,7 +6,7 @@
 // which keeps all world state single-threaded.
 //
 // Where this host has a core for every rank of the world on it, a caller that
-// runs the io_context polls it (non-blocking) for up to TETHER_POLL_US after
+// runs the io_context polls it (non-blocking) for up to TcpOptions::pollUs (50) after
 // each handler before it sleeps in epoll_wait: a reply that comes within that
 // window costs no sleep and wake-up. Never on an oversubscribed host (the spin
 // would steal the peer's core), never on the background thread (an idle rank
@@ -48,7 +48,7 @@ class Driver {
 
   // `between` runs after every handler the io_context ran, on the thread
   // that runs it (the world resumes operations woken by that handler there).
-  // `pollUs`: TETHER_POLL_US, from the configuration read at start.
+  // `pollUs`: TcpOptions::pollUs (50 when not given), fixed at start.
   Driver(boost::asio::io_context& io, int pollUs, std::function<void()> between);
   ~Driver() { stop(); }
 
@@ -68,7 +68,7 @@ class Driver {
   bool poll(Completion& done, Clock::time_point deadline = Clock::time_point::max());
 
   // After the rendezvous (any thread): `ranks` of the world run on this host.
-  // Turns on polling (TETHER_POLL_US) when they are at most its online cores.
+  // Turns on polling (pollUs) when they are at most its online cores.
   void setRanksOnHost(int ranks);
   // How long a caller polls before it sleeps; 0 until setRanksOnHost allows it.
   std::chrono::microseconds pollBudget() const {
@@ -99,7 +99,7 @@ class Driver {
   int wanting_ = 0;       // callers waiting for the background thread to hand over
   bool wakeNow_ = false;  // the background thread should take over at once
   bool stopping_ = false;
-  const std::int64_t pollSetting_;       // TETHER_POLL_US
+  const std::int64_t pollSetting_;       // TcpOptions::pollUs
   std::atomic<std::int64_t> pollUs_{0};  // in effect: pollSetting_ where cores are free, else 0
   Clock::time_point lastRelease_{};
   std::uint64_t releases_ = 0;         // calls that left the event loop so far

@@ -19,6 +19,7 @@
 #include "base/env.hpp"
 #include "base/log.hpp"
 #include "base/settings.hpp"
+#include "coll/select.hpp"
 #include "core/job_identity.hpp"
 #include "core/root_name.hpp"
 #include "core/tcp_start.hpp"
@@ -340,6 +341,7 @@ std::unique_ptr<TcpBootstrap> TcpBootstrap::fromEnvironment(const TcpOptions& op
   (void)logLevel();  // reads TETHER_DEBUG now: a bad value is reported even if the launch fails
   // Every TETHER_* variable, read and checked before a uid file or a socket.
   const auto values = settings::Values::read("fromEnvironment: ");
+  coll::checkSettings(values.text("TETHER_ALGO"), "fromEnvironment: ");  // text in the table: coll checks it
   if (values.text("TETHER_RENDEZVOUS") == std::optional<std::string>("pmix"))
     return std::unique_ptr<TcpBootstrap>(new TcpBootstrap(fromPmix(values, options)));
   auto rs = rankAndSize();

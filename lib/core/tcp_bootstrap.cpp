@@ -30,18 +30,25 @@ namespace dc = detail::coll;
 
 namespace {
 
+// A TcpOptions field: 0 takes `fallback` (`zero` says where it comes from);
+// another value must be in [lo, hi].
+std::int64_t option(int rank, const char* field, std::int64_t given, std::int64_t lo, std::int64_t hi,
+                    std::int64_t fallback, const std::string& zero) {
+  if (given == 0) return fallback;
+  if (given < lo || given > hi)
+    throw Error(
+        ErrorCode::InvalidArgument,
+        fmt::format("rank {}: TcpOptions::{}={} is out of range [{}, {}] (0: {})", rank, field, given, lo, hi, zero),
+        rank);
+  return given;
+}
+
 // A TcpOptions limit: 0 takes `variable` (else its default); another value
 // must be in the variable's range.
 std::int64_t limit(const settings::Values& values, int rank, const char* field, std::int64_t given,
                    const char* variable) {
-  if (given == 0) return values.integer(variable);
   const settings::Variable& v = settings::find(variable);
-  if (given < v.lo || given > v.hi)
-    throw Error(ErrorCode::InvalidArgument,
-                fmt::format("rank {}: TcpOptions::{}={} is out of range [{}, {}] (0: {})", rank, field, given, v.lo,
-                            v.hi, variable),
-                rank);
-  return given;
+  return option(rank, field, given, v.lo, v.hi, values.integer(variable), variable);
 }
 
 // Ranks on this host: TETHER_LOCAL_NRANKS, else the launcher's local size
@@ -147,25 +154,36 @@ std::shared_ptr<Communicator> startTcpWorld(int rank, int nranks, const UniqueId
   cfg.listenHost = options.listenHost;
   cfg.advertise = options.advertise;
   cfg.advertiseFor = options.advertiseFor;
+  // One bound, TETHER_LIVENESS_S, gives the three keepalive settings.
+  const auto keepalive = settings::keepaliveFor(values.integer("TETHER_LIVENESS_S"));
+  const std::string derived = "from TETHER_LIVENESS_S";
   cfg.keepaliveIdleS =
-      static_cast<int>(limit(values, rank, "keepaliveIdleS", options.keepaliveIdleS, "TETHER_KEEPALIVE_IDLE_S"));
+      static_cast<int>(option(rank, "keepaliveIdleS", options.keepaliveIdleS, 1, 32767, keepalive.idleS, derived));
   cfg.keepaliveIntervalS = static_cast<int>(
-      limit(values, rank, "keepaliveIntervalS", options.keepaliveIntervalS, "TETHER_KEEPALIVE_INTERVAL_S"));
+      option(rank, "keepaliveIntervalS", options.keepaliveIntervalS, 1, 32767, keepalive.intervalS, derived));
   cfg.keepaliveCount =
-      static_cast<int>(limit(values, rank, "keepaliveCount", options.keepaliveCount, "TETHER_KEEPALIVE_COUNT"));
+      static_cast<int>(option(rank, "keepaliveCount", options.keepaliveCount, 1, 127, keepalive.count, derived));
   cfg.maxLinks = static_cast<int>(limit(values, rank, "maxLinks", options.maxLinks, "TETHER_MAX_LINKS"));
-  cfg.maxDials = static_cast<int>(limit(values, rank, "maxDials", options.maxDials, "TETHER_MAX_DIALS"));
+  cfg.maxDials = static_cast<int>(option(rank, "maxDials", options.maxDials, 1, 1 << 20, cfg.maxDials, "32"));
   if (options.eagerBytes > 0) cfg.eagerBytes = options.eagerBytes;
   cfg.rendezvous = values.text("TETHER_RENDEZVOUS").value_or("auto");
-  cfg.rendezvousTreeRadix = static_cast<int>(values.integer("TETHER_RENDEZVOUS_TREE_RADIX"));
+  cfg.rendezvousTreeRadix = static_cast<int>(
+      option(rank, "rendezvousTreeRadix", options.rendezvousTreeRadix, 2, 1 << 20, cfg.rendezvousTreeRadix, "8"));
   cfg.hostLocal = values.integer("TETHER_HOST_LOCAL") == 1;
   cfg.localRanks = localRanks(values);
-  cfg.hostGroupMax = static_cast<int>(values.integer("TETHER_HOST_GROUP_MAX"));
-  cfg.pollUs = static_cast<int>(values.integer("TETHER_POLL_US"));
+  cfg.hostGroupMax =
+      static_cast<int>(option(rank, "hostGroupMax", options.hostGroupMax, 2, 1024, cfg.hostGroupMax, "64"));
+  if (options.pollUs < -1 || options.pollUs > 1000000)
+    throw Error(ErrorCode::InvalidArgument,
+                fmt::format("rank {}: TcpOptions::pollUs={} is out of range [-1, 1000000] (-1: 50; 0: off)", rank,
+                            options.pollUs),
+                rank);
+  if (options.pollUs >= 0) cfg.pollUs = options.pollUs;
   cfg.hostId = values.text("TETHER_HOST_ID").value_or("");
   cfg.p2pWindow = static_cast<std::uint64_t>(values.integer("TETHER_P2P_WINDOW_BYTES"));
   cfg.interfaces = interfaceFilter(values);
-  coll::checkSettings();  // reject bad algorithm variables now, not mid-collective
+  // A bad TETHER_ALGO now, not mid-collective.
+  coll::checkSettings(values.text("TETHER_ALGO"), fmt::format("rank {}: ", rank));
   return std::make_shared<Communicator>(World::create(std::move(cfg)));
 }
 

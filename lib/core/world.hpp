@@ -84,15 +84,15 @@ struct WorldConfig {
   // Open links (current and lingering) above which the least recently used
   // idle link is closed (TETHER_MAX_LINKS); a soft budget.
   int maxLinks = 64;  // why 64: docs/benchmarks.md, "Scale"
-  int maxDials = 32;  // dials in flight (TETHER_MAX_DIALS)
+  int maxDials = 32;  // dials in flight (TcpOptions::maxDials)
   // From the configuration read when the bootstrap started (settings::Values):
   // a variable changed later is not seen (docs/configuration.md, "Read once").
   std::string rendezvous = "auto";  // TETHER_RENDEZVOUS
-  int rendezvousTreeRadix = 8;      // TETHER_RENDEZVOUS_TREE_RADIX
+  int rendezvousTreeRadix = 8;      // TcpOptions::rendezvousTreeRadix
   bool hostLocal = true;            // TETHER_HOST_LOCAL (with rendezvous "auto")
   int localRanks = 0;               // TETHER_LOCAL_NRANKS, else the launcher's local size; 0: unknown
-  int hostGroupMax = 64;            // TETHER_HOST_GROUP_MAX
-  int pollUs = 50;                  // TETHER_POLL_US
+  int hostGroupMax = 64;            // TcpOptions::hostGroupMax
+  int pollUs = 50;                  // TcpOptions::pollUs (0: never poll)
   std::string hostId;               // TETHER_HOST_ID (empty: host name and boot id, thisHostId)
   InterfaceFilter interfaces;       // TETHER_SOCKET_IFNAME, TETHER_SOCKET_FAMILY
 };

@@ -3,6 +3,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <charconv>
 #include <string>
 #include <string_view>
@@ -40,7 +41,47 @@ void fromEnv(const char* name, Apply apply) {
   if (auto value = env::get(name)) apply(std::string_view(*value));
 }
 
-std::uint8_t u8(const char* name, std::string_view text) { return static_cast<std::uint8_t>(parseInt(name, text)); }
+// The keys of TETHER_IB_QP: queue pair attributes a site sets rarely, so
+// one variable holds them (docs/rdma.md).
+struct QpKey {
+  const char* key;
+  int lo, hi;
+  std::uint8_t Config::*field;
+};
+constexpr QpKey kQpKeys[] = {
+    {"timeout", 1, 31, &Config::timeout},    {"retry_cnt", 0, 7, &Config::retryCount},
+    {"rnr_retry", 0, 7, &Config::rnrRetry},  {"min_rnr_timer", 0, 31, &Config::minRnrTimer},
+    {"sl", 0, 15, &Config::serviceLevel},    {"tc", 0, 255, &Config::trafficClass},
+    {"rd_atomic", 1, 16, &Config::rdAtomic},
+};
+
+// "timeout=14,sl=3": each key once, each value a decimal integer in its range.
+void parseQp(std::string_view text, Config& c) {
+  const char* name = "TETHER_IB_QP";
+  std::string keys, seen = ",";
+  for (const auto& k : kQpKeys) keys += (keys.empty() ? "" : ", ") + std::string(k.key);
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', at), text.size());
+    const std::string item(text.substr(at, comma - at));
+    at = comma + 1;
+    const std::size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) bad(name, text, fmt::format("'{}' is not key=value; keys: {}", item, keys));
+    const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    if (seen.find("," + key + ",") != std::string::npos) bad(name, text, key + " is given twice");
+    seen += key + ",";
+    const QpKey* found = nullptr;
+    for (const auto& k : kQpKeys)
+      if (key == k.key) found = &k;
+    if (!found) bad(name, text, fmt::format("unknown key '{}'; keys: {}", key, keys));
+    try {
+      c.*(found->field) =
+          static_cast<std::uint8_t>(detail::parseEnvInt(key.c_str(), value.c_str(), found->lo, found->hi));
+    } catch (const Error& e) {
+      bad(name, text, e.what());
+    }
+  }
+}
 
 }  // namespace
 
@@ -89,13 +130,7 @@ Config fromEnvironmentUnranked() {
       bad("TETHER_IB_ADDR_FAMILY", v, "want AF_INET or AF_INET6");
     }
   });
-  fromEnv("TETHER_IB_TIMEOUT", [&](std::string_view v) { c.timeout = u8("TETHER_IB_TIMEOUT", v); });
-  fromEnv("TETHER_IB_RETRY_CNT", [&](std::string_view v) { c.retryCount = u8("TETHER_IB_RETRY_CNT", v); });
-  fromEnv("TETHER_IB_RNR_RETRY", [&](std::string_view v) { c.rnrRetry = u8("TETHER_IB_RNR_RETRY", v); });
-  fromEnv("TETHER_IB_MIN_RNR_TIMER", [&](std::string_view v) { c.minRnrTimer = u8("TETHER_IB_MIN_RNR_TIMER", v); });
-  fromEnv("TETHER_IB_SL", [&](std::string_view v) { c.serviceLevel = u8("TETHER_IB_SL", v); });
-  fromEnv("TETHER_IB_TC", [&](std::string_view v) { c.trafficClass = u8("TETHER_IB_TC", v); });
-  fromEnv("TETHER_IB_RD_ATOMIC", [&](std::string_view v) { c.rdAtomic = u8("TETHER_IB_RD_ATOMIC", v); });
+  fromEnv("TETHER_IB_QP", [&](std::string_view v) { parseQp(v, c); });
   return c;
 }
 }  // namespace

@@ -36,7 +36,7 @@ struct HostGroupOptions {
   std::uint64_t worldId = 0;
   std::string socket;  // "@name": the host's abstract socket (hostSocketName)
   int localRanks = 0;  // ranks on this host if known (TETHER_LOCAL_NRANKS), else 0
-  int groupMax = 64;   // ranks of one group at most, itself included (TETHER_HOST_GROUP_MAX)
+  int groupMax = 64;   // ranks of one group at most, itself included (TcpOptions::hostGroupMax)
   // Unknown count: a batch goes when no rank arrived for this long (short: a
   // job launched without a local size pays it once, after its last rank).
   std::chrono::milliseconds quiet{2};

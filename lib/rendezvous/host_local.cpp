@@ -1,6 +1,6 @@
 // Host-local rendezvous (TETHER_HOST_LOCAL=1): the ranks of each host meet
 // over the host's abstract Unix sockets first, in groups of at most
-// TETHER_HOST_GROUP_MAX (host_group.hpp); each group's leader registers the
+// TcpOptions::hostGroupMax, 64 (host_group.hpp); each group's leader registers the
 // whole group with the root in one Register frame (the group's Register
 // records back to back) and fans the table out over the same sockets. The
 // root handles one registration per group (one per host up to that size).
@@ -9,7 +9,7 @@
 // it directly. docs/scale.md, "Host-local aggregation".
 //
 // The table goes down a k-nomial tree of the leaders (leader_tree.hpp; radix
-// TETHER_RENDEZVOUS_TREE_RADIX): the root sends it to its children only, in
+// TcpOptions::rendezvousTreeRadix): the root sends it to its children only, in
 // the leaders' form (wire/host_table.hpp: the tree and the table), and each
 // leader, once its parent's arrives, dials its own children and forwards the
 // same bytes, writes the plain table to its group, and answers its parent

@@ -70,9 +70,9 @@ struct Config {
   wire::Secret secret{};
   std::uint64_t worldId = 0;
   boost::asio::io_context* io = nullptr;
-  // From the configuration read when the bootstrap started (settings::Values):
-  // TETHER_RENDEZVOUS_TREE_RADIX, TETHER_HOST_LOCAL, TETHER_LOCAL_NRANKS (0: unknown),
-  // TETHER_HOST_GROUP_MAX.
+  // From the bootstrap's start: TcpOptions::rendezvousTreeRadix; from the
+  // configuration read then (settings::Values): TETHER_HOST_LOCAL,
+  // TETHER_LOCAL_NRANKS (0: unknown); TcpOptions::hostGroupMax.
   int treeRadix = 8;
   bool hostLocal = true;  // applies to TETHER_RENDEZVOUS=auto only (select.cpp)
   int localRanks = 0;
@@ -146,7 +146,7 @@ inline constexpr int kTreeFromRanks = 128;
 inline constexpr int kDefaultTreeRadix = 8;
 
 // The rendezvous named `name` ("root", "tree", "pmix" or "auto"; TETHER_RENDEZVOUS);
-// the tree's radix from TETHER_RENDEZVOUS_TREE_RADIX. Throws Error{InvalidArgument}
+// the tree's radix from config.treeRadix. Throws Error{InvalidArgument}
 // naming the value and the choices.
 std::unique_ptr<Rendezvous> make(Host& host, const Config& config, std::string_view name);
 

@@ -1,6 +1,6 @@
 // Tree rendezvous: every rank registers with the root (rank 0) as in the root
 // star, but the root sends the table only to its children in a k-nomial tree
-// (radix TETHER_RENDEZVOUS_TREE_RADIX, default 8) and each rank forwards it to its own
+// (radix TcpOptions::rendezvousTreeRadix, default 8) and each rank forwards it to its own
 // children by dialling them. The whole table travels on every tree edge (each
 // rank needs every address), so the root sends (k-1)*ceil(log_k N) copies
 // instead of N-1: O(N log N) bytes instead of O(N^2). Once the table is out

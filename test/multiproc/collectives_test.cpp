@@ -136,8 +136,8 @@ TEST_CASE("allgather on forked ranks", "[multiproc][allgather]") {
 }
 
 TEST_CASE("allgather with each algorithm forced", "[multiproc][allgather]") {
-  const char* env = GENERATE("TETHER_ALGO_ALLGATHER=ring", "TETHER_ALGO_ALLGATHER=bruck", "TETHER_ALGO_ALLGATHER=tree",
-                             "TETHER_ALGO_ALLGATHER=linear");
+  const char* env = GENERATE("TETHER_ALGO=allgather=ring", "TETHER_ALGO=allgather=bruck", "TETHER_ALGO=allgather=tree",
+                             "TETHER_ALGO=allgather=linear");
   int n = GENERATE(2, 3, 8, 13);
   INFO(env);
   runChecked(n, checkAllgather, env);
@@ -145,7 +145,8 @@ TEST_CASE("allgather with each algorithm forced", "[multiproc][allgather]") {
 
 TEST_CASE("tree allgather and barrier with each radix", "[multiproc][allgather][barrier]") {
   // Radix 2 is binomial, 3 leaves partial levels, 64 is flat for these sizes.
-  const char* radix = GENERATE("TETHER_TREE_RADIX=2", "TETHER_TREE_RADIX=3", "TETHER_TREE_RADIX=64");
+  const char* radix = GENERATE("TETHER_ALGO=allgather=tree,tree_radix=2", "TETHER_ALGO=allgather=tree,tree_radix=3",
+                               "TETHER_ALGO=allgather=tree,tree_radix=64");
   int n = GENERATE(2, 5, 11);
   INFO(radix);
   runChecked(
@@ -154,7 +155,7 @@ TEST_CASE("tree allgather and barrier with each radix", "[multiproc][allgather][
         checkAllgather(b);
         b.barrier();
       },
-      "TETHER_ALGO_ALLGATHER=tree", radix);
+      radix);
 }
 
 TEST_CASE("alltoall on forked ranks", "[multiproc][alltoall]") {
@@ -163,7 +164,7 @@ TEST_CASE("alltoall on forked ranks", "[multiproc][alltoall]") {
 }
 
 TEST_CASE("alltoall with each window forced", "[multiproc][alltoall]") {
-  const char* env = GENERATE("TETHER_ALGO_ALLTOALL=linear", "TETHER_ALGO_ALLTOALL=pairwise");
+  const char* env = GENERATE("TETHER_ALGO=alltoall=linear", "TETHER_ALGO=alltoall=pairwise");
   INFO(env);
   runChecked(5, checkAlltoall, env);
 }
@@ -173,21 +174,20 @@ TEST_CASE("alltoall with each forwarding algorithm forced", "[multiproc][alltoal
   // transposes and scatters (radix 64: flat; radix 2: binomial, inner ranks).
   // Sizes up to past 64 KiB (frames sent by reference), not 4 MiB: rank 0 of
   // the tree holds 2 N (N - 1) blocks.
-  auto pair = GENERATE(std::make_pair("TETHER_ALGO_ALLTOALL=bruck", "TETHER_TREE_RADIX=0"),
-                       std::make_pair("TETHER_ALGO_ALLTOALL=tree", "TETHER_TREE_RADIX=64"),
-                       std::make_pair("TETHER_ALGO_ALLTOALL=tree", "TETHER_TREE_RADIX=2"));
+  const char* env = GENERATE("TETHER_ALGO=alltoall=bruck,tree_radix=0", "TETHER_ALGO=alltoall=tree,tree_radix=64",
+                             "TETHER_ALGO=alltoall=tree,tree_radix=2");
   int n = GENERATE(2, 3, 8, 13);
-  INFO(pair.first << " " << pair.second);
+  INFO(env);
   runChecked(
       n,
       [](TcpBootstrap& b) {
         checkAlltoallSizes(b, {0, 1, 7, 64, 4096, 70000});
       },
-      pair.first, pair.second);
+      env);
 }
 
 TEST_CASE("alltoallv with a forwarding algorithm forced runs linear", "[multiproc][alltoallv]") {
-  const char* env = GENERATE("TETHER_ALGO_ALLTOALL=bruck", "TETHER_ALGO_ALLTOALL=tree");
+  const char* env = GENERATE("TETHER_ALGO=alltoall=bruck", "TETHER_ALGO=alltoall=tree");
   INFO(env);
   runChecked(5, checkAlltoallv, env);
 }
@@ -203,7 +203,7 @@ TEST_CASE("broadcast on forked ranks", "[multiproc][broadcast]") {
 }
 
 TEST_CASE("broadcast with each algorithm forced", "[multiproc][broadcast]") {
-  const char* env = GENERATE("TETHER_ALGO_BROADCAST=pipeline", "TETHER_ALGO_BROADCAST=binomial");
+  const char* env = GENERATE("TETHER_ALGO=broadcast=pipeline", "TETHER_ALGO=broadcast=binomial");
   INFO(env);
   runChecked(5, checkBroadcast, env);
 }
@@ -216,10 +216,10 @@ TEST_CASE(
   // whole buffers (2.4 MB) and the binomial broadcast sends 2.4 MB whole
   // (the pipeline's 256 KiB chunks stay under the limit).
   const char* algorithm =
-      GENERATE("TETHER_ALGO_ALLGATHER=ring", "TETHER_ALGO_ALLGATHER=bruck", "TETHER_ALGO_ALLGATHER=tree",
-               "TETHER_ALGO_ALLGATHER=linear", "TETHER_ALGO_ALLTOALL=bruck", "TETHER_ALGO_ALLTOALL=tree",
-               "TETHER_ALGO_ALLTOALL=pairwise", "TETHER_ALGO_ALLTOALL=linear", "TETHER_ALGO_BROADCAST=binomial",
-               "TETHER_ALGO_BROADCAST=pipeline");
+      GENERATE("TETHER_ALGO=allgather=ring", "TETHER_ALGO=allgather=bruck", "TETHER_ALGO=allgather=tree",
+               "TETHER_ALGO=allgather=linear", "TETHER_ALGO=alltoall=bruck", "TETHER_ALGO=alltoall=tree",
+               "TETHER_ALGO=alltoall=pairwise", "TETHER_ALGO=alltoall=linear", "TETHER_ALGO=broadcast=binomial",
+               "TETHER_ALGO=broadcast=pipeline");
   INFO(algorithm);
   constexpr std::size_t kBlock = 300000;
   runChecked(
@@ -246,7 +246,7 @@ TEST_CASE(
 
 TEST_CASE("barrier: no rank leaves before every rank has entered", "[multiproc][barrier]") {
   int n = GENERATE(1, 2, 3, 5, 8, 16);
-  const char* env = GENERATE("TETHER_ALGO_BARRIER=dissemination", "TETHER_ALGO_BARRIER=tree");
+  const char* env = GENERATE("TETHER_ALGO=barrier=dissemination", "TETHER_ALGO=barrier=tree");
   INFO(env);
   constexpr int kRounds = 5;
   // Shared with the forked ranks: entry and exit times (monotonic clock, the

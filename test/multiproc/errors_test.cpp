@@ -358,7 +358,7 @@ TEST_CASE("a message over TETHER_MAX_PAYLOAD_BYTES is InvalidArgument at the sen
 }
 
 TEST_CASE("a bad algorithm setting is rejected at construction, naming the variable", "[multiproc][errors]") {
-  const char* setting = GENERATE("TETHER_TREE_RADIX=1", "TETHER_ALGO_ALLGATHER=fastest");
+  const char* setting = GENERATE("TETHER_ALGO=tree_radix=1", "TETHER_ALGO=allgather=fastest");
   INFO(setting);
   // Settings are read once per process: each case runs in a forked rank.
   require(test::runRanks(1, [setting](int rank, const UniqueId& id) {

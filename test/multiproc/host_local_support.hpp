@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -25,6 +26,16 @@ namespace hostlocal {
 
 using namespace tether;
 using test::inChild;
+
+// A deadline, host groups of at most `groupMax` ranks (0: 64) and the
+// rendezvous tree's radix (0: 8).
+inline TcpOptions hostOptions(std::chrono::milliseconds timeout, int groupMax = 0, int radix = 0) {
+  TcpOptions o;
+  o.timeout = timeout;
+  o.hostGroupMax = groupMax;
+  o.rendezvousTreeRadix = radix;
+  return o;
+}
 
 inline bool sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0; }
 

@@ -1,6 +1,6 @@
 // Host-local aggregation (TETHER_HOST_LOCAL=1, docs/scale.md): every rank gets
 // the same table with it on and off; a stranger is refused; groups of at most
-// TETHER_HOST_GROUP_MAX; on several "hosts" (network namespaces joined by a
+// TcpOptions::hostGroupMax; on several "hosts" (network namespaces joined by a
 // bridge the test builds; nothing leaves the machine) the root receives one
 // registration per host; a rank or a host leader lost mid-rendezvous makes
 // the others fail fast, naming it, and a member that times out first is not
@@ -62,7 +62,7 @@ void runAt(int n, const char* hostLocal) {
   for (const auto& r : res) CHECK(r.exitCode == 0);
 }
 
-// `n` ranks of one host in groups of at most `k` (TETHER_HOST_GROUP_MAX),
+// `n` ranks of one host in groups of at most `k` (TcpOptions::hostGroupMax),
 // `rounds` times; `local`: TETHER_LOCAL_NRANKS ("0": unknown). Each rank's
 // rendezvous runs with RLIMIT_NOFILE at what it had open plus what a group
 // needs: a leader's k - 1 members, its listener and the connection it answers
@@ -83,7 +83,6 @@ constexpr int kSanitizerRoom = 0;
 void runGroups(int n, int k, const char* local, int spare, int rounds) {
   const int groups = (n + k - 1) / k;
   ::setenv("TETHER_HOST_LOCAL", "1", 1);
-  ::setenv("TETHER_HOST_GROUP_MAX", std::to_string(k).c_str(), 1);
   ::setenv("TETHER_LOCAL_NRANKS", local, 1);
   for (int round = 0; round < rounds; ++round) {
     auto res = test::runRanks(
@@ -96,7 +95,7 @@ void runGroups(int n, int k, const char* local, int spare, int rounds) {
           test::expect(::setrlimit(RLIMIT_NOFILE, &during) == 0, "setrlimit");
           std::optional<TcpBootstrap> b;
           try {
-            b.emplace(rank, n, id, TcpOptions{30s, {}, {}, {}});
+            b.emplace(rank, n, id, hostOptions(30s, k));
           } catch (...) {
             ::setrlimit(RLIMIT_NOFILE, &was);
             throw;
@@ -114,14 +113,14 @@ void runGroups(int n, int k, const char* local, int spare, int rounds) {
     for (const auto& r : res) REQUIRE(r.exitCode == 0);
   }
   ::unsetenv("TETHER_HOST_LOCAL");
-  ::unsetenv("TETHER_HOST_GROUP_MAX");
   ::unsetenv("TETHER_LOCAL_NRANKS");
 }
 
-// `n` ranks with host-local aggregation and `env`; `victim` exits 1.5 s
+// `n` ranks with host-local aggregation, `env` and groups of at most
+// `groupMax` (0: 64); `victim` exits 1.5 s
 // after `before` (by then registered with its leader): every other rank must
 // fail, `check`ing its error, well before the 60 s deadline.
-void loseRank(int n, int victim, const std::vector<std::pair<const char*, const char*>>& env,
+void loseRank(int n, int victim, const std::vector<std::pair<const char*, const char*>>& env, int groupMax,
               const std::function<void(int)>& before, const std::function<void(int, const std::string&)>& check) {
   ::setenv("TETHER_HOST_LOCAL", "1", 1);
   for (const auto& [name, value] : env) ::setenv(name, value, 1);
@@ -134,7 +133,7 @@ void loseRank(int n, int victim, const std::vector<std::pair<const char*, const 
         ::_exit(3);
       }).detach();
     try {
-      TcpBootstrap b(rank, n, id, TcpOptions{60s, {}, {}, {}});
+      TcpBootstrap b(rank, n, id, hostOptions(60s, groupMax));
     } catch (const Error& e) {
       return check(rank, e.what());
     }
@@ -260,7 +259,7 @@ TEST_CASE("a rank lost before its host's table is out fails its host and the job
           "[multiproc][host-local]") {
   // One more than come: the leader holds the host's registration.
   loseRank(
-      6, 5, {{"TETHER_LOCAL_NRANKS", "7"}},
+      6, 5, {{"TETHER_LOCAL_NRANKS", "7"}}, 0,
       [](int rank) {
         if (rank == 5) std::this_thread::sleep_for(500ms);  // a member, not the leader
       },
@@ -418,7 +417,7 @@ TEST_CASE("a host leader killed mid-rendezvous: every rank fails fast, its host'
   expectSkippedOrPassed(code, text);
 }
 
-TEST_CASE("a host's ranks meet in groups of at most TETHER_HOST_GROUP_MAX, one registration per group",
+TEST_CASE("a host's ranks meet in groups of at most TcpOptions::hostGroupMax, one registration per group",
           "[multiproc][host-local]") {
   // 33 ranks in groups of 4: 9 groups; ten rounds each, to catch a race
   // between a full group's answer and a rank's connection in its backlog.
@@ -432,7 +431,7 @@ TEST_CASE("a rank lost in a host's second group fails its group and the job fast
   // waits for a fourth, so the rendezvous is still open when rank 6, a member
   // of group 1 (rank 4 binds first), is lost after its group registered.
   loseRank(
-      11, 6, {{"TETHER_HOST_GROUP_MAX", "4"}, {"TETHER_LOCAL_NRANKS", "13"}},
+      11, 6, {{"TETHER_LOCAL_NRANKS", "13"}}, 4,
       [](int rank) {
         if (rank > 4 && rank < 8) std::this_thread::sleep_for(500ms);
       },

@@ -42,20 +42,18 @@ using namespace tether;
 using namespace std::chrono_literals;
 using namespace hostlocal;
 
-// 16 ranks of one host in groups of 2 with TETHER_RENDEZVOUS_TREE_RADIX=2,
+// 16 ranks of one host in groups of 2 with a rendezvous tree of radix 2,
 // ten times: 8 groups, so the leaders' tree is 3 or 4 deep.
 TEST_CASE("the table goes down a tree of host leaders: the root sends it to its children only",
           "[multiproc][host-local]") {
   const int n = 16, k = 2, radix = 2, groups = n / k;
   ::setenv("TETHER_HOST_LOCAL", "1", 1);
-  ::setenv("TETHER_HOST_GROUP_MAX", std::to_string(k).c_str(), 1);
   ::setenv("TETHER_LOCAL_NRANKS", std::to_string(n).c_str(), 1);
-  ::setenv("TETHER_RENDEZVOUS_TREE_RADIX", std::to_string(radix).c_str(), 1);
   for (int round = 0; round < 10; ++round) {  // a parent's dial, a child's answer, acknowledgements and goodbyes race
     auto res = test::runRanks(
         n,
         [&](int rank, const UniqueId& id) {
-          TcpBootstrap b(rank, n, id, TcpOptions{60s, {}, {}, {}});
+          TcpBootstrap b(rank, n, id, hostOptions(60s, k, radix));
           collectives(b);
           if (rank == 0) {
             // Rank 0 leads its group (then all 8 groups register, 7 of them
@@ -72,9 +70,7 @@ TEST_CASE("the table goes down a tree of host leaders: the root sends it to its 
     INFO("round " << round << ": " << test::summary(res));
     for (const auto& r : res) REQUIRE(r.exitCode == 0);
   }
-  for (const char* v :
-       {"TETHER_HOST_LOCAL", "TETHER_HOST_GROUP_MAX", "TETHER_LOCAL_NRANKS", "TETHER_RENDEZVOUS_TREE_RADIX"})
-    ::unsetenv(v);
+  for (const char* v : {"TETHER_HOST_LOCAL", "TETHER_LOCAL_NRANKS"}) ::unsetenv(v);
 }
 
 TEST_CASE("the root closes its registration links to the host leaders once every leader has the table",
@@ -84,7 +80,6 @@ TEST_CASE("the root closes its registration links to the host leaders once every
   // root for the job's life (12,287 at 98,304 ranks in 8-rank hosts).
   const int n = 16, k = 2;
   ::setenv("TETHER_HOST_LOCAL", "1", 1);
-  ::setenv("TETHER_HOST_GROUP_MAX", std::to_string(k).c_str(), 1);
   ::setenv("TETHER_LOCAL_NRANKS", std::to_string(n).c_str(), 1);
   // The other ranks wait for the root's count before their barrier dials it.
   auto* counted = static_cast<std::atomic<int>*>(
@@ -95,7 +90,7 @@ TEST_CASE("the root closes its registration links to the host leaders once every
     auto res = test::runRanks(
         n,
         [&](int rank, const UniqueId& id) {
-          TcpBootstrap b(rank, n, id, TcpOptions{60s, {}, {}, {}});
+          TcpBootstrap b(rank, n, id, hostOptions(60s, k));
           if (rank != 0)
             while (counted->load() == 0) std::this_thread::sleep_for(1ms);
           if (rank == 0) {
@@ -118,7 +113,7 @@ TEST_CASE("the root closes its registration links to the host leaders once every
     for (const auto& r : res) REQUIRE(r.exitCode == 0);
   }
   ::munmap(counted, sizeof(std::atomic<int>));
-  for (const char* v : {"TETHER_HOST_LOCAL", "TETHER_HOST_GROUP_MAX", "TETHER_LOCAL_NRANKS"}) ::unsetenv(v);
+  for (const char* v : {"TETHER_HOST_LOCAL", "TETHER_LOCAL_NRANKS"}) ::unsetenv(v);
 }
 
 TEST_CASE("on four hosts the table goes down a two-level tree of host leaders", "[multiproc][host-local]") {
@@ -132,7 +127,6 @@ TEST_CASE("on four hosts the table goes down a two-level tree of host leaders", 
         const int hosts = 4, perHost = 2, n = hosts * perHost, radix = 2;
         Hosts h(hosts);
         if (!h.prepare(perHost)) return 77;
-        ::setenv("TETHER_RENDEZVOUS_TREE_RADIX", std::to_string(radix).c_str(), 1);
         std::string failures;
         for (int round = 0; round < 10; ++round) {
           auto res = test::runRanks(
@@ -140,7 +134,7 @@ TEST_CASE("on four hosts the table goes down a two-level tree of host leaders", 
               [&](int rank, const UniqueId& id) {
                 h.enter(rank % hosts);
                 if (rank == 4) std::this_thread::sleep_for(500ms);  // rank 0 binds host 0's socket first
-                TcpBootstrap b(rank, n, id, TcpOptions{60s, {}, {}, {}});
+                TcpBootstrap b(rank, n, id, hostOptions(60s, 0, radix));
                 collectives(b);
                 if (rank == 0) {
                   test::expect(rdv::hostRegistrationsReceived() == hosts,
@@ -217,7 +211,6 @@ std::string handPlayedLeader(const UniqueId& id, int n, int rank, const std::str
 std::string treeFailure(const Hosts& h, int played, const std::string& frame, int hurried, int named,
                         const std::string& text, std::chrono::steady_clock::duration& took) {
   const int n = 4;
-  ::setenv("TETHER_RENDEZVOUS_TREE_RADIX", "2", 1);
   const auto began = std::chrono::steady_clock::now();
   auto res = test::runRanks(
       n,
@@ -230,7 +223,7 @@ std::string treeFailure(const Hosts& h, int played, const std::string& frame, in
         }
         std::optional<TcpBootstrap> b;
         try {
-          b.emplace(rank, n, id, TcpOptions{rank == hurried ? 3s : 30s, {}, {}, {}});
+          b.emplace(rank, n, id, hostOptions(rank == hurried ? 3s : 30s, 0, 2));
           b->barrier();
         } catch (const Error& e) {
           std::string what = e.what();

@@ -118,11 +118,9 @@ TEST_CASE("a receiver that enters a large collective late does not make its send
   auto res = test::runRanks(
       2,
       [&](int rank, const UniqueId& id) {
-        ::setenv("TETHER_KEEPALIVE_IDLE_S", "1", 1);
-        ::setenv("TETHER_KEEPALIVE_INTERVAL_S", "1", 1);
-        ::setenv("TETHER_KEEPALIVE_COUNT", "1", 1);
         TcpOptions o;
         o.timeout = std::chrono::milliseconds(60000);
+        o.keepaliveIdleS = o.keepaliveIntervalS = o.keepaliveCount = 1;
         TcpBootstrap b(rank, 2, id, o);
         std::vector<unsigned char> buf(bytes, rank == 1 ? 0x5A : 0);
         b.barrier();

@@ -1,4 +1,4 @@
-// Polling before sleeping (TETHER_POLL_US, lib/core/driver.hpp): a blocking
+// Polling before sleeping (TcpOptions::pollUs, lib/core/driver.hpp): a blocking
 // call where this host has a core per rank polls its event loop briefly
 // before it sleeps, and nothing polls between calls: an idle rank uses no CPU;
 // a test() loop sleeps once its tests stop making progress.
@@ -33,10 +33,10 @@ TEST_CASE("an idle rank uses no CPU between blocking calls, even with a long pol
           "[multiproc][cpu]") {
   // 1 ms of polling per wait: a poll left running after a call, or one on the
   // background thread, would spend most of the idle second below.
-  ::setenv("TETHER_POLL_US", "1000", 1);
   auto res = test::runRanks(2, [](int rank, const UniqueId& id) {
     TcpOptions o;
     o.timeout = std::chrono::milliseconds(30000);
+    o.pollUs = 1000;
     TcpBootstrap b(rank, 2, id, o);
     int v = 0;
     for (int i = 0; i < 200; ++i) {  // ping-pong: every receive polls first
@@ -59,13 +59,12 @@ TEST_CASE("an idle rank uses no CPU between blocking calls, even with a long pol
            "rank " + std::to_string(rank) + " used " + std::to_string(spent.count()) + " us of CPU while idle for 1 s");
     b.barrier();
   });
-  ::unsetenv("TETHER_POLL_US");
   INFO(test::summary(res));
   REQUIRE(test::allOk(res));
 }
 
 // A tight test() loop is a waiter (issue 23 item 8): once its tests stop
-// making progress (past TETHER_POLL_US) each one sleeps in the kernel until
+// making progress (past TcpOptions::pollUs, 50 us) each one sleeps in the kernel until
 // a frame comes or a short bound passes (20-250 us), where it used to return
 // at once (about 1 test per microsecond, a core spent). Rank 1 enters each
 // all-gather 300 ms late; rank 0 tests in a loop, tightly or with a little

@@ -118,8 +118,7 @@ TEST_CASE("256 forked ranks: tree rendezvous, every collective, sockets within t
   // alltoallv pairwise (its 8-byte blocks count as large): linear posts every
   // receive at once, so no link is idle and the soft budget cannot close one.
   // 4-byte allgather and alltoall blocks stay small (tree, on 2 cores).
-  ::setenv("TETHER_ALGO_LARGE_BYTES", "8", 1);
-  ::setenv("TETHER_ALGO_BROADCAST", "binomial", 1);
+  ::setenv("TETHER_ALGO", "broadcast=binomial,large_bytes=8", 1);
   // 256 processes on a loaded machine: a handshake may wait long for a CPU.
   ::setenv("TETHER_HANDSHAKE_TIMEOUT_MS", "60000", 1);
   auto res = test::runRanks(
@@ -170,15 +169,14 @@ TEST_CASE("tree rendezvous: every rank but the root is the child of its parent, 
 
 TEST_CASE("tree rendezvous of radix 2 over 9 ranks, then an all-gather", "[multiproc][rendezvous][tree]") {
   ::setenv("TETHER_RENDEZVOUS", "tree", 1);
-  ::setenv("TETHER_RENDEZVOUS_RADIX", "2", 1);
   auto res = test::runRanks(9, [](int rank, const UniqueId& id) {
     TcpOptions o;
     o.timeout = std::chrono::milliseconds(60000);
+    o.rendezvousTreeRadix = 2;
     TcpBootstrap b(rank, 9, id, o);
     allgather(b);
     b.barrier();
   });
-  ::unsetenv("TETHER_RENDEZVOUS_RADIX");
   INFO(test::summary(res));
   REQUIRE(test::allOk(res));
 }

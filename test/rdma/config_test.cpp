@@ -1,4 +1,7 @@
-// Reading TETHER_IB_* variables: defaults, values, and errors that name the variable.
+// Reading TETHER_IB_* variables: defaults, values, and errors that name the
+// variable. The queue pair's attributes are keys of one variable,
+// TETHER_IB_QP (issue 24: TETHER_IB_TIMEOUT, _RETRY_CNT, _RNR_RETRY,
+// _MIN_RNR_TIMER, _SL, _TC and _RD_ATOMIC before).
 #include <catch2/catch.hpp>
 
 #include <sys/socket.h>
@@ -12,10 +15,7 @@ using namespace tether::rdma;
 
 namespace {
 
-const char* const kVars[] = {"TETHER_IB_HCA",           "TETHER_IB_GID_INDEX", "TETHER_IB_ADDR_FAMILY",
-                             "TETHER_IB_TIMEOUT",       "TETHER_IB_RETRY_CNT", "TETHER_IB_RNR_RETRY",
-                             "TETHER_IB_MIN_RNR_TIMER", "TETHER_IB_SL",        "TETHER_IB_TC",
-                             "TETHER_IB_RD_ATOMIC"};
+const char* const kVars[] = {"TETHER_IB_HCA", "TETHER_IB_GID_INDEX", "TETHER_IB_ADDR_FAMILY", "TETHER_IB_QP"};
 
 // Clears the variables on entry and exit.
 struct CleanEnv {
@@ -49,13 +49,7 @@ TEST_CASE("variables set the values", "[rdma][config]") {
   ::setenv("TETHER_IB_HCA", "mlx5_3:2", 1);
   ::setenv("TETHER_IB_GID_INDEX", "3", 1);
   ::setenv("TETHER_IB_ADDR_FAMILY", "AF_INET6", 1);
-  ::setenv("TETHER_IB_TIMEOUT", "14", 1);
-  ::setenv("TETHER_IB_RETRY_CNT", "5", 1);
-  ::setenv("TETHER_IB_RNR_RETRY", "6", 1);
-  ::setenv("TETHER_IB_MIN_RNR_TIMER", "20", 1);
-  ::setenv("TETHER_IB_SL", "3", 1);
-  ::setenv("TETHER_IB_TC", "106", 1);
-  ::setenv("TETHER_IB_RD_ATOMIC", "4", 1);
+  ::setenv("TETHER_IB_QP", "timeout=14,retry_cnt=5,rnr_retry=6,min_rnr_timer=20,sl=3,tc=106,rd_atomic=4", 1);
   const Config c = Config::fromEnvironment();
   CHECK(c.hca == "mlx5_3");
   CHECK(c.hcaPort == 2);
@@ -72,10 +66,11 @@ TEST_CASE("variables set the values", "[rdma][config]") {
 
 TEST_CASE("bad values are InvalidArgument naming the variable and value", "[rdma][config]") {
   const std::pair<const char*, const char*> bad[] = {
-      {"TETHER_IB_TIMEOUT", "32"},      {"TETHER_IB_TIMEOUT", "abc"},   {"TETHER_IB_RETRY_CNT", "8"},
-      {"TETHER_IB_RNR_RETRY", "-1"},    {"TETHER_IB_GID_INDEX", "256"}, {"TETHER_IB_SL", "16"},
-      {"TETHER_IB_ADDR_FAMILY", "ipx"}, {"TETHER_IB_HCA", "mlx5_0:x"},  {"TETHER_IB_HCA", ":1"},
-      {"TETHER_IB_RD_ATOMIC", "0"},     {"TETHER_IB_TC", "3 "},
+      {"TETHER_IB_QP", "timeout=32"},   {"TETHER_IB_QP", "timeout=abc"}, {"TETHER_IB_QP", "retry_cnt=8"},
+      {"TETHER_IB_QP", "rnr_retry=-1"}, {"TETHER_IB_GID_INDEX", "256"},  {"TETHER_IB_QP", "sl=16"},
+      {"TETHER_IB_ADDR_FAMILY", "ipx"}, {"TETHER_IB_HCA", "mlx5_0:x"},   {"TETHER_IB_HCA", ":1"},
+      {"TETHER_IB_QP", "rd_atomic=0"},  {"TETHER_IB_QP", "tc=3 "},       {"TETHER_IB_QP", "sl=1,sl=2"},
+      {"TETHER_IB_QP", "service=3"},    {"TETHER_IB_QP", "sl"},          {"TETHER_IB_QP", "sl=1,"},
   };
   for (const auto& [name, value] : bad) {
     CleanEnv env;
@@ -99,23 +94,39 @@ TEST_CASE("an empty variable means unset", "[rdma][config]") {
 
 TEST_CASE("a known rank prefixes the message", "[rdma][config]") {
   CleanEnv env;
-  ::setenv("TETHER_IB_TIMEOUT", "40", 1);
+  ::setenv("TETHER_IB_QP", "timeout=40", 1);
   try {
     Config::fromEnvironment(5);
     FAIL("accepted");
   } catch (const tether::Error& e) {
     CHECK(e.rank() == 5);
-    CHECK_THAT(e.what(), Catch::StartsWith("rank 5: rdma config: TETHER_IB_TIMEOUT=\"40\""));
+    CHECK_THAT(e.what(), Catch::StartsWith("rank 5: rdma config: TETHER_IB_QP=\"timeout=40\""));
   }
 }
 
 TEST_CASE("an out-of-range value says out of range, a non-number says not an integer", "[rdma][config]") {
   CleanEnv env;
-  ::setenv("TETHER_IB_TIMEOUT", "40", 1);
+  ::setenv("TETHER_IB_QP", "timeout=40", 1);
   CHECK_THROWS_WITH(Config::fromEnvironment(),
-                    "rdma config: TETHER_IB_TIMEOUT=\"40\" is not valid (out of range [1, 31])");
-  ::setenv("TETHER_IB_TIMEOUT", "99999999999999999999", 1);
-  CHECK_THROWS_WITH(Config::fromEnvironment(), Catch::Contains("(out of range [1, 31])"));
-  ::setenv("TETHER_IB_TIMEOUT", "fast", 1);
-  CHECK_THROWS_WITH(Config::fromEnvironment(), "rdma config: TETHER_IB_TIMEOUT=\"fast\" is not valid (not an integer)");
+                    "rdma config: TETHER_IB_QP=\"timeout=40\" is not valid (timeout=40 is out of range [1, 31])");
+  ::setenv("TETHER_IB_QP", "sl=2,timeout=99999999999999999999", 1);
+  CHECK_THROWS_WITH(Config::fromEnvironment(), Catch::Contains("is out of range [1, 31])"));
+  ::setenv("TETHER_IB_QP", "timeout=fast", 1);
+  CHECK_THROWS_WITH(Config::fromEnvironment(),
+                    "rdma config: TETHER_IB_QP=\"timeout=fast\" is not valid (timeout='fast' is not an integer)");
+  ::setenv("TETHER_IB_GID_INDEX", "256", 1);
+  ::unsetenv("TETHER_IB_QP");
+  CHECK_THROWS_WITH(Config::fromEnvironment(),
+                    "rdma config: TETHER_IB_GID_INDEX=\"256\" is not valid (out of range [0, 255])");
+}
+
+TEST_CASE("TETHER_IB_QP sets only the keys it names, in any order", "[rdma][config]") {
+  CleanEnv env;
+  ::setenv("TETHER_IB_QP", "tc=106,sl=3", 1);
+  const Config c = Config::fromEnvironment();
+  CHECK(c.serviceLevel == 3);
+  CHECK(c.trafficClass == 106);
+  CHECK(c.timeout == 20);  // the defaults of the others
+  CHECK(c.retryCount == 7);
+  CHECK(c.rdAtomic == 1);
 }

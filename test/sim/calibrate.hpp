@@ -23,7 +23,7 @@ struct Measurement {
   double initMs = 0;
   double initMinMs = -1;     // the fastest rank's init (newer tether-bench), -1 if absent
   double rendezvousMs = -1;  // the rendezvous after the last rank started (newer still), -1 if absent
-  // The table row it ran when forced (TETHER_ALGO_*; JSON "algorithm"), "" for tether's own choice.
+  // The table row it ran when forced (TETHER_ALGO; JSON "algorithm"), "" for tether's own choice.
   std::string algorithm;
 };
 

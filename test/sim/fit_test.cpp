@@ -33,7 +33,7 @@ Params fitted() {
 
 // tether-bench medians, 64 B, the slowest rank per call (docs/benchmarks.md
 // and docs/scale.md give the sittings and their load). `row`: forced
-// (TETHER_ALGO_*), else tether's own choice, `chosen`.
+// (TETHER_ALGO), else tether's own choice, `chosen`.
 struct Anchor {
   int n;
   const char* op;

@@ -1,6 +1,6 @@
 // Records each simulated rank's plan with the real algorithm table
 // (tether/detail/coll/table.hpp: choose() and record(), the settings from
-// TETHER_ALGO_* and friends, as every world does), in size-only form: the
+// TETHER_ALGO, as every world does), in size-only form: the
 // plan's buffer references are offsets and nothing is allocated for
 // payloads. A recorded plan is compacted to what the simulator needs (sends,
 // receives, settles, and the bytes of local copies) and then freed.
@@ -23,7 +23,7 @@ struct CollectiveSpec {
   dc::Op op = dc::Op::Allgather;
   std::size_t bytes = 64;  // per rank (alltoallv: the mean block; blocks are bytes/2 .. 2*bytes)
   int root = 0;            // broadcast
-  std::string forced;      // a table row; "" = TETHER_ALGO_* or the automatic choice
+  std::string forced;      // a table row; "" = TETHER_ALGO or the automatic choice
   int calls = 1;           // back to back, each rank starting its next when its last returned
   Mode mode = Mode::Auto;
   // Auto runs every rank while the estimated work (plan steps recorded plus

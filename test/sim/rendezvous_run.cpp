@@ -31,7 +31,7 @@ const std::vector<RendezvousKind>& rendezvousKinds() {
       {"root", +[](rdv::Host& h, const rdv::Config& c, const Params&) { return rdv::makeRootStar(h, c); },
        "tether's root star (lib/rendezvous/root_star.cpp)"},
       {"tree", +[](rdv::Host& h, const rdv::Config& c, const Params&) { return rdv::make(h, c, "tree"); },
-       "tether's k-nomial tree (lib/rendezvous/tree.cpp, radix TETHER_RENDEZVOUS_RADIX)"},
+       "tether's k-nomial tree (lib/rendezvous/tree.cpp, radix 8)"},
       {"auto", &makeDefault,
        "tether's default, as World: host-local aggregation with the table down the leaders' tree "
        "(TETHER_HOST_LOCAL=1, the default); with TETHER_HOST_LOCAL=0 the tree from rdv::kTreeFromRanks ranks, "
@@ -109,10 +109,8 @@ class Run final : public Protocol {
     ranks_.resize(static_cast<std::size_t>(n_));
     depth_.assign(static_cast<std::size_t>(n_), 0);
     finishedAt_.assign(static_cast<std::size_t>(n_), -1);
-    const int radix = static_cast<int>(settings::integer("TETHER_RENDEZVOUS_TREE_RADIX"));
     for (int r = 0; r < n_; ++r) {
-      rdv::Config c{r, n_, simAddress(0, p), std::chrono::milliseconds(600000)};
-      c.treeRadix = radix;
+      rdv::Config c{r, n_, simAddress(0, p), std::chrono::milliseconds(600000)};  // the tree's radix: 8
       ranks_[static_cast<std::size_t>(r)] = kind.make(hosts_[static_cast<std::size_t>(r)], c, p);
     }
   }

@@ -183,8 +183,7 @@ std::uint64_t knomialChildren(std::uint64_t r, std::uint64_t n, std::uint64_t k)
 
 TEST_CASE("tree rendezvous: registrations at the root, the table down a k-nomial tree, the root keeps its children",
           "[sim]") {
-  const char* env = std::getenv("TETHER_RENDEZVOUS_RADIX");
-  const std::uint64_t k = env && *env ? std::strtoull(env, nullptr, 10) : 8;
+  const auto k = static_cast<std::uint64_t>(tether::rdv::kDefaultTreeRadix);  // the rendezvous tree's radix
   for (auto [hosts, perHost] : {std::pair{1, 1}, {1, 2}, {3, 3}, {16, 8}, {100, 10}}) {
     Params p = world(hosts, perHost);
     p.startSpreadUs = 300;
@@ -274,8 +273,7 @@ TEST_CASE("tether-sim's default rendezvous is the library's: host-local aggregat
 }
 
 TEST_CASE("after the tree rendezvous, a gather to rank 0 dials again every link the root released", "[sim]") {
-  const char* env = std::getenv("TETHER_RENDEZVOUS_RADIX");
-  const std::uint64_t k = env && *env ? std::strtoull(env, nullptr, 10) : 8;
+  const auto k = static_cast<std::uint64_t>(tether::rdv::kDefaultTreeRadix);  // the rendezvous tree's radix
   const Params p = world(16, 8);
   const std::uint64_t n = 128, kept = knomialChildren(0, n, k);
   Engine engine(p);

@@ -1,6 +1,6 @@
 // The Driver's poll rule (lib/core/driver.hpp): a caller polls before it
 // sleeps only after the world said how many ranks share this host, only when
-// they fit its cores, and never with TETHER_POLL_US=0 (given by the world, from
+// they fit its cores, and never with a poll of 0 (TcpOptions::pollUs, given by the world, from
 // the configuration read at start).
 #include <catch2/catch.hpp>
 
@@ -33,7 +33,7 @@ TEST_CASE("a blocking call polls before it sleeps only where this host has a cor
   CHECK(d.pollBudget() == 0us);
 }
 
-TEST_CASE("TETHER_POLL_US=0 turns polling off", "[unit][driver]") {
+TEST_CASE("a poll of 0 (TcpOptions::pollUs = 0) turns polling off", "[unit][driver]") {
   boost::asio::io_context io;
   Driver d(io, 0, [] {});
   d.setRanksOnHost(1);
@@ -60,7 +60,7 @@ TEST_CASE("a call that polls still completes on a later handler and ends at its 
 // Issue 23 item 8: a test (poll) that runs no handler, past the poll budget,
 // sleeps in epoll_wait for a handler up to 1 ms instead of returning at once;
 // the background thread holding the loop does not keep the tests from
-// running it. TETHER_POLL_US=0 (as on an oversubscribed host): no budget, so
+// running it. A poll of 0 (as on an oversubscribed host): no budget, so
 // every test that runs no handler takes at least 1 ms and the count is exact
 // to within the first test (it takes the loop over) and the last (the timer's
 // handler). A test that returned at once made tens of thousands.

@@ -9,10 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
-#include <cstdio>
 #include <cstring>
-#include <mutex>
-#include <set>
 #include <string>
 #include <system_error>
 
@@ -37,35 +34,18 @@ inline std::int64_t parseEnvInt(const char* name, const char* text, std::int64_t
   return value;
 }
 
-// Where the warning about a renamed variable goes: stderr, unless the library
-// routes it to its log (lib/base/settings.cpp).
-using RenameWarning = void (*)(const std::string& text);
-inline void renameWarningToStderr(const std::string& text) { std::fprintf(stderr, "[tether WARN] %s\n", text.c_str()); }
-inline RenameWarning& renameWarning() {
-  static RenameWarning w = renameWarningToStderr;
-  return w;
-}
-
-// A variable that is set: the name it was found under and its text.
+// A variable that is set: its name and its text.
 struct EnvValue {
   const char* name = nullptr;
   const char* text = nullptr;
   explicit operator bool() const { return text != nullptr; }
 };
 
-// Variable `name`; when it is unset or empty and `former` (its old name) is
-// set, that one, with one warning per process naming the new name.
-inline EnvValue envValue(const char* name, const char* former = nullptr) {
+// Variable `name`; unset or empty: nothing.
+inline EnvValue envValue(const char* name) {
   const char* v = std::getenv(name);
   if (v && *v) return {name, v};
-  const char* old = former ? std::getenv(former) : nullptr;
-  if (!old || !*old) return {};
-  static std::mutex m;
-  static std::set<std::string> warned;
-  std::lock_guard<std::mutex> lock(m);
-  if (warned.insert(former).second)
-    renameWarning()(std::string(former) + " is renamed " + name + "; the old name still works, for now");
-  return {former, old};
+  return {};
 }
 
 // The rule of every timeout variable (docs/configuration.md): `text` (the
@@ -83,10 +63,9 @@ inline std::chrono::milliseconds parseEnvMs(const char* name, const char* text, 
   return std::min(std::chrono::milliseconds(v), kMaxEnvMs);
 }
 
-// The variable (or its former name), parsed as above; `fallback` when unset or empty.
-inline std::int64_t envInt(const char* name, std::int64_t fallback, std::int64_t lo, std::int64_t hi,
-                           const char* former = nullptr) {
-  const EnvValue v = envValue(name, former);
+// The variable, parsed as above; `fallback` when unset or empty.
+inline std::int64_t envInt(const char* name, std::int64_t fallback, std::int64_t lo, std::int64_t hi) {
+  const EnvValue v = envValue(name);
   if (!v) return fallback;
   return parseEnvInt(v.name, v.text, lo, hi);
 }

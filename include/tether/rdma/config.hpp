@@ -4,13 +4,15 @@
 //   TETHER_IB_HCA          device[:port] to use            [first device with an active port]
 //   TETHER_IB_GID_INDEX    GID index to use, 0..255        [chosen, see gid.hpp]
 //   TETHER_IB_ADDR_FAMILY  AF_INET or AF_INET6 for RoCE    [AF_INET]
-//   TETHER_IB_TIMEOUT      local ACK timeout, 4.096us*2^x  [20, about 4.3 s]
-//   TETHER_IB_RETRY_CNT    transport retries, 0..7         [7]
-//   TETHER_IB_RNR_RETRY    RNR retries, 0..7 (7 = forever) [7]
-//   TETHER_IB_MIN_RNR_TIMER RNR NAK timer code, 0..31      [12, 0.64 ms]
-//   TETHER_IB_SL           service level, 0..15            [0]
-//   TETHER_IB_TC           traffic class, 0..255           [0]
-//   TETHER_IB_RD_ATOMIC    outstanding RDMA reads, 1..16   [1]
+//   TETHER_IB_QP           queue pair attributes, key=value,... (each key at most once):
+//     timeout=x        local ACK timeout, 4.096us*2^x, 1..31 [20, about 4.3 s]
+//     retry_cnt=x      transport retries, 0..7               [7]
+//     rnr_retry=x      RNR retries, 0..7 (7 = forever)       [7]
+//     min_rnr_timer=x  RNR NAK timer code, 0..31             [12, 0.64 ms]
+//     sl=x             service level, 0..15                  [0]
+//     tc=x             traffic class, 0..255                 [0]
+//     rd_atomic=x      outstanding RDMA reads, 1..16         [1]
+//   e.g. TETHER_IB_QP=sl=3,tc=106; the fields below set them programmatically.
 // A malformed or out-of-range value is Error{InvalidArgument} naming the variable.
 #pragma once
 

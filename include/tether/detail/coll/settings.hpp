@@ -1,17 +1,17 @@
 // tether/detail/coll/settings.hpp — the algorithm settings from the
-// environment (docs/configuration.md): TETHER_ALGO_{ALLGATHER,ALLTOALL,
-// BROADCAST,BARRIER} name a row of the table (or "auto"), TETHER_ALGO_TREE_RADIX
-// (formerly TETHER_TREE_RADIX),
-// TETHER_ALGO_LARGE_BYTES and TETHER_PIPELINE_CHUNK_BYTES tune them. Read the
-// same way by every world, so the same environment picks the same algorithm.
-// Header-only, C++17.
+// environment (docs/configuration.md): one debug override, TETHER_ALGO, a
+// comma-separated list of key=value: allgather, alltoall, broadcast and
+// barrier name a row of the table (or "auto"); tree_radix, large_bytes and
+// chunk_bytes tune them ("allgather=ring,alltoall=bruck,tree_radix=8"). Read
+// the same way by every world, so the same environment picks the same
+// algorithm. The library's table of variables (lib/base/settings.cpp) lists
+// TETHER_ALGO as text: this reader checks it (coll::checkSettings, when a
+// bootstrap starts). Header-only, C++17.
 #pragma once
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 
 #include "tether/detail/coll/table.hpp"
@@ -29,48 +29,82 @@ struct Settings {
   const char* forcedFor(Op op) const { return forced[static_cast<std::size_t>(familyOf(op))].c_str(); }
 };
 
-// The ranges of the tuning variables (the library's table of variables,
-// lib/base/settings.cpp, uses the same).
+constexpr const char* kAlgoVariable = "TETHER_ALGO";
+// The ranges of the tuning keys.
 constexpr std::int64_t kMaxLargeBytes = std::int64_t{1} << 40;
 constexpr std::int64_t kMinChunk = 4096, kMaxChunk = std::int64_t{1} << 30;
 constexpr std::int64_t kMaxTreeRadix = 1 << 20;
-// The radix of the tree algorithms (not the rendezvous' tree), and its old name.
-constexpr const char* kTreeRadix = "TETHER_ALGO_TREE_RADIX";
-constexpr const char* kFormerTreeRadix = "TETHER_TREE_RADIX";
 
-inline std::string envAlgorithm(const char* var, Op family) {
-  const char* v = envValue(var).text;
-  if (!v || !*v || std::string(v) == "auto") return "";
-  if (findAlgorithm(family, v)) return v;
+// The keys of TETHER_ALGO, in the order an error lists them.
+constexpr const char* kAlgoKeys = "allgather, alltoall, broadcast, barrier, tree_radix, large_bytes or chunk_bytes";
+
+inline Error algoError(const std::string& given, const std::string& why) {
+  return Error(ErrorCode::InvalidArgument, std::string(kAlgoVariable) + "='" + given + "': " + why);
+}
+
+// `value` of family key `key`: "" for auto, else a row of the table.
+inline std::string algoRow(const std::string& given, const std::string& key, const std::string& value, Op family) {
+  if (value == "auto") return "";
+  if (findAlgorithm(family, value.c_str())) return value;
   std::string allowed = "auto";
   for (const auto& a : kAlgorithms)
-    if (a.family == family) allowed += std::string("|") + a.name;
-  throw Error(ErrorCode::InvalidArgument, std::string(var) + "='" + v + "' (use " + allowed + ")");
+    if (a.family == family) allowed += std::string(", ") + a.name;
+  throw algoError(given, key + "=" + value + " is not one of " + allowed);
 }
 
-// Throws Error{InvalidArgument} naming the variable for a bad value.
-inline Settings loadSettings() {
+// TETHER_ALGO's text (nullptr or "": nothing forced, the defaults). Throws
+// Error{InvalidArgument} naming the variable, its value and the bad item.
+inline Settings parseAlgo(const char* text) {
   Settings s;
-  auto set = [&](const char* var, Op family) {
-    s.forced[static_cast<std::size_t>(family)] = envAlgorithm(var, family);
-  };
-  set("TETHER_ALGO_ALLGATHER", Op::Allgather);
-  set("TETHER_ALGO_ALLTOALL", Op::Alltoall);
-  set("TETHER_ALGO_BROADCAST", Op::Broadcast);
-  set("TETHER_ALGO_BARRIER", Op::Barrier);
-  s.tuning.largeBytes = static_cast<std::size_t>(envInt("TETHER_ALGO_LARGE_BYTES", 64 * 1024, 0, kMaxLargeBytes));
-  s.tuning.chunk = static_cast<std::size_t>(envInt("TETHER_PIPELINE_CHUNK_BYTES", 256 * 1024, kMinChunk, kMaxChunk));
-  // Flat (every rank talks to rank 0) up to 64 ranks by default (the
-  // measurements: docs/benchmarks.md). Past 64 ranks the tree gets a second
-  // level, so rank 0 does not serialise thousands of messages.
-  const EnvValue given = envValue(kTreeRadix, kFormerTreeRadix);
-  const std::int64_t radix = given ? parseEnvInt(given.name, given.text, 0, kMaxTreeRadix) : 0;
-  if (radix == 1)
-    throw Error(ErrorCode::InvalidArgument,
-                std::string(given.name) + "=1 is out of range (0 or [2, " + std::to_string(kMaxTreeRadix) + "])");
-  if (radix) s.tuning.radix = static_cast<int>(radix);
+  if (!text || !*text) return s;
+  const std::string given = text;
+  std::string seen = ",";
+  std::size_t at = 0;
+  while (at <= given.size()) {
+    const std::size_t comma = std::min(given.find(',', at), given.size());
+    const std::string item = given.substr(at, comma - at);
+    at = comma + 1;
+    const std::size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw algoError(given, "'" + item + "' is not key=value (keys: " + kAlgoKeys + ")");
+    const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    if (seen.find("," + key + ",") != std::string::npos) throw algoError(given, key + " is given twice");
+    seen += key + ",";
+    auto integer = [&](std::int64_t lo, std::int64_t hi) {
+      try {
+        return parseEnvInt(key.c_str(), value.c_str(), lo, hi);
+      } catch (const Error& e) {
+        throw algoError(given, e.what());
+      }
+    };
+    const Op families[] = {Op::Allgather, Op::Alltoall, Op::Broadcast, Op::Barrier};
+    const char* names[] = {"allgather", "alltoall", "broadcast", "barrier"};
+    bool family = false;
+    for (std::size_t i = 0; i < 4; ++i)
+      if (key == names[i]) {
+        s.forced[static_cast<std::size_t>(families[i])] = algoRow(given, key, value, families[i]);
+        family = true;
+      }
+    if (family) continue;
+    if (key == "tree_radix") {
+      // 0: the default (flat up to 64 ranks: docs/benchmarks.md); 1 is no tree.
+      const std::int64_t radix = integer(0, kMaxTreeRadix);
+      if (radix == 1)
+        throw algoError(given, "tree_radix=1 is out of range (0 or [2, " + std::to_string(kMaxTreeRadix) + "])");
+      if (radix) s.tuning.radix = static_cast<int>(radix);
+    } else if (key == "large_bytes") {
+      s.tuning.largeBytes = static_cast<std::size_t>(integer(0, kMaxLargeBytes));
+    } else if (key == "chunk_bytes") {
+      s.tuning.chunk = static_cast<std::size_t>(integer(kMinChunk, kMaxChunk));
+    } else {
+      throw algoError(given, "unknown key '" + key + "' (keys: " + kAlgoKeys + ")");
+    }
+  }
   return s;
 }
+
+// TETHER_ALGO from the environment, parsed as above.
+inline Settings loadSettings() { return parseAlgo(envValue(kAlgoVariable).text); }
 
 }  // namespace coll
 }  // namespace detail

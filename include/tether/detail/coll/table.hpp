@@ -47,7 +47,7 @@ struct Call {
 
 struct Algorithm {
   Op family;                                     // Allgather, Alltoall (also alltoallv), Broadcast or Barrier
-  const char* name;                              // as TETHER_ALGO_* names it
+  const char* name;                              // as TETHER_ALGO names it (allgather=ring)
   bool (*preferred)(const Shape&, const Call&);  // the automatic choice: first preferred row
   void (*build)(Plan&, const Shape&, const Call&);
 };
