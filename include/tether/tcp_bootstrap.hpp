@@ -119,7 +119,8 @@ struct Counters {
   // communicator of a world (split() children included), so every
   // communicator of the world reports the same values. Dials started (the
   // rendezvous' included), those to a peer this rank had a link to before
-  // (re-dials: after the link budget or the peer closed it, or it broke),
+  // (re-dials: after the link budget or the peer closed it, it broke, or a
+  // crossed dial set it aside),
   // and links this rank closed to stay within the link budget (TETHER_MAX_LINKS).
   std::uint64_t dials = 0, redials = 0, budgetCloses = 0;
 };
