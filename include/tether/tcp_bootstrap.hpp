@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "tether/bootstrap.hpp"
@@ -73,6 +74,65 @@ struct TcpOptions {
   // Radix of the rendezvous' k-nomial tree (TETHER_RENDEZVOUS=tree, and the
   // host leaders' tree), [2, 1048576] (0: 8).
   int rendezvousTreeRadix = 0;
+};
+
+// When this rank's world came up (TcpBootstrap::initTimings()). Each phase is
+// an offset on the steady clock from the constructor's entry (whose wall-clock
+// time is `started`); a phase that does not happen under the rendezvous in
+// use, or has not happened yet, is std::nullopt (absent, never zero).
+// docs/troubleshooting.md, "Slow start-up", says how to read them.
+struct InitTimings {
+  std::chrono::system_clock::time_point started;  // wall clock at the constructor's entry
+  // The listener is open (the root: at the UniqueId's address).
+  std::optional<std::chrono::microseconds> listen;
+  // Host-local aggregation only (TETHER_RENDEZVOUS=auto): a leader has its
+  // whole host group; a member has handed its registration to its leader.
+  std::optional<std::chrono::microseconds> hostLocal;
+  // This rank's registration left for the root: rank 0 registers itself at
+  // once; another rank when its link to the root came up with the
+  // registration queued (a host leader: with its group's). Absent for a
+  // host-local member (its leader registers it) and under PMIx.
+  std::optional<std::chrono::microseconds> registered;
+  // The rendezvous is complete: the address table is here (the root: every
+  // rank registered and the table is out).
+  std::optional<std::chrono::microseconds> tableReceived;
+  // The first link opened (dialled or accepted) after the table: links open
+  // lazily, so this comes with the first call that needs a new peer — often
+  // after the constructor returned — and stays absent while every call uses
+  // links the rendezvous opened.
+  std::optional<std::chrono::microseconds> firstLink;
+  // The constructor returned (the world is joined).
+  std::optional<std::chrono::microseconds> total;
+};
+
+// What a communicator did (TcpBootstrap::counters()), counted since it was
+// made; always on (relaxed atomic increments, nothing locked or allocated in
+// the frame path; cost: docs/benchmarks.md, "Counters").
+struct Counters {
+  // Calls started on this communicator, blocking and nonblocking alike (an
+  // iallgather is an allgather); a call refused with InvalidArgument before it
+  // started is not counted. subsetBarrier: barrier(ranks); split: split() and
+  // splitByNode().
+  std::uint64_t allgather = 0, alltoall = 0, alltoallv = 0, broadcast = 0, barrier = 0, subsetBarrier = 0, split = 0;
+  std::uint64_t send = 0, recv = 0;
+  // Data frames of this communicator (the frame header names it) this rank
+  // handed to its links, and read from them and taken by a call (one that
+  // no call takes, after its call failed, is not counted), with their
+  // payload bytes (headers not included). A rank's frames to itself never reach a link and
+  // are not counted; neither are control frames (abort, credit, status),
+  // which belong to no communicator.
+  std::uint64_t framesSent = 0, bytesSent = 0, framesReceived = 0, bytesReceived = 0;
+  // Calls of this communicator that ended with Error{Timeout}, and with
+  // Error{Aborted} (an abort, a peer's notice, a cancelled request).
+  std::uint64_t timeouts = 0, aborts = 0;
+  // Of the world, not of one communicator: the links are shared by every
+  // communicator of a world (split() children included), so every
+  // communicator of the world reports the same values. Dials started (the
+  // rendezvous' included), those to a peer this rank had a link to before
+  // (re-dials: after the link budget or the peer closed it, it broke, or a
+  // crossed dial set it aside),
+  // and links this rank closed to stay within the link budget (TETHER_MAX_LINKS).
+  std::uint64_t dials = 0, redials = 0, budgetCloses = 0;
 };
 
 class TcpBootstrap : public Bootstrap {
@@ -152,6 +212,14 @@ class TcpBootstrap : public Bootstrap {
   void abort(const std::string& reason) override;
   void setTimeout(std::chrono::milliseconds timeout) override;
   std::chrono::milliseconds timeout() const override;
+
+  // When this rank's world came up (InitTimings); a child of split() reports
+  // its world's. No communication; thread-safe.
+  InitTimings initTimings() const;
+  // This communicator's counters (Counters) as they are now. No
+  // communication; thread-safe (each count is read on its own: counts read
+  // while calls run need not be consistent with each other).
+  Counters counters() const;
 
  private:
   // A communicator made by split() (internal).

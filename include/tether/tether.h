@@ -181,6 +181,45 @@ tether_result_t tether_abort(tether_comm_t* comm, const char* reason);
 tether_result_t tether_set_timeout(tether_comm_t* comm, int64_t timeout_ms);
 tether_result_t tether_get_timeout(const tether_comm_t* comm, int64_t* timeout_ms);
 
+/* ---- what a communicator did (tether::InitTimings and tether::Counters in
+ * tether/tcp_bootstrap.hpp have the full semantics) ----
+ * Both structs may grow at their end: set struct_size to sizeof the struct
+ * you compiled with; the library fills the fields that it covers and leaves
+ * the rest alone (struct_size 0 is TETHER_ERR_INVALID_ARGUMENT). No
+ * communication; thread-safe. */
+
+/* A phase that did not happen (under this rendezvous, or not yet). */
+#define TETHER_PHASE_ABSENT (-1)
+
+/* When this rank's world came up: offsets in microseconds from the entry of
+ * tether_init (steady clock), or TETHER_PHASE_ABSENT. A child of tether_split
+ * reports its world's. */
+typedef struct tether_init_timings {
+  size_t struct_size;
+  int64_t started_unix_us;   /* wall clock at tether_init's entry, microseconds since the Unix epoch */
+  int64_t listen_us;         /* the listener is open */
+  int64_t host_local_us;     /* host-local aggregation: the group met (absent without it) */
+  int64_t registered_us;     /* this rank's registration left for the root (absent for a host-local member) */
+  int64_t table_received_us; /* the rendezvous is complete */
+  int64_t first_link_us;     /* the first link opened after the rendezvous (lazily: absent until a call needs one) */
+  int64_t total_us;          /* tether_init returned */
+} tether_init_timings_t;
+tether_result_t tether_comm_init_timings(const tether_comm_t* comm, tether_init_timings_t* timings);
+
+/* Counts since the communicator was made (always on). Calls started, by kind
+ * (blocking and nonblocking alike); data frames and payload bytes of this
+ * communicator sent to and read from links; calls that ended with
+ * TETHER_ERR_TIMEOUT or TETHER_ERR_ABORTED. dials, redials and budget_closes
+ * are the world's (links are shared by all its communicators). */
+typedef struct tether_counters {
+  size_t struct_size;
+  uint64_t allgather, alltoall, alltoallv, broadcast, barrier, barrier_subset, split, send, recv;
+  uint64_t frames_sent, bytes_sent, frames_received, bytes_received;
+  uint64_t timeouts, aborts;
+  uint64_t dials, redials, budget_closes;
+} tether_counters_t;
+tether_result_t tether_comm_counters(const tether_comm_t* comm, tether_counters_t* counters);
+
 /* ---- nonblocking calls (tether/request.hpp has the full semantics) ----
  * Each starts the call and returns a request in *req (NULL on failure); the
  * arguments are checked, and a collective takes its id, when it starts, so

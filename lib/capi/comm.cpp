@@ -1,4 +1,6 @@
 // C ABI: communicators — init, finalize and every operation of tether::Bootstrap.
+#include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstring>
 #include <memory>
@@ -75,6 +77,25 @@ tether_result_t stringFact(const tether_comm_t* comm, char* buf, size_t len, con
               std::to_string(len));
     std::memcpy(buf, text.c_str(), text.size() + 1);
   });
+}
+
+// Every handle holds a TcpBootstrap (tether_init, tether_split).
+const tether::TcpBootstrap& tcp(const tether_comm_t* comm, const char* function) {
+  return dynamic_cast<const tether::TcpBootstrap&>(boot(comm, function));
+}
+
+// Copies the part of `full` that the caller's struct (its struct_size) covers.
+template <class T>
+void fillSized(T* out, T full, const char* function, const char* what) {
+  require(out, function, what);
+  if (out->struct_size == 0)
+    invalid(std::string(function) + ": " + what + "->struct_size is 0 (set it to sizeof the struct)");
+  full.struct_size = out->struct_size;
+  std::memcpy(out, &full, std::min(out->struct_size, sizeof full));
+}
+
+std::int64_t phaseUs(const std::optional<std::chrono::microseconds>& at) {
+  return at ? static_cast<std::int64_t>(at->count()) : TETHER_PHASE_ABSENT;
 }
 
 }  // namespace
@@ -243,6 +264,48 @@ tether_result_t tether_set_timeout(tether_comm_t* comm, int64_t timeout_ms) {
 tether_result_t tether_get_timeout(const tether_comm_t* comm, int64_t* timeout_ms) {
   return guarded("tether_get_timeout", [&] {
     *require(timeout_ms, "tether_get_timeout", "timeout_ms") = boot(comm, "tether_get_timeout").timeout().count();
+  });
+}
+
+tether_result_t tether_comm_init_timings(const tether_comm_t* comm, tether_init_timings_t* timings) {
+  return guarded("tether_comm_init_timings", [&] {
+    const tether::InitTimings t = tcp(comm, "tether_comm_init_timings").initTimings();
+    tether_init_timings_t full{};
+    full.started_unix_us =
+        std::chrono::duration_cast<std::chrono::microseconds>(t.started.time_since_epoch()).count();
+    full.listen_us = phaseUs(t.listen);
+    full.host_local_us = phaseUs(t.hostLocal);
+    full.registered_us = phaseUs(t.registered);
+    full.table_received_us = phaseUs(t.tableReceived);
+    full.first_link_us = phaseUs(t.firstLink);
+    full.total_us = phaseUs(t.total);
+    fillSized(timings, full, "tether_comm_init_timings", "timings");
+  });
+}
+
+tether_result_t tether_comm_counters(const tether_comm_t* comm, tether_counters_t* counters) {
+  return guarded("tether_comm_counters", [&] {
+    const tether::Counters c = tcp(comm, "tether_comm_counters").counters();
+    tether_counters_t full{};
+    full.allgather = c.allgather;
+    full.alltoall = c.alltoall;
+    full.alltoallv = c.alltoallv;
+    full.broadcast = c.broadcast;
+    full.barrier = c.barrier;
+    full.barrier_subset = c.subsetBarrier;
+    full.split = c.split;
+    full.send = c.send;
+    full.recv = c.recv;
+    full.frames_sent = c.framesSent;
+    full.bytes_sent = c.bytesSent;
+    full.frames_received = c.framesReceived;
+    full.bytes_received = c.bytesReceived;
+    full.timeouts = c.timeouts;
+    full.aborts = c.aborts;
+    full.dials = c.dials;
+    full.redials = c.redials;
+    full.budget_closes = c.budgetCloses;
+    fillSized(counters, full, "tether_comm_counters", "counters");
   });
 }
 

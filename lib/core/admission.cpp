@@ -44,6 +44,7 @@ void LinkAdmission::connected(int peer, std::uint32_t epoch, std::shared_ptr<lin
   ++linksOpened_;
   peakLinks_ = std::max(peakLinks_, table_.openCount());
   if (life_.joining()) rendezvous_->onLinkUp(peer);
+  if (life_.joined() && clock_) clock_->mark(InitClock::FirstLink);
 }
 
 void LinkAdmission::connectFailed(int peer, std::uint32_t epoch, const link::ConnectFailure& failure) {

@@ -13,6 +13,7 @@
 #include "core/abort_channel.hpp"
 #include "core/lifecycle.hpp"
 #include "core/link_table.hpp"
+#include "core/observe.hpp"
 #include "link/connector.hpp"
 #include "rendezvous/rendezvous.hpp"
 
@@ -29,6 +30,8 @@ class LinkAdmission final : public link::Admission {
 
   // The rendezvous told of link events while the world is joining.
   void setRendezvous(rdv::Rendezvous& rendezvous) { rendezvous_ = &rendezvous; }
+  // Where the first link after the rendezvous is stamped.
+  void setInitClock(InitClock& clock) { clock_ = &clock; }
 
   link::Verdict admit(int peer, std::uint32_t epoch, const std::string& remote) override;
   boost::asio::awaitable<void> predecessorClosed(int peer, link::Clock::time_point deadline) override;
@@ -49,6 +52,7 @@ class LinkAdmission final : public link::Admission {
   const AbortChannel& abort_;
   std::function<void()> makeRoom_;
   rdv::Rendezvous* rendezvous_ = nullptr;
+  InitClock* clock_ = nullptr;
   int linksOpened_ = 0;
   int peakLinks_ = 0;
 };

@@ -59,6 +59,7 @@ PeerAddress openListener(asio::io_context& io, const link::TcpOptions& options, 
 
 void RendezvousHost::connect(int peer, const PeerAddress& at) {
   table_.open(peer);
+  events_.dialing(peer);
   connector_.dial(peer, table_.epoch(peer), link::tcpEndpoint(at),
                   {link::Clock::now() + timeout_, /*retryRefused=*/true});
 }

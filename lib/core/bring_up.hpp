@@ -49,6 +49,8 @@ class RendezvousHost final : public rdv::Host {
   struct Events {
     std::function<void(std::exception_ptr)> finished;  // the rendezvous is complete (null) or failed
     std::function<void(const std::string&)> abortAll;  // tell every connected rank to stop
+    std::function<void(rdv::Phase)> phase;             // a bring-up phase reached
+    std::function<void(int peer)> dialing;             // a dial starts (counted)
   };
 
   RendezvousHost(boost::asio::io_context& io, int rank, std::chrono::milliseconds timeout, LinkTable& table,
@@ -61,6 +63,7 @@ class RendezvousHost final : public rdv::Host {
   void post(std::function<void()> fn) override;
   void finished(std::exception_ptr error) override { events_.finished(std::move(error)); }
   void abortAll(const std::string& reason) override { events_.abortAll(reason); }
+  void phase(rdv::Phase p) override { events_.phase(p); }
   std::string dialStatus(int peer) const override { return connector_.retrying(peer); }
 
  private:

@@ -118,12 +118,15 @@ Communicator::Communicator(std::shared_ptr<World> world)
   group_.worldRanks.resize(w.nranks());
   std::iota(group_.worldRanks.begin(), group_.worldRanks.end(), 0);
   learnNodes();
+  counters_ = seq_->counters = std::make_shared<CommCounters>();
   world_->addCommunicator(group_.comm, seq_);
 }
 
-Communicator::Communicator(std::shared_ptr<World> world, Group group, std::chrono::milliseconds timeout)
-    : world_(std::move(world)), group_(std::move(group)), timeoutMs_(timeout.count()) {
+Communicator::Communicator(std::shared_ptr<World> world, Group group, std::chrono::milliseconds timeout,
+                           std::shared_ptr<CommCounters> counters)
+    : world_(std::move(world)), group_(std::move(group)), timeoutMs_(timeout.count()), counters_(std::move(counters)) {
   learnNodes();
+  seq_->counters = counters_;
   world_->addCommunicator(group_.comm, seq_);
 }
 
@@ -157,25 +160,33 @@ World::Clock::time_point Communicator::deadline() const {
 
 namespace {
 
-std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> launchSend(World& world, const Group& g, const void* data,
-                                                                       std::size_t bytes, int peer, int tag) {
+std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> launchSend(World& world, const Group& g,
+                                                                       const std::shared_ptr<CommCounters>& counters,
+                                                                       const void* data, std::size_t bytes, int peer,
+                                                                       int tag) {
   wire::FrameHeader h;
   h.kind = wire::Kind::P2P;
   h.comm = g.comm;
   h.tag = static_cast<std::uint32_t>(tag);
   h.length = bytes;
   auto op = std::make_shared<Op>(Op::Kind::Send, g.comm, peer, tag);
+  op->counters = counters;
+  counters->call(CommCounters::kSend);
   World* w = &world;
   int dst = g.worldRanks[peer];
   auto done = w->start(op, [w, dst, h, data](Op& o) { return sendBody(w, &o, dst, h, data); });
   return {op, done};
 }
 
-std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> launchRecv(World& world, const Group& g, void* data,
-                                                                       std::size_t bytes, int peer, int tag) {
+std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> launchRecv(World& world, const Group& g,
+                                                                       const std::shared_ptr<CommCounters>& counters,
+                                                                       void* data, std::size_t bytes, int peer,
+                                                                       int tag) {
   match::Key key{
       static_cast<std::uint32_t>(g.worldRanks[peer]), g.comm, wire::Kind::P2P, 0, 0, static_cast<std::uint32_t>(tag)};
   auto op = std::make_shared<Op>(Op::Kind::Recv, g.comm, peer, tag);
+  op->counters = counters;
+  counters->call(CommCounters::kRecv);
   World* w = &world;
   auto done = w->start(op, [w, key, data, bytes](Op& o) { return recvBody(w, &o, key, data, bytes); });
   return {op, done};
@@ -184,22 +195,22 @@ std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> launchRecv(World& wo
 }  // namespace
 
 void Communicator::send(const void* data, std::size_t bytes, int peer, int tag) {
-  auto [op, done] = launchSend(*world_, group_, data, bytes, peer, tag);
+  auto [op, done] = launchSend(*world_, group_, counters_, data, bytes, peer, tag);
   world_->wait(op, *done, deadline());
 }
 
 void Communicator::recv(void* data, std::size_t bytes, int peer, int tag) {
-  auto [op, done] = launchRecv(*world_, group_, data, bytes, peer, tag);
+  auto [op, done] = launchRecv(*world_, group_, counters_, data, bytes, peer, tag);
   world_->wait(op, *done, deadline());
 }
 
 std::unique_ptr<Request::Impl> Communicator::startSend(const void* data, std::size_t bytes, int peer, int tag) {
-  auto [op, done] = launchSend(*world_, group_, data, bytes, peer, tag);
+  auto [op, done] = launchSend(*world_, group_, counters_, data, bytes, peer, tag);
   return makeRequest(shared_from_this(), op, done, {});
 }
 
 std::unique_ptr<Request::Impl> Communicator::startRecv(void* data, std::size_t bytes, int peer, int tag) {
-  auto [op, done] = launchRecv(*world_, group_, data, bytes, peer, tag);
+  auto [op, done] = launchRecv(*world_, group_, counters_, data, bytes, peer, tag);
   return makeRequest(shared_from_this(), op, done, {});
 }
 
@@ -228,6 +239,8 @@ std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> Communicator::launch
   calling_.rename(op->name());
   op->members = on.group_.worldRanks;
   op->seq = on.seq_;
+  op->counters = counters_;
+  counters_->call(static_cast<std::size_t>(call.op));  // the kinds are wire::Op's values
   const dc::Shape shape = coll::shape(on.group_.rank, on.group_.size, world_->topology().cpuBound);
   const dc::Algorithm* algo = &coll::choose(shape, call);
   Blocks blocks;
@@ -272,7 +285,7 @@ void Communicator::subsetBarrier(const std::vector<int>& sorted) {
     g.rank = static_cast<int>(std::find(sorted.begin(), sorted.end(), rank()) - sorted.begin());
     g.size = static_cast<int>(sorted.size());
     for (int r : sorted) g.worldRanks.push_back(group_.worldRanks[r]);
-    sub.reset(new Communicator(world_, std::move(g), timeout()));
+    sub.reset(new Communicator(world_, std::move(g), timeout(), counters_));
   }
   dc::Call call;
   call.op = dc::Op::SubsetBarrier;
@@ -297,7 +310,7 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
   g.size = static_cast<int>(members.parentRanks.size());
   g.rank = members.rank;
   for (int p : members.parentRanks) g.worldRanks.push_back(group_.worldRanks[p]);
-  return std::shared_ptr<Communicator>(new Communicator(world_, std::move(g), timeout()));
+  return std::shared_ptr<Communicator>(new Communicator(world_, std::move(g), timeout(), std::make_shared<CommCounters>()));
 }
 
 }  // namespace tether

@@ -50,6 +50,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // `peer`'s advertised address (a rank of this communicator).
   PeerAddress address(int peer) const { return world_->address(group_.worldRanks[peer]); }
   World& world() const { return *world_; }
+  // This communicator's counters and its world's link counts (observe.hpp).
+  Counters counters() const { return snapshot(*counters_, world_->linkCounters()); }
   std::chrono::milliseconds timeout() const { return std::chrono::milliseconds(timeoutMs_.load()); }
   void setTimeout(std::chrono::milliseconds t);
 
@@ -70,7 +72,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::shared_ptr<Communicator> split(int color, int key);
 
  private:
-  Communicator(std::shared_ptr<World> world, Group group, std::chrono::milliseconds timeout);
+  // `counters`: a subset barrier's communicator counts into its parent's.
+  Communicator(std::shared_ptr<World> world, Group group, std::chrono::milliseconds timeout,
+               std::shared_ptr<CommCounters> counters);
   void learnNodes();
   // Runs one collective on `on` (this communicator or one of its subsets);
   // collMutex_ is held. A failure leaves this communicator unusable.
@@ -95,6 +99,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::uint64_t splits_ = 0;
   std::map<std::vector<int>, std::shared_ptr<Communicator>> subsets_;
   const std::shared_ptr<CollectiveSeq> seq_ = std::make_shared<CollectiveSeq>();
+  std::shared_ptr<CommCounters> counters_;
 };
 
 }  // namespace tether

@@ -22,6 +22,8 @@ TETHER_LAYER(6, "core");
 
 namespace tether {
 
+struct CommCounters;  // observe.hpp
+
 class Op : public link::Owner {
  public:
   using Waiter = boost::asio::any_completion_handler<void(std::exception_ptr)>;
@@ -56,6 +58,7 @@ class Op : public link::Owner {
   // right now, because the collective can no longer complete everywhere.
   std::vector<int> members;
   std::shared_ptr<CollectiveSeq> seq;  // a collective's communicator sequence
+  std::shared_ptr<CommCounters> counters;  // its communicator's (frames, how it ended)
   // A failed op whose frame a link is writing from (or reading into) its
   // buffer right now: the call returns only once that transfer ends, so the
   // link need not cut the stream mid-frame (which the peer would take for

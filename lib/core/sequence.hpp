@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <exception>
 #include <map>
+#include <memory>
 #include <string>
 
 #include "base/layer.hpp"
@@ -16,6 +17,7 @@ TETHER_LAYER(6, "core");
 namespace tether {
 
 class Op;
+struct CommCounters;  // observe.hpp
 
 struct CollectiveSeq {
   std::uint64_t started = 0;             // highest collective id started on this rank
@@ -25,6 +27,9 @@ struct CollectiveSeq {
   std::uint64_t failedColl = 0;
   std::string failedWhat;
   int failedPeer = -1;  // the rank its error named
+  // The communicator's counters: frames that arrive before their receive is
+  // posted are counted through here (set before the sequence is shared).
+  std::shared_ptr<CommCounters> counters;
 
   bool finished(std::uint64_t coll) const { return coll <= started && running.find(coll) == running.end(); }
 };

@@ -224,6 +224,9 @@ std::string TcpBootstrap::peerAddress(int peer) const {
 void TcpBootstrap::setTimeout(std::chrono::milliseconds timeout) { impl_->setTimeout(timeout); }
 std::chrono::milliseconds TcpBootstrap::timeout() const { return impl_->timeout(); }
 
+InitTimings TcpBootstrap::initTimings() const { return impl_->world().initTimings(); }
+Counters TcpBootstrap::counters() const { return impl_->counters(); }
+
 void TcpBootstrap::abort(const std::string& reason) { impl_->world().abort(impl_->world().rank(), reason); }
 
 // ---- point-to-point ----

@@ -43,7 +43,8 @@ World::World(WorldConfig config)
             {[this](std::exception_ptr e) { finishInit(std::move(e)); },
              [this](const std::string& reason) {
                abortOnProgress({static_cast<std::uint32_t>(rank()), reason, wire::kNoRank}, true);
-             }}),
+             },
+             [this](rdv::Phase p) { init_.mark(p); }, [this](int peer) { countDial(peer); }}),
       table_(io_, static_cast<link::LinkSink&>(*this), cfg_.rank, cfg_.nranks, cfg_.maxPayload),
       abort_(cfg_.rank, cfg_.nranks),
       probe_(io_, cfg_.rank, [this](int peer, wire::Kind kind, const std::vector<unsigned char>& payload) {
@@ -60,10 +61,12 @@ World::World(WorldConfig config)
   rc.hostGroupMax = cfg_.hostGroupMax;
   rendezvous_ = rdv::make(host_, rc, cfg_.rendezvous);
   admission_.setRendezvous(*rendezvous_);
+  admission_.setInitClock(init_);
 }
 
 std::shared_ptr<World> World::create(WorldConfig config) {
   const auto began = config.began == Clock::time_point{} ? Clock::now() : config.began;
+  config.began = began;
   const auto deadline = began + config.timeout;
   std::shared_ptr<World> w;
   int rank = config.rank;
@@ -85,14 +88,16 @@ std::shared_ptr<World> World::create(WorldConfig config) {
   // root aborts the registered ranks); ~World drains that notice and closes.
   w->initDone_.rethrowIfFailed();
   w->learnTopology();
-  log::info(w->rank(), "joined a world of {} ranks in {:.1f} ms", w->nranks(),
-            std::chrono::duration<double, std::milli>(Clock::now() - began).count());
+  w->init_.mark(InitClock::Total);
+  log::info(w->rank(), "joined a world of {} ranks in {:.1f} ms ({})", w->nranks(),
+            std::chrono::duration<double, std::milli>(Clock::now() - began).count(), w->init_.text());
   return w;
 }
 
 void World::start() {
   // Listener first: peers may dial us as soon as the root publishes the table.
   self_ = openListener(io_, tcpOptions(cfg_), cfg_, listener_);
+  init_.mark(InitClock::Listen);
   work_.emplace(io_.get_executor());
   driver_.start();
   asio::post(io_, [this] {
@@ -108,6 +113,7 @@ void World::learnTopology() {
 
 void World::finishInit(std::exception_ptr e) {
   if (!life_.finishJoin(!e)) return;
+  if (!e) init_.mark(InitClock::Table);
   initDone_.complete(e);
 }
 
@@ -208,10 +214,16 @@ std::shared_ptr<Completion> World::start(const std::shared_ptr<Op>& op, Body bod
   if (closed_.load())
     throw Error(ErrorCode::InvalidArgument, fmt::format("rank {}: {}: the bootstrap was closed", rank(), op->name()),
                 rank());
-  if (abort_.aborted()) throw abortedError(op->name());
+  if (abort_.aborted()) {
+    if (op->counters) op->counters->aborts.fetch_add(1, std::memory_order_relaxed);
+    throw abortedError(op->name());
+  }
   auto done = std::make_shared<Completion>();
   asio::post(io_, [this, op, body = std::move(body), done]() mutable {
-    if (abort_.handled()) return done->complete(std::make_exception_ptr(abortedError(op->name())));
+    if (abort_.handled()) {
+      if (op->counters) op->counters->aborts.fetch_add(1, std::memory_order_relaxed);
+      return done->complete(std::make_exception_ptr(abortedError(op->name())));
+    }
     ops_.add(*op);
     asio::co_spawn(io_, runOp(op, std::move(body), done), asio::detached);
   });

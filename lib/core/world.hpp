@@ -42,6 +42,7 @@
 #include "core/driver.hpp"
 #include "core/lifecycle.hpp"
 #include "core/link_table.hpp"
+#include "core/observe.hpp"
 #include "core/op.hpp"
 #include "core/sequence.hpp"
 #include "core/op_table.hpp"
@@ -155,6 +156,9 @@ class World final : link::LinkSink, TransferView, NoticeLinks {
   // no link closing, or `limit` in all — then close. False if some did not.
   bool close(std::chrono::milliseconds drain, std::chrono::milliseconds limit);
   bool closed() const { return closed_.load(); }
+  // Bring-up phases and the links' counts (observe.hpp); any thread.
+  InitTimings initTimings() const { return init_.timings(); }
+  const LinkCounters& linkCounters() const { return links_; }
 
   // ---- progress thread: what operations do ----
   // Queues a frame to world rank `dst` (dialling it if needed). With
@@ -198,6 +202,8 @@ class World final : link::LinkSink, TransferView, NoticeLinks {
   std::shared_ptr<link::Link> linkFor(int peer);
   void dial(int peer);
   void dialIfStillAwaited(int peer);
+  // Counts a dial to `peer` (a re-dial if it had a link before).
+  void countDial(int peer);
   // Closes the least recently used idle link if the budget is reached.
   void enforceBudget();
   void sendControl(link::Link& link, wire::Kind kind, const std::vector<unsigned char>& payload);
@@ -238,6 +244,8 @@ class World final : link::LinkSink, TransferView, NoticeLinks {
   Error peerGoneError(int peer, const std::string& opName) const;
 
   WorldConfig cfg_;
+  InitClock init_{cfg_.began};  // bring-up phases (any thread)
+  LinkCounters links_;          // dials, re-dials, budget closes (any thread)
   const pid_t creator_ = fds::processId();
   asio::io_context io_{1};
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;

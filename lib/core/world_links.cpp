@@ -27,6 +27,7 @@ void World::dial(int peer) {
   constexpr auto kBrokenRetries = std::chrono::seconds(1);
   constexpr auto kPastTheProbe = std::chrono::seconds(2);
   const auto now = Clock::now();
+  countDial(peer);
   connector_.dial(peer, table_.epoch(peer), link::tcpEndpoint(address(peer)),
                   {now + cfg_.timeout + kPastTheProbe, /*retryRefused=*/false, now + kBrokenRetries});
 }
@@ -65,8 +66,14 @@ void World::enforceBudget() {
   Link* victim = table_.idleVictim(awaited);
   if (!victim) return;
   log::trace(rank(), "link budget ({} links): closing the idle link to rank {}", cfg_.maxLinks, victim->peer());
+  links_.budgetCloses.fetch_add(1, std::memory_order_relaxed);
   victim->sendGoodbye(wire::GoodbyeMode::Idle);
   table_.setAside(*victim);
+}
+
+void World::countDial(int peer) {
+  links_.dials.fetch_add(1, std::memory_order_relaxed);
+  if (table_.epoch(peer) > 0) links_.redials.fetch_add(1, std::memory_order_relaxed);
 }
 
 void World::sendControl(Link& link, wire::Kind kind, const std::vector<unsigned char>& payload) {

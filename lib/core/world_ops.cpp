@@ -22,6 +22,7 @@ void World::sendFrame(Op& op, int dst, const wire::FrameHeader& h, const void* p
   }
   auto link = linkFor(dst);
   if (!link) throw peerGoneError(dst, op.name());
+  if (op.counters) op.counters->sent(h.length);
   table_.touch(*link);
   log::trace(rank(), "queue {} to rank {}", h, dst);
   link::OutFrame f;
@@ -93,8 +94,11 @@ void World::failHeldSends() {
 
 void World::postRecv(Op& op, const match::Key& key, void* buf, std::size_t len) {
   if (op.error) std::rethrow_exception(op.error);
-  if (ops_.takeStashed(op, key, buf, len)) return;
   const bool self = key.src == static_cast<std::uint32_t>(rank());
+  if (ops_.takeStashed(op, key, buf, len)) {
+    if (!self && op.counters) op.counters->received(len);  // a frame that came before its receive
+    return;
+  }
   if (!self && table_.peer(static_cast<int>(key.src)).gone) throw peerGoneError(static_cast<int>(key.src), op.name());
   // A point-to-point receive from a rank we never talked to opens the link now
   // (the sender would open it anyway), so that rank's death shows as a refused
@@ -119,6 +123,7 @@ void World::postRecv(Op& op, const match::Key& key, void* buf, std::size_t len) 
 void World::endOp(Op& op, std::exception_ptr& e) {
   if (op.deadline) op.deadline->cancel();
   sequences_.end(op, e, ops_.mailbox());
+  if (e && op.counters) op.counters->failed(e);
   if (e && !op.error) ops_.failOp(op, e);  // withdraw what it still had posted
   if (e && op.seq && op.comm == cfg_.worldId) abortAfterFailedCollective(e);
   ops_.remove(op);
@@ -179,10 +184,18 @@ void World::onDataComplete(link::Link& link, const wire::FrameHeader& h, const l
                            std::vector<unsigned char>&& stashed) {
   switch (t.where) {
     case link::Target::Where::Posted:
+      if (const auto& c = static_cast<Op*>(t.owner)->counters) c->received(h.length);
       ops_.received(*static_cast<Op*>(t.owner));
       break;
     case link::Target::Where::Stash: {
-      if (!ops_.deliver(link.peer(), h, std::move(stashed)))
+      // A stashed frame is counted when a receive takes it (postRecv): its
+      // communicator may not exist here yet. One that a receive posted
+      // meanwhile took at once (nothing stashed) is counted now.
+      const std::size_t stashedBefore = ops_.mailbox().stashedCount();
+      const bool delivered = ops_.deliver(link.peer(), h, std::move(stashed));
+      if (delivered && ops_.mailbox().stashedCount() == stashedBefore)
+        if (const CollectiveSeq* seq = sequences_.find(h.comm); seq && seq->counters) seq->counters->received(h.length);
+      if (!delivered)
         sequences_.reportProtocol(
             h.comm, Error(ErrorCode::Protocol,
                           fmt::format("rank {}: rank {} sent {} twice", rank(), link.peer(), wire::describe(h)), rank(),

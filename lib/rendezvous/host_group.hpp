@@ -51,6 +51,8 @@ struct HostGroupEvents {
   // Leader: its group's registrations to pass on (its own first). Rank 0 is
   // never in a batch: it registers itself.
   std::function<void(std::vector<wire::Register>)> batch;
+  // Member: its registration was handed to its leader.
+  std::function<void()> joined;
   // Member: the table, from the leader.
   std::function<void(wire::SharedBytes)> table;
   // A known cause ends the rendezvous now (a member or the leader lost, a

@@ -112,6 +112,7 @@ asio::awaitable<void> Group::join(std::shared_ptr<Group> self) {
     self->leaderRank_ = static_cast<int>(c.rank);
     const Bytes reg = wire::encode(wire::Register{static_cast<std::uint32_t>(o.rank), self->self_});
     co_await writeMsg(*s, Msg::Register, reg);
+    if (!self->closed_ && self->events_.joined) self->events_.joined();
     if (o.rank == 0) {  // counted by the leader; the root needs no table
       s->close();
       co_return;

@@ -65,6 +65,7 @@ void HostLocal::start(const PeerAddress& self) {
   e.leading = [this] { onLeading(); };
   e.batch = [this](std::vector<wire::Register> b) { onBatch(std::move(b)); };
   e.table = [this](wire::SharedBytes t) { onTable(-1, std::move(t)); };
+  e.joined = [this] { host_.phase(Phase::HostLocal); };
   e.failed = [this](ErrorCode code, std::string what, int peer) { stop(code, what, peer); };
   e.left = [this](int member, ErrorCode code, std::string why, int peer) { onMemberLeft(member, code, why, peer); };
   group_ = HostGroup::start(*cfg_.io, std::move(o), std::move(e), self);
@@ -88,6 +89,7 @@ bool HostLocal::onFrame(int peer, wire::Kind kind, wire::SharedBytes payload) {
 
 void HostLocal::onLinkUp(int peer) {
   if (peer == 0) connectedToRoot_ = true;
+  if (peer == 0 && sentToRoot_ && cfg_.rank != 0) host_.phase(Phase::Registered);  // with the batch queued
 }
 
 void HostLocal::onLinkDown(int peer, const std::string& reason, bool graceful) {
@@ -161,6 +163,7 @@ void HostLocal::onLeading() {
 // The leader's batch: the root adds it; another leader sends it to the root.
 void HostLocal::onBatch(std::vector<wire::Register> batch) {
   if (done_) return;
+  host_.phase(Phase::HostLocal);  // the leader has its whole group
   if (cfg_.rank == 0) {
     ++received_;
     ++hostRegistrations;
@@ -177,6 +180,7 @@ void HostLocal::onBatch(std::vector<wire::Register> batch) {
   }
   onLeading();
   sentToRoot_ = true;
+  if (connectedToRoot_) host_.phase(Phase::Registered);
   host_.send(0, wire::Kind::Register, std::make_shared<const wire::Bytes>(std::move(bytes)));  // sent once up
 }
 

@@ -50,6 +50,8 @@ void Registration::onDuplicateClaim(int peer, const std::string& remote) {
 void Registration::registerSelf(const PeerAddress& self) {
   registered_[0] = self;
   registeredCount_ = 1;
+  selfAt_ = std::chrono::steady_clock::now();
+  host_.phase(Phase::Registered);
 }
 
 bool Registration::add(int peer, const wire::Register& r, bool viaLeader) {
@@ -61,6 +63,8 @@ bool Registration::add(int peer, const wire::Register& r, bool viaLeader) {
   }
   registered_[who] = r.address;
   ++registeredCount_;
+  lastPeer_ = peer;
+  lastAt_ = std::chrono::steady_clock::now();
   if (!viaLeader) ++rankRegistrations;
   log::trace(cfg_.rank, "rank {} registered ({}/{})", who, registeredCount_, cfg_.nranks);
   return true;
@@ -89,7 +93,11 @@ std::string Registration::missingText() const {
 }
 
 void Registration::complete(const std::string& how) {
-  if (cfg_.rank == 0) log::info(0, "rendezvous complete{}: {} ranks", how, cfg_.nranks);
+  if (cfg_.rank == 0 && lastPeer_ >= 0)  // the straggler: its own INFO line says where its time went
+    log::info(0, "rendezvous complete{}: {} ranks; the last registration came from rank {}, {:.1f} ms after the root's own", how,
+              cfg_.nranks, lastPeer_, std::chrono::duration<double, std::milli>(lastAt_ - selfAt_).count());
+  else if (cfg_.rank == 0)
+    log::info(0, "rendezvous complete{}: {} ranks", how, cfg_.nranks);
   done_ = true;
   host_.finished(nullptr);
 }

@@ -4,6 +4,7 @@
 // implementation derives from Registration and adds its own protocol.
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,6 +63,10 @@ class Registration : public Rendezvous {
   std::vector<std::optional<PeerAddress>> registered_;
   int registeredCount_ = 0;
   std::vector<std::string> refusals_;
+  // The root: when it registered itself, and the last registration (the
+  // link it came on: the rank, or its host leader), for the INFO log.
+  std::chrono::steady_clock::time_point selfAt_, lastAt_;
+  int lastPeer_ = -1;
 };
 
 }  // namespace tether::rdv

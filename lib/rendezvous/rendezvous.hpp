@@ -26,6 +26,10 @@ TETHER_LAYER(4, "rendezvous");
 
 namespace tether::rdv {
 
+// Bring-up phases a rendezvous reports as it reaches them (the public
+// InitTimings, tether/tcp_bootstrap.hpp, says what each means).
+enum class Phase { HostLocal, Registered };
+
 // The world, as a rendezvous sees it.
 class Host {
  public:
@@ -48,6 +52,8 @@ class Host {
   // Runs `fn` on the progress thread; callable from any thread (a launcher's
   // callback thread, for a rendezvous that waits on one).
   virtual void post(std::function<void()> fn) = 0;
+  // This rank reached `phase` (the first report of each counts).
+  virtual void phase(Phase phase) { (void)phase; }
   // How the dial to `peer` is going while it still retries ("3 attempts;
   // last: Connection refused"), for a timeout's message; empty if unknown.
   virtual std::string dialStatus(int peer) const {

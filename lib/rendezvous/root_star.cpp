@@ -43,7 +43,9 @@ class RootStar final : public Registration {
   }
 
   void onLinkUp(int peer) override {
-    if (peer == 0) connectedToRoot_ = true;
+    if (peer != 0) return;
+    connectedToRoot_ = true;
+    if (cfg_.rank != 0) host_.phase(Phase::Registered);  // the queued registration goes first
   }
 
   void onLinkDown(int peer, const std::string& reason, bool graceful) override {

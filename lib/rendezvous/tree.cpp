@@ -79,6 +79,7 @@ class Tree final : public Registration {
 
   void onLinkUp(int peer) override {
     if (peer == 0) connectedToRoot_ = true;
+    if (peer == 0 && cfg_.rank != 0 && !done_) host_.phase(Phase::Registered);  // the queued registration goes first
     // A rank below the root counts its children's links (childUp_); the root
     // sends its children the table over their registration links, and one
     // that comes up again later (the budget closed it, the table's send

@@ -20,6 +20,8 @@ int capi_timeout(int rank, int nranks, const tether_unique_id_t* id, char* err, 
 int capi_abort(int rank, int nranks, const tether_unique_id_t* id, char* err, size_t errlen);
 /* Nonblocking calls and the UCC OOB trio (capi_nonblocking.c). */
 int capi_nonblocking(int rank, int nranks, const tether_unique_id_t* id, char* err, size_t errlen);
+/* Init timings and counters (capi_observe.c). */
+int capi_observe(int rank, int nranks, const tether_unique_id_t* id, char* err, size_t errlen);
 /* No peers: ids, versions, results, NULL handles, a bad rank. */
 int capi_local(char* err, size_t errlen);
 

@@ -51,6 +51,11 @@ TEST_CASE("NULL buffers, bad peers and bad tags from C are TETHER_ERR_INVALID_AR
   runC(3, capi_bad_arguments);
 }
 
+TEST_CASE("init timings and counters from C: struct_size, phases in order, one message counted on both sides",
+          "[capi]") {
+  runC(3, capi_observe);
+}
+
 TEST_CASE("a C receive that nobody answers fails with TETHER_ERR_TIMEOUT at its deadline", "[capi]") {
   runC(2, capi_timeout);
 }

@@ -170,6 +170,8 @@ struct Result {
   // the mean of all ranks and rank 0's, and rank 0's test() calls per call.
   std::string mode;
   double cpuUs = 0, cpuUsRank0 = 0, testsPerCall = 0;
+  // More keys for the JSON line (tether-bench: init phases and counters).
+  nlohmann::json extra = nlohmann::json::object();
 };
 
 // `perRank[r][i]`: rank r's time for iteration i (microseconds). Fills the latency fields.
@@ -215,6 +217,7 @@ inline void print(const Result& r, bool json) {
       line["cpu_us_rank0"] = round3(r.cpuUsRank0);
       line["tests_per_call"] = round3(r.testsPerCall);
     }
+    line.update(r.extra);
     std::cout << line.dump() << std::endl;
     return;
   }

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Runs a benchmark with --json and checks each line: it parses, has every key,
-and its numbers are consistent (median <= p99 <= max, all positive).
+and its numbers are consistent (median <= p99 <= max, all positive; tether's
+init phases in bring-up order, absent ones null; its counters match its calls).
 --most KEY=N (repeatable, before BENCH): every line's KEY is present and at most N.
 Usage: check_bench_json.py [--most KEY=N ...] BENCH [ARGS...]"""
 import json
@@ -8,6 +9,45 @@ import subprocess
 import sys
 
 KEYS = {"impl", "op", "nranks", "bytes", "iters", "init_ms", "first_us", "median_us", "p99_us", "max_us"}
+
+
+PHASES = ("listen", "host_local", "registered", "table_received", "first_link", "total")
+
+
+def check_phases(phases, line):
+    """Every phase is a number or null (absent); listen, the table and the
+    total are there; present ones are in bring-up order."""
+    if set(phases) != set(PHASES):
+        sys.exit(f"init phases {sorted(phases)} are not {sorted(PHASES)} in {line}")
+    if any(phases[p] is None for p in ("listen", "table_received", "total")):
+        sys.exit(f"listen, table_received or total absent in {line}")
+    at = {p: v for p, v in phases.items() if v is not None}
+    if any(v < 0 for v in at.values()):
+        sys.exit(f"a negative phase in {line}")
+    for early, late in (("listen", "registered"), ("listen", "host_local"), ("registered", "table_received"),
+                        ("host_local", "table_received"), ("listen", "table_received"),
+                        ("table_received", "total"), ("table_received", "first_link")):
+        if early in at and late in at and at[early] > at[late] + 0.002:
+            sys.exit(f"init phase {early} after {late} in {line}")
+
+
+def check_observed(record, line):
+    """tether-bench's init phases (rank 0's and the slowest rank's) and counters."""
+    phases = record.get("init_phases_ms")
+    counters = record.get("counters")
+    if not phases or not counters:
+        sys.exit(f"init_phases_ms or counters missing in {line}")
+    check_phases(phases["rank0"], line)
+    check_phases(phases["slowest"], line)
+    if not 0 <= phases["slowest_rank"] < record["nranks"] or phases["slowest"]["total"] < phases["rank0"]["total"]:
+        sys.exit(f"the slowest rank is not the one with the longest init in {line}")
+    calls_per_iteration = 2 if record["op"] in ("sendrecv", "pingpong") else 1
+    if counters["calls_rank0"] != counters["calls_timed"] * calls_per_iteration:
+        sys.exit(f"rank 0 counted {counters['calls_rank0']} calls, not {calls_per_iteration} per timed call in {line}")
+    if record["nranks"] > 1 and not counters["frames_sent"] > 0:
+        sys.exit(f"no frames counted on {record['nranks']} ranks in {line}")
+    if any(counters[k] < 0 for k in ("bytes_sent", "dials", "redials", "budget_closes")):
+        sys.exit(f"a negative count in {line}")
 
 
 def main():
@@ -43,6 +83,8 @@ def main():
                 0 < record.get("rendezvous_ms", 0)
                 and record["init_min_ms"] - 0.002 <= record["rendezvous_ms"] <= record["init_ms"] + 0.002):
             sys.exit(f"rendezvous_ms missing or not within [init_min_ms, init_ms] in {line}")
+        if record["impl"] == "tether":
+            check_observed(record, line)
         for key, bound in most.items():
             if key not in record or record[key] > bound:
                 sys.exit(f"{key} missing or above {bound:g} in {line}")

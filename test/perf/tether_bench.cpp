@@ -13,7 +13,11 @@
 // root port now, so the forked rank 0 adopts it without a race), forks one
 // process per rank and waits for them with a deadline. Each rank times every
 // iteration itself; after the loop the timings go to rank 0 over the bootstrap
-// and rank 0 prints the statistics (bench_common.hpp explains them).
+// and rank 0 prints the statistics (bench_common.hpp explains them), with the
+// init phases (TcpBootstrap::initTimings) of rank 0 and of the slowest rank,
+// and what the timed calls counted (TcpBootstrap::counters): calls of rank 0,
+// frames and payload bytes all ranks sent (each rank's own sends, counted in
+// its own calls: exact), and the links' dials, re-dials and budget closes.
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/types.h>
@@ -22,6 +26,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -156,6 +161,31 @@ std::vector<std::vector<double>> gatherToRoot(tether::Bootstrap& b, const std::v
   return all;
 }
 
+// Header of a rank's record: [init, first call, peak sockets, peak RSS, start
+// stamp, init end stamp, CPU of the timed calls, their tests, 6 init phases
+// (ms; -1: absent), 6 counts (calls, frames sent, bytes sent, dials,
+// re-dials, budget closes)]; the timed calls follow.
+constexpr std::size_t kPhases = 6, kCounts = 6, kHead = 8 + kPhases + kCounts;
+
+void appendPhases(const tether::InitTimings& t, std::vector<double>& record) {
+  for (const auto& p : {t.listen, t.hostLocal, t.registered, t.tableReceived, t.firstLink, t.total})
+    record.push_back(p ? static_cast<double>(p->count()) / 1000.0 : -1.0);
+}
+
+std::uint64_t allCalls(const tether::Counters& c) {
+  return c.allgather + c.alltoall + c.alltoallv + c.broadcast + c.barrier + c.subsetBarrier + c.split + c.send +
+         c.recv;
+}
+
+// The phases of one rank's record as JSON (null: absent).
+nlohmann::json phasesJson(const std::vector<double>& r) {
+  static const char* kNames[kPhases] = {"listen", "host_local", "registered", "table_received", "first_link", "total"};
+  nlohmann::json out = nlohmann::json::object();
+  for (std::size_t i = 0; i < kPhases; ++i)
+    out[kNames[i]] = r[8 + i] < 0 ? nlohmann::json() : nlohmann::json(std::round(r[8 + i] * 1000.0) / 1000.0);
+  return out;
+}
+
 int runRank(int rank, const bench::Options& options, const tether::UniqueId& id) {
   tether::TcpOptions tcp;
   tcp.timeout = std::chrono::milliseconds(options.timeoutMs);
@@ -178,7 +208,9 @@ int runRank(int rank, const bench::Options& options, const tether::UniqueId& id)
       // holds the event loop when the first call comes (after 2 ms idle).
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
       Cost cost;
+      const tether::Counters before = b.counters();
       std::vector<double> times = timeOp(b, op, mode, bytes, options.warmup + options.iters, options.warmup, cost);
+      const tether::Counters after = b.counters();
       // Record: [init, first call, peak sockets, peak RSS, start stamp, init end stamp,
       //          CPU of the timed calls, their tests, timed calls...]
       std::vector<double> record{initUs,
@@ -189,6 +221,10 @@ int runRank(int rank, const bench::Options& options, const tether::UniqueId& id)
                                  endStampUs,
                                  cost.cpuUs,
                                  cost.tests};
+      appendPhases(b.initTimings(), record);  // the first link may have come with this op
+      for (std::uint64_t count : {allCalls(after) - allCalls(before), after.framesSent - before.framesSent,
+                                  after.bytesSent - before.bytesSent, after.dials, after.redials, after.budgetCloses})
+        record.push_back(static_cast<double>(count));
       record.insert(record.end(), times.end() - options.iters, times.end());
       auto all = gatherToRoot(b, record);
       if (rank != 0) continue;
@@ -210,8 +246,21 @@ int runRank(int rank, const bench::Options& options, const tether::UniqueId& id)
         lastStartUs = std::max(lastStartUs, r[4]);
         lastEndUs = std::max(lastEndUs, r[5]);
         result.cpuUs += r[6] / options.iters / static_cast<double>(all.size());
-        perRank.emplace_back(r.begin() + 8, r.end());
+        perRank.emplace_back(r.begin() + kHead, r.end());
       }
+      std::size_t slowest = 0;  // the rank whose constructor took longest
+      for (std::size_t r = 0; r < all.size(); ++r)
+        if (all[r][8 + kPhases - 1] > all[slowest][8 + kPhases - 1]) slowest = r;
+      result.extra["init_phases_ms"] = {{"rank0", phasesJson(all[0])},
+                                        {"slowest_rank", slowest},
+                                        {"slowest", phasesJson(all[slowest])}};
+      std::uint64_t counts[kCounts] = {};
+      for (const auto& r : all)
+        for (std::size_t k = 0; k < kCounts; ++k) counts[k] += static_cast<std::uint64_t>(r[8 + kPhases + k]);
+      result.extra["counters"] = {{"calls_rank0", static_cast<std::uint64_t>(all[0][8 + kPhases])}, {"frames_sent", counts[1]},
+                                  {"bytes_sent", counts[2]},         {"dials", counts[3]},
+                                  {"redials", counts[4]},            {"budget_closes", counts[5]},
+                                  {"calls_timed", options.warmup + options.iters}};
       result.mode = options.flags.count("poll") ? "poll" : options.flags.count("ucc") ? "ucc" : "blocking";
       if (options.flags.count("poll-rank0") && result.mode != "blocking") result.mode += "-rank0";
       result.cpuUsRank0 = all[0][6] / options.iters;
