@@ -15,7 +15,7 @@ struct OutFrame {
   wire::HeaderBytes header{};
   std::vector<unsigned char> owned;  // copied payload, or
   wire::SharedBytes shared;          // a payload shared with other frames (a table sent to many), or
-  const void* ref = nullptr;         // the caller's payload (owner waits until written)
+  const void* ref = nullptr;         // the caller's payload (owner waits until written or copied)
   std::size_t len = 0;
   Owner* owner = nullptr;  // set only for referenced payloads
   bool abandoned = false;  // owner failed while this frame was being written
