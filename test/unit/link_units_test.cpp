@@ -4,9 +4,11 @@
 // thread, no sockets, no fork.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <array>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <span>
@@ -15,6 +17,7 @@
 
 #include "link/connector.hpp"
 #include "link/frame_io.hpp"
+#include "link/frame_reader.hpp"
 #include "link/link.hpp"
 #include "link/memory_stream.hpp"
 
@@ -256,6 +259,63 @@ TEST_CASE("when the stream takes only part of a gathered write the rest is copie
   runUntil(io, [&] { return p.sinkB.frames.size() == kFrames && p.a->idle(); });
   checkInOrder(p.sinkB.frames, kFrames, [](std::uint32_t) { return kLen; });
   p.endHealthy();
+}
+
+TEST_CASE("the frame reader lands a small payload through its read-ahead and a large one straight in its destination",
+          "[unit][link]") {
+  // The bytes of two frames, as a stream would deliver them.
+  std::vector<unsigned char> wireBytes;
+  for (auto [tag, len] : {std::pair<std::uint32_t, std::size_t>{1, 100}, {2, 200000}}) {
+    auto f = dataFrame(tag, len);
+    wireBytes.insert(wireBytes.end(), f.header.begin(), f.header.end());
+    wireBytes.insert(wireBytes.end(), f.owned.begin(), f.owned.end());
+  }
+  link::FrameReader reader(1ULL << 30);
+  std::size_t at = 0;
+  int directReads = 0;
+  auto readSome = [&] {  // what a stream gives: at most 4,000 bytes a read
+    auto buf = reader.readBuffer();
+    if (reader.readingDirect()) ++directReads;
+    std::size_t n = std::min({buf.size(), wireBytes.size() - at, std::size_t{4000}});
+    REQUIRE(n > 0);
+    std::memcpy(buf.data(), wireBytes.data() + at, n);
+    at += n;
+    reader.arrived(n);
+  };
+  std::vector<std::vector<unsigned char>> dst;
+  std::vector<std::uint32_t> tags;
+  while (tags.size() < 2) {
+    auto s = reader.step();
+    REQUIRE(s != link::FrameReader::Step::Bad);
+    if (s == link::FrameReader::Step::More) {
+      readSome();
+    } else if (s == link::FrameReader::Step::Header) {
+      CHECK(reader.midFrame());
+      dst.emplace_back(reader.header().length);
+      reader.expect(dst.back().data());
+    } else {
+      tags.push_back(reader.header().tag);
+      CHECK_FALSE(reader.midFrame());
+    }
+  }
+  CHECK(tags == std::vector<std::uint32_t>{1, 2});
+  CHECK(at == wireBytes.size());
+  CHECK(directReads >= 30);  // most of the large payload went straight to its destination
+  for (std::size_t k = 0; k < dst.size(); ++k) {
+    bool same = true;
+    for (std::size_t i = 0; i < dst[k].size(); ++i) same = same && dst[k][i] == static_cast<unsigned char>((k + 1 + i) % 251);
+    CHECK(same);
+  }
+}
+
+TEST_CASE("the frame reader reports a header with a wrong magic as bad, with the reason", "[unit][link]") {
+  link::FrameReader reader(1ULL << 30);
+  auto buf = reader.readBuffer();
+  std::vector<unsigned char> junk(wire::kHeaderBytes, 0x5A);
+  std::memcpy(buf.data(), junk.data(), junk.size());
+  reader.arrived(junk.size());
+  CHECK(reader.step() == link::FrameReader::Step::Bad);
+  CHECK_FALSE(reader.why().empty());
 }
 
 TEST_CASE("a goodbye and its acknowledgement close both links cleanly after the frames queued before it",
