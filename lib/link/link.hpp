@@ -1,27 +1,25 @@
 // One long-lived, ordered byte stream to one peer (a Stream, stream.hpp: TCP
-// or in memory). A single outstanding write
-// drains a queue of frames (gathered into one writev); a read loop parses
-// frames from a read-ahead buffer and lands payloads straight in the posted
-// receive's buffer when there is one. The lingering close is the link's own
-// protocol (docs/ordering.md, "Closing and reopening a link", R1-R2): a
-// Goodbye (final or idle) is the last frame a side writes except the
-// GoodbyeAck; the side that sent a Goodbye closes once it has read the ack,
-// the side that read one once its ack is written, so no stream is ever closed
-// with unread data. Talks to its owner only through a LinkSink (sink.hpp).
+// or in memory), made of three units with one job each: the writer
+// (link_writer.hpp: the queue and its gathered writes), the reader
+// (link_reader.hpp: one read at a time into a per-peer buffer, a frame reader
+// that lands payloads straight in the posted receive's buffer when there is
+// one, parking) and the lingering close (lingering_close.hpp: goodbye ->
+// acknowledgement, docs/ordering.md R1-R2). The Link holds the named state and
+// the stream, and talks to its owner only through a LinkSink (sink.hpp).
 // Progress thread only.
 #pragma once
 
-#include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <cstdint>
-#include <deque>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/layer.hpp"
+#include "link/lingering_close.hpp"
+#include "link/link_reader.hpp"
+#include "link/link_writer.hpp"
+#include "link/out_frame.hpp"
 #include "link/sink.hpp"
 #include "link/stream.hpp"
 #include "wire/frame.hpp"
@@ -32,21 +30,6 @@ TETHER_LAYER(3, "link");
 namespace tether::link {
 
 namespace asio = boost::asio;
-
-struct OutFrame {
-  wire::HeaderBytes header{};
-  std::vector<unsigned char> owned;  // copied payload, or
-  wire::SharedBytes shared;          // a payload shared with other frames (a table sent to many), or
-  const void* ref = nullptr;         // the caller's payload (owner waits until written)
-  std::size_t len = 0;
-  Owner* owner = nullptr;  // set only for referenced payloads
-  bool abandoned = false;  // owner failed while this frame was being written
-  bool ack = false;        // the GoodbyeAck: written means this side may close
-};
-
-// A control frame of `kind` with a copied payload, or a shared one.
-OutFrame controlFrame(wire::Kind kind, const std::vector<unsigned char>& payload);
-OutFrame controlFrame(wire::Kind kind, wire::SharedBytes payload);
 
 struct LinkLimits {
   std::uint64_t maxPayload = 1ULL << 30;  // larger frames are a protocol error
@@ -65,12 +48,13 @@ class Link : public std::enable_shared_from_this<Link> {
   State state() const { return state_; }
   const std::string& remote() const { return remote_; }
   // Nothing queued or being written.
-  bool idle() const { return queue_.empty() && inFlight_ == 0; }
-  // A frame's payload is being read right now, or waits in the stream (parked).
-  bool midFrame() const { return pendingDst_ != nullptr || directRead_ || parked_.has_value(); }
+  bool idle() const { return writer_.idle(); }
+  // A frame is being read right now (its header is, its payload is not all
+  // in place), or its payload waits in the stream (parked).
+  bool midFrame() const { return reader_.midFrame(); }
   // The data frame whose payload waits in the stream for its receive (the
   // owner answered Wait); reading stopped behind it. Null when none.
-  const wire::FrameHeader* parked() const { return parked_ ? &*parked_ : nullptr; }
+  const wire::FrameHeader* parked() const { return reader_.parked(); }
   // Resumes reading: the owner is asked for the parked frame's target again;
   // with `stash` it may not answer Wait (later frames are needed). A goodbye
   // or a failure unparks with `stash` too.
@@ -87,16 +71,13 @@ class Link : public std::enable_shared_from_this<Link> {
   // Queues a Goodbye behind everything queued; nothing may follow it. An Up
   // link becomes Closing at once; a Dialing one when it attaches.
   void sendGoodbye(wire::GoodbyeMode mode);
-  bool goodbyeSent() const { return goodbyeSent_; }
+  bool goodbyeSent() const { return close_.goodbyeSent(); }
   // Our goodbye has been acknowledged (everything we wrote was read).
-  bool ackRead() const { return ackRead_; }
+  bool ackRead() const { return close_.ackWasRead(); }
   // Closed by the goodbye exchange (R2), not by an error.
   bool closedAfterGoodbye() const { return clean_; }
   // A goodbye of the idle kind was sent or read: the peer may be dialled again.
-  bool idleClose() const {
-    return (goodbyeSent_ && sentMode_ == wire::GoodbyeMode::Idle) ||
-           (goodbyeRead_ && readMode_ == wire::GoodbyeMode::Idle);
-  }
+  bool idleClose() const { return close_.idle(); }
   // Drops the owner's queued frames and its receive target. A frame already
   // being written from (or read into) the owner's buffer is finished first:
   // returns how many such transfers are still running; each ends with
@@ -108,19 +89,12 @@ class Link : public std::enable_shared_from_this<Link> {
   std::vector<Owner*> ownersWithQueuedFrames() const;
 
  private:
-  asio::awaitable<void> readLoop();
-  asio::awaitable<void> fill(std::size_t n);
-  asio::awaitable<void> readPayload(std::size_t len);
-  asio::awaitable<void> readDataFrame(const wire::FrameHeader& h);
+  friend class LinkReader;
+  friend class LinkWriter;
   void onGoodbyeFrame(const std::vector<unsigned char>& payload);
-  bool writing() const;
+  bool writing() const { return state_ == State::Up || state_ == State::Closing; }
+  // R2: closes once the lingering close allows it.
   void closeIfDone();
-  void startWrite();
-  // The part of a gathered write that did not fit at once; `self` keeps the link alive.
-  asio::awaitable<void> writeRest(std::shared_ptr<Link> self, std::vector<asio::const_buffer> rest);
-  void finishWrite();
-  // A write failed (the peer closed or reset): see link.cpp.
-  void writeBroken(const std::string& reason);
 
   asio::io_context& io_;
   LinkSink& sink_;
@@ -131,28 +105,10 @@ class Link : public std::enable_shared_from_this<Link> {
   std::string remote_;
   std::shared_ptr<Stream> stream_;
   bool dialedByUs_ = false;
-
-  // The lingering close.
-  bool goodbyeSent_ = false, goodbyeRead_ = false, ackRead_ = false, ackWritten_ = false, clean_ = false;
-  wire::GoodbyeMode sentMode_ = wire::GoodbyeMode::Final, readMode_ = wire::GoodbyeMode::Final;
-
-  // Writing.
-  std::deque<OutFrame> queue_;
-  std::size_t inFlight_ = 0;  // frames at the front of queue_ being written now
-  bool writeBroken_ = false;  // a write failed; the read side ends the link (or brokenTimer_ does)
-  asio::steady_timer brokenTimer_;
-
-  // Reading.
-  std::vector<unsigned char> rbuf_;
-  std::size_t rbegin_ = 0, rend_ = 0;
-  const Owner* pendingOwner_ = nullptr;  // owner whose payload is arriving now
-  unsigned char* pendingDst_ = nullptr;  // where it goes (nullptr: discard)
-  bool directRead_ = false;              // the stream is reading into pendingDst_
-  bool mayHaveData_ = true;              // the last read did not empty the stream
-  Owner* drainingRead_ = nullptr;        // abandoned owner whose direct read is still running
-  std::optional<wire::FrameHeader> parked_;
-  bool unparked_ = false, stashParked_ = false;
-  asio::steady_timer parkTimer_;  // the parked read loop waits on it; unpark() cancels it
+  bool clean_ = false;  // closed by the goodbye exchange
+  LingeringClose close_;
+  LinkWriter writer_;
+  LinkReader reader_;
 };
 
 }  // namespace tether::link

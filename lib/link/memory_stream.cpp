@@ -52,7 +52,20 @@ class MemoryStream final : public Stream {
 
   asio::awaitable<void> connect(const Endpoint& to) override;
 
-  std::size_t readSomeNow(asio::mutable_buffer buf, error_code& ec) override {
+  asio::awaitable<std::size_t> readSome(asio::mutable_buffer buf) override {
+    for (;;) {
+      error_code ec;
+      std::size_t got = readSomeNow(buf, ec);
+      if (ec != asio::error::would_block) {
+        if (ec) throw system_error(ec);
+        co_return got;
+      }
+      co_await readable();
+    }
+  }
+
+  // What has arrived, without waiting (would_block when nothing has).
+  std::size_t readSomeNow(asio::mutable_buffer buf, error_code& ec) {
     ec.clear();
     if (!usable(ec)) return 0;
     Pipe& in = pair_->pipes[side_];
@@ -71,7 +84,8 @@ class MemoryStream final : public Stream {
     return n;
   }
 
-  asio::awaitable<void> readable() override {
+  // Until readSomeNow() would return bytes, EOF or an error.
+  asio::awaitable<void> readable() {
     for (;;) {
       error_code ec;
       if (!usable(ec)) throw system_error(ec);

@@ -47,8 +47,8 @@ class LinkSink {
   // The link closed (once): after the goodbye exchange (graceful), or on an
   // error. `graceful`: the peer said goodbye first.
   virtual void onLinkDown(Link& link, const std::string& reason, bool graceful) = 0;
-  // A referenced payload of `owner` has been written, or — `abandoned` — a
-  // transfer the owner gave up on has ended and no longer uses its buffer.
+  // A referenced payload of `owner` is written (or its rest copied), or — `abandoned`
+  // — a transfer the owner gave up on has ended and no longer uses its buffer.
   virtual void onTransferDone(Owner& owner, bool abandoned) = 0;
   // Nothing is queued or being written any more.
   virtual void onLinkIdle(Link& link) = 0;

@@ -79,12 +79,9 @@ class SocketStream : public Stream {
  public:
   SocketStream(Socket socket, std::string peer) : socket_(std::move(socket)), peer_(std::move(peer)) {}
 
-  std::size_t readSomeNow(asio::mutable_buffer buf, boost::system::error_code& ec) override {
-    std::size_t got = socket_.read_some(buf, ec);
-    if (ec == asio::error::try_again) ec = asio::error::would_block;
-    return got;
+  asio::awaitable<std::size_t> readSome(asio::mutable_buffer buf) override {
+    co_return co_await socket_.async_read_some(buf, asio::use_awaitable);
   }
-  asio::awaitable<void> readable() override { co_await socket_.async_wait(Socket::wait_read, asio::use_awaitable); }
   asio::awaitable<void> read(asio::mutable_buffer buf) override {
     co_await asio::async_read(socket_, buf, asio::use_awaitable);
   }

@@ -42,12 +42,10 @@ class Stream {
   // for an endpoint of another kind.
   virtual asio::awaitable<void> connect(const Endpoint& to) = 0;
 
-  // Reads what has arrived, at most buf.size() bytes, without waiting: 0
-  // bytes with asio::error::would_block when nothing has; eof after the
-  // peer's close once everything before it was read.
-  virtual std::size_t readSomeNow(asio::mutable_buffer buf, boost::system::error_code& ec) = 0;
-  // Completes when readSomeNow() would return bytes, EOF or an error.
-  virtual asio::awaitable<void> readable() = 0;
+  // Reads what has arrived, at least 1 and at most buf.size() bytes, waiting
+  // until something has (over a socket: one async_read_some, which tries the
+  // read at once and waits for readiness only when nothing is there).
+  virtual asio::awaitable<std::size_t> readSome(asio::mutable_buffer buf) = 0;
   // Reads exactly buf.size() bytes (however many pieces they arrive in).
   virtual asio::awaitable<void> read(asio::mutable_buffer buf) = 0;
 

@@ -46,7 +46,7 @@ TEST_CASE("a large all-gather holds no second copy of a block on any rank", "[mu
         TcpBootstrap b(rank, n, id, o);
         std::vector<unsigned char> buf(n * bytes, 0);
         std::memset(buf.data() + rank * bytes, rank + 1, bytes);
-        // A parked block waits at most 250 ms for its receive (lib/link/link.cpp
+        // A parked block waits at most 250 ms for its receive (lib/link/link_reader.cpp
         // kParkLimit); the late rank comes 100 ms late. On a loaded host it can
         // come later than the limit, so up to three tries: the copy this test
         // guards against (every late block stashed) shows in every try.

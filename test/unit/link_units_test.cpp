@@ -4,16 +4,20 @@
 // thread, no sockets, no fork.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <array>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
+#include <cstring>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "link/connector.hpp"
 #include "link/frame_io.hpp"
+#include "link/frame_reader.hpp"
 #include "link/link.hpp"
 #include "link/memory_stream.hpp"
 
@@ -34,6 +38,7 @@ struct FakeSink final : link::LinkSink {
   std::vector<wire::GoodbyeMode> goodbyes;
   std::vector<std::string> downs;
   bool graceful = false;
+  int transfersDone = 0;
 
   link::Target onDataHeader(Link&, const wire::FrameHeader&, bool) override {
     ++headers;
@@ -51,9 +56,36 @@ struct FakeSink final : link::LinkSink {
     downs.push_back(reason);
     graceful = wasGraceful;
   }
-  void onTransferDone(link::Owner&, bool) override {}
+  void onTransferDone(link::Owner&, bool) override { ++transfersDone; }
   void onLinkIdle(Link&) override {}
 };
+
+// A stream that counts the reads and writes a link makes on the stream it wraps.
+struct CountingStream final : link::Stream {
+  explicit CountingStream(std::shared_ptr<link::Stream> s) : inner(std::move(s)) {}
+  boost::asio::awaitable<void> connect(const link::Endpoint& to) override { return inner->connect(to); }
+  boost::asio::awaitable<std::size_t> readSome(boost::asio::mutable_buffer buf) override {
+    ++reads;
+    return inner->readSome(buf);
+  }
+  boost::asio::awaitable<void> read(boost::asio::mutable_buffer buf) override { return inner->read(buf); }
+  std::size_t writeSomeNow(std::span<const boost::asio::const_buffer> bufs, boost::system::error_code& ec) override {
+    ++writes;
+    return inner->writeSomeNow(bufs, ec);
+  }
+  boost::asio::awaitable<void> write(std::vector<boost::asio::const_buffer> bufs) override {
+    ++writes;
+    return inner->write(std::move(bufs));
+  }
+  void close() override { inner->close(); }
+  const std::string& peer() const override { return inner->peer(); }
+  boost::asio::any_io_executor executor() override { return inner->executor(); }
+  std::shared_ptr<link::Stream> inner;
+  int reads = 0, writes = 0;
+};
+
+// An operation that owns referenced payloads.
+struct TestOwner final : link::Owner {};
 
 // Welcomes every authenticated hello and records the outcome.
 struct FakeAdmission final : link::Admission {
@@ -177,6 +209,113 @@ TEST_CASE("a gathered write of many queued frames arrives whole through a stream
   runUntil(io, [&] { return p.sinkB.frames.size() >= 400 && p.a->idle(); });
   checkInOrder(p.sinkB.frames, 400, len);
   p.endHealthy();
+}
+
+TEST_CASE("a link makes one read per arriving frame and one gathered write per frame sent, with no other stream call",
+          "[unit][link]") {
+  // The Stream seam has no separate wait for readiness: over a socket the one
+  // read is an async_read_some, which does not re-arm the descriptor.
+  boost::asio::io_context io;
+  LinkedPair p(io, link::MemoryOptions{});
+  auto countingA = std::make_shared<CountingStream>(p.streamA);
+  auto countingB = std::make_shared<CountingStream>(p.streamB);
+  p.a->attach(countingA, true);
+  p.b->attach(countingB, false);
+  constexpr std::uint32_t kFrames = 50;
+  for (std::uint32_t i = 0; i < kFrames; ++i) {
+    p.a->enqueue(dataFrame(i, 64));
+    runUntil(io, [&] { return p.sinkB.frames.size() == i + 1; });
+  }
+  checkInOrder(p.sinkB.frames, kFrames, [](std::uint32_t) { return std::size_t{64}; });
+  CHECK(countingA->writes == static_cast<int>(kFrames));
+  CHECK(countingB->reads == static_cast<int>(kFrames) + 1);  // one per frame, and the one waiting now
+  CHECK(countingB->writes == 0);
+  p.endHealthy();
+}
+
+TEST_CASE("when the stream takes only part of a gathered write the rest is copied, the callers' buffers are free at once, "
+          "and the bytes arrive intact and in order",
+          "[unit][link]") {
+  boost::asio::io_context io;
+  LinkedPair p(io, link::MemoryOptions{0, 1000, 11});  // 1,000 bytes in flight, then the writer waits
+  constexpr std::uint32_t kFrames = 3;
+  constexpr std::size_t kLen = 700;
+  std::vector<std::vector<unsigned char>> callers(kFrames);
+  std::vector<TestOwner> owners(kFrames);
+  for (std::uint32_t i = 0; i < kFrames; ++i) {
+    auto f = dataFrame(i, kLen);
+    callers[i] = std::move(f.owned);
+    f.owned.clear();
+    f.ref = callers[i].data();
+    f.owner = &owners[i];
+    p.a->enqueue(std::move(f));
+  }
+  // One gathered write of 3 frames (2,220 bytes); the stream takes 1,000.
+  p.a->attach(p.streamA, true);
+  CHECK(p.sinkA.transfersDone == static_cast<int>(kFrames));  // before the peer has read a byte
+  CHECK_FALSE(p.a->idle());                                    // the copied rest is still to be written
+  for (auto& c : callers) std::fill(c.begin(), c.end(), static_cast<unsigned char>(0xEE));
+  p.b->attach(p.streamB, false);
+  runUntil(io, [&] { return p.sinkB.frames.size() == kFrames && p.a->idle(); });
+  checkInOrder(p.sinkB.frames, kFrames, [](std::uint32_t) { return kLen; });
+  p.endHealthy();
+}
+
+TEST_CASE("the frame reader lands a small payload through its read-ahead and a large one straight in its destination",
+          "[unit][link]") {
+  // The bytes of two frames, as a stream would deliver them.
+  std::vector<unsigned char> wireBytes;
+  for (auto [tag, len] : {std::pair<std::uint32_t, std::size_t>{1, 100}, {2, 200000}}) {
+    auto f = dataFrame(tag, len);
+    wireBytes.insert(wireBytes.end(), f.header.begin(), f.header.end());
+    wireBytes.insert(wireBytes.end(), f.owned.begin(), f.owned.end());
+  }
+  link::FrameReader reader(1ULL << 30);
+  std::size_t at = 0;
+  int directReads = 0;
+  auto readSome = [&] {  // what a stream gives: at most 4,000 bytes a read
+    auto buf = reader.readBuffer();
+    if (reader.readingDirect()) ++directReads;
+    std::size_t n = std::min({buf.size(), wireBytes.size() - at, std::size_t{4000}});
+    REQUIRE(n > 0);
+    std::memcpy(buf.data(), wireBytes.data() + at, n);
+    at += n;
+    reader.arrived(n);
+  };
+  std::vector<std::vector<unsigned char>> dst;
+  std::vector<std::uint32_t> tags;
+  while (tags.size() < 2) {
+    auto s = reader.step();
+    REQUIRE(s != link::FrameReader::Step::Bad);
+    if (s == link::FrameReader::Step::More) {
+      readSome();
+    } else if (s == link::FrameReader::Step::Header) {
+      CHECK(reader.midFrame());
+      dst.emplace_back(reader.header().length);
+      reader.expect(dst.back().data());
+    } else {
+      tags.push_back(reader.header().tag);
+      CHECK_FALSE(reader.midFrame());
+    }
+  }
+  CHECK(tags == std::vector<std::uint32_t>{1, 2});
+  CHECK(at == wireBytes.size());
+  CHECK(directReads >= 30);  // most of the large payload went straight to its destination
+  for (std::size_t k = 0; k < dst.size(); ++k) {
+    bool same = true;
+    for (std::size_t i = 0; i < dst[k].size(); ++i) same = same && dst[k][i] == static_cast<unsigned char>((k + 1 + i) % 251);
+    CHECK(same);
+  }
+}
+
+TEST_CASE("the frame reader reports a header with a wrong magic as bad, with the reason", "[unit][link]") {
+  link::FrameReader reader(1ULL << 30);
+  auto buf = reader.readBuffer();
+  std::vector<unsigned char> junk(wire::kHeaderBytes, 0x5A);
+  std::memcpy(buf.data(), junk.data(), junk.size());
+  reader.arrived(junk.size());
+  CHECK(reader.step() == link::FrameReader::Step::Bad);
+  CHECK_FALSE(reader.why().empty());
 }
 
 TEST_CASE("a goodbye and its acknowledgement close both links cleanly after the frames queued before it",

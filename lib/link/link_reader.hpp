@@ -1,0 +1,60 @@
+// A link's read side: one read at a time into the per-peer read-ahead (or
+// straight into a posted receive's buffer), through the stream's readSome
+// (async_read_some over a socket: no separate wait for readiness, so no
+// epoll_ctl per message), and a FrameReader (frame_reader.hpp) that turns the
+// bytes into frames for the LinkSink. A large data frame whose receive is not
+// posted yet may be parked: reading stops behind it (the park timer) until
+// Link::unpark(). Part of Link (link.hpp); progress thread only.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "base/layer.hpp"
+#include "link/frame_reader.hpp"
+#include "link/sink.hpp"
+
+TETHER_LAYER(3, "link");
+
+namespace tether::link {
+
+class Link;
+
+class LinkReader {
+ public:
+  LinkReader(Link& link, boost::asio::io_context& io, std::uint64_t maxPayload)
+      : link_(link), frames_(maxPayload), parkTimer_(io) {}
+  // The read loop, until the link closes; `self` keeps the link alive.
+  boost::asio::awaitable<void> run(std::shared_ptr<Link> self);
+
+  bool midFrame() const { return frames_.midFrame() || parked_.has_value(); }
+  const wire::FrameHeader* parked() const { return parked_ ? &*parked_ : nullptr; }
+  void unpark(bool stash);
+  // Drops the owner as the arriving payload's target; 1 when a read into its
+  // buffer is running (it ends with onTransferDone(abandoned = true)), else 0.
+  int abandon(Owner* owner);
+  // The link closed: the owner whose buffer a running read used (it is free
+  // now), or null.
+  Owner* close() { return std::exchange(draining_, nullptr); }
+
+ private:
+  // The payload of the data frame just read goes where `t` says.
+  void place(const Target& t, std::size_t length);
+  // The current frame's payload is complete.
+  void deliver(const wire::FrameHeader& h);
+
+  Link& link_;
+  FrameReader frames_;
+  Target target_;                       // the data frame's payload's place
+  std::vector<unsigned char> payload_;  // a control frame's payload, or a stashed one
+  Owner* draining_ = nullptr;           // abandoned owner whose buffer a running read uses
+  std::optional<wire::FrameHeader> parked_;
+  bool unparked_ = false, stashParked_ = false;
+  boost::asio::steady_timer parkTimer_;  // the parked read loop waits on it; unpark() cancels it
+};
+
+}  // namespace tether::link
