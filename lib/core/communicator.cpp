@@ -12,7 +12,7 @@
 #include "base/env.hpp"
 #include "base/join.hpp"
 #include "coll/select.hpp"
-#include "coll/transport.hpp"
+#include "core/collective_run.hpp"
 #include "core/request_impl.hpp"
 #include "tether/detail/args.hpp"
 #include "tether/detail/core/split.hpp"
@@ -23,79 +23,6 @@ namespace asio = boost::asio;
 namespace dc = detail::coll;
 
 namespace {
-
-// One collective call's view of the world (coll::Transport): frames carry the
-// communicator, the collective id, the step and the operation code.
-class CallTransport final : public coll::Transport {
- public:
-  CallTransport(World& w, Op& op, const Group& g) : w_(w), op_(op), g_(g) {}
-
-  // A frame larger than TETHER_MAX_PAYLOAD_BYTES (the largest a receiver
-  // accepts) goes in parts of at most that size, numbered in the tag
-  // (wire::collectiveTag); the receiver, which knows the size, posts the same
-  // parts. So a valid call never fails on the limit, whatever an algorithm
-  // combines into one frame.
-  void postSend(int peer, std::uint32_t step, const void* data, std::size_t bytes) override {
-    wire::FrameHeader h;
-    h.kind = wire::Kind::Collective;
-    h.comm = g_.comm;
-    h.coll = op_.coll;
-    h.step = step;
-    forEachPart(bytes, [&](std::uint64_t part, std::size_t offset, std::size_t len) {
-      h.tag = wire::collectiveTag(op_.code, part);
-      h.length = len;
-      w_.sendFrame(op_, g_.worldRanks[peer], h, static_cast<const unsigned char*>(data) + offset, /*reference=*/true);
-    });
-  }
-  void postRecv(int peer, std::uint32_t step, void* data, std::size_t bytes) override {
-    forEachPart(bytes, [&](std::uint64_t part, std::size_t offset, std::size_t len) {
-      match::Key k{static_cast<std::uint32_t>(g_.worldRanks[peer]),
-                   g_.comm,
-                   wire::Kind::Collective,
-                   op_.coll,
-                   step,
-                   wire::collectiveTag(op_.code, part)};
-      w_.postRecv(op_, k, static_cast<unsigned char*>(data) + offset, len);
-    });
-  }
-  asio::awaitable<void> settle() override { return w_.settle(op_); }
-
- private:
-  template <class F>
-  void forEachPart(std::size_t bytes, F&& f) {
-    const std::uint64_t max = std::max<std::uint64_t>(1, w_.config().maxPayload);
-    const std::uint64_t parts = bytes <= max ? 1 : (bytes + max - 1) / max;
-    if (parts > wire::kMaxParts)
-      throw Error(ErrorCode::InvalidArgument,
-                  fmt::format("rank {}: {}: a frame of {} bytes needs {} parts of TETHER_MAX_PAYLOAD_BYTES={} (at "
-                              "most {}); raise TETHER_MAX_PAYLOAD_BYTES",
-                              g_.rank, op_.name(), bytes, parts, max, wire::kMaxParts),
-                  g_.rank);
-    for (std::uint64_t i = 0; i < parts; ++i) {
-      const std::size_t offset = static_cast<std::size_t>(i * max);
-      f(i, offset, static_cast<std::size_t>(std::min<std::uint64_t>(max, bytes - offset)));
-    }
-  }
-
-  World& w_;
-  Op& op_;
-  const Group& g_;
-};
-
-// Counts of an all-to-all(v) kept alive for the whole call.
-struct Blocks {
-  std::vector<std::size_t> sendCounts, sendDispls, recvCounts, recvDispls;
-};
-
-asio::awaitable<void> collectiveBody(World* w, Op* op, const Group* g, const dc::Algorithm* algo, dc::Shape shape,
-                                     dc::Call call, Blocks blocks, const unsigned char* in, unsigned char* out) {
-  if (!blocks.sendCounts.empty())
-    call.blocks = dc::Blocks{blocks.sendCounts.data(), blocks.sendDispls.data(), blocks.recvCounts.data(),
-                             blocks.recvDispls.data()};
-  w->beginCollective(*op->seq, *op);
-  CallTransport t(*w, *op, *g);
-  co_await coll::execute(t, dc::record(*algo, shape, call), in, out);
-}
 
 asio::awaitable<void> sendBody(World* w, Op* op, int dst, wire::FrameHeader h, const void* data) {
   w->sendFrame(*op, dst, h, data, /*reference=*/true);
@@ -232,30 +159,37 @@ void Communicator::collective(dc::Prepared call) {
 std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> Communicator::launchCollective(Communicator& on,
                                                                                            dc::Call call,
                                                                                            const void* in, void* out) {
-  const bool child = on.group_.comm != world_->config().worldId;
-  auto op = std::make_shared<Op>(on.group_.comm, on.calls_.next(), static_cast<std::uint32_t>(call.op), child);
+  // The op, its completion and the run of on's last call are reused once
+  // nothing else holds them (a request or a stall probe may).
+  const auto code = static_cast<std::uint32_t>(call.op);
+  std::shared_ptr<Op> op;
+  if (on.lastOp_ && on.lastOp_.use_count() == 1 && !on.lastOp_->active && !on.lastOp_->deadline) {
+    op = on.lastOp_;
+    op->restart(on.calls_.next(), code);
+  } else {
+    const bool child = on.group_.comm != world_->config().worldId;
+    op = std::make_shared<Op>(on.group_.comm, on.calls_.next(), code, child);
+    on.lastOp_ = op;
+  }
   if (calls_.broken()) calls_.usable(fmt::format("rank {}", rank()), op->name(), rank());
   on.calls_.take();
   calling_.rename(op->name());
-  op->members = on.group_.worldRanks;
+  op->members.assign(on.group_.worldRanks.begin(), on.group_.worldRanks.end());
   op->seq = on.seq_;
   op->counters = counters_;
   counters_->call(static_cast<std::size_t>(call.op));  // the kinds are wire::Op's values
   const dc::Shape shape = coll::shape(on.group_.rank, on.group_.size, world_->topology().cpuBound);
-  const dc::Algorithm* algo = &coll::choose(shape, call);
-  Blocks blocks;
-  if (call.blocks.sendCounts) {
-    const auto n = static_cast<std::size_t>(on.group_.size);
-    blocks.sendCounts.assign(call.blocks.sendCounts, call.blocks.sendCounts + n);
-    blocks.sendDispls.assign(call.blocks.sendDispls, call.blocks.sendDispls + n);
-    blocks.recvCounts.assign(call.blocks.recvCounts, call.blocks.recvCounts + n);
-    blocks.recvDispls.assign(call.blocks.recvDispls, call.blocks.recvDispls + n);
+  const dc::Algorithm& algo = coll::choose(shape, call);
+  std::shared_ptr<Completion> done;
+  if (on.lastDone_ && on.lastDone_.use_count() == 1) {
+    done = on.lastDone_;
+    done->reset();
+  } else {
+    done = std::make_shared<Completion>();
+    on.lastDone_ = done;
   }
-  World* w = world_.get();
-  const Group* g = &on.group_;
-  auto* src = static_cast<const unsigned char*>(in);
-  auto* dst = static_cast<unsigned char*>(out);
-  auto done = w->start(op, [=](Op& o) { return collectiveBody(w, &o, g, algo, shape, call, blocks, src, dst); });
+  if (!on.run_ || !on.run_->idle()) on.run_ = std::make_shared<CollectiveRun>();
+  on.run_->start(*world_, on.group_, op, done, algo, shape, call, in, out);
   return {op, done};
 }
 

@@ -25,6 +25,8 @@ TETHER_LAYER(6, "core");
 
 namespace tether {
 
+class CollectiveRun;
+
 struct Group {
   std::uint64_t comm = 0;
   int rank = 0;
@@ -100,6 +102,11 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::map<std::vector<int>, std::shared_ptr<Communicator>> subsets_;
   const std::shared_ptr<CollectiveSeq> seq_ = std::make_shared<CollectiveSeq>();
   std::shared_ptr<CommCounters> counters_;
+  // The last collective's op, completion and run, reused by the next call
+  // once nothing else holds them (launchCollective).
+  std::shared_ptr<Op> lastOp_;
+  std::shared_ptr<Completion> lastDone_;
+  std::shared_ptr<CollectiveRun> run_;
 };
 
 }  // namespace tether

@@ -51,6 +51,14 @@ class Completion {
     while (!isDone()) sleep(nullptr);
   }
 
+  // Ready for another call. Only by its last owner, once no thread uses it
+  // (World keeps the result of a finished call in nothing else).
+  void reset() {
+    error_ = nullptr;
+    claimed_.store(false, std::memory_order_relaxed);
+    state_.store(kPending, std::memory_order_release);
+  }
+
   bool isDone() const { return state_.load(std::memory_order_acquire) == kDone; }
 
   void rethrowIfFailed() const {

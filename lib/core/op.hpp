@@ -23,6 +23,15 @@ TETHER_LAYER(6, "core");
 namespace tether {
 
 struct CommCounters;  // observe.hpp
+// An operation driven without a coroutine (CollectiveRun): resumed, with
+// the op's error or nullptr, once the wait it began has ended.
+class Resumable {
+ public:
+  virtual void resume(std::exception_ptr e) = 0;
+
+ protected:
+  ~Resumable() = default;
+};
 
 class Op : public link::Owner {
  public:
@@ -43,14 +52,30 @@ class Op : public link::Owner {
   std::string name() const;
   Kind kind() const { return kind_; }
 
+  // A finished collective's op, ready for the next call of its communicator
+  // (its memory kept): collective `coll` of wire::OpCode `code`.
+  void restart(std::uint64_t nextColl, std::uint32_t nextCode) {
+    coll = nextColl;
+    code = nextCode;
+    outstanding = draining = 0;
+    error = nullptr;
+    waiter.reset();
+    resumer = nullptr;
+    posted.clear();
+    active = false;
+    afterDrain = nullptr;
+    deadline.reset();
+  }
+
   const std::uint64_t comm;
-  const std::uint64_t coll;  // 0 for point-to-point
-  const std::uint32_t code;  // wire::OpCode of a collective, 0 for point-to-point
+  std::uint64_t coll;  // 0 for point-to-point
+  std::uint32_t code;  // wire::OpCode of a collective, 0 for point-to-point
 
   // Progress-thread state.
   int outstanding = 0;             // receives posted + referenced sends unwritten
   std::exception_ptr error;        // first failure; ends the operation
-  std::optional<Waiter> waiter;    // the coroutine waiting in settle()
+  std::optional<Waiter> waiter;    // the coroutine waiting in settle(), or
+  Resumable* resumer = nullptr;    // the run waiting (CollectiveRun)
   std::vector<match::Key> posted;  // receives still in the mailbox
   bool active = false;             // registered with the world
   // A collective's group as world ranks (empty for point-to-point): losing any

@@ -6,6 +6,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 namespace tether {
 
@@ -41,12 +42,16 @@ bool postedFrom(const Op& op, int peer) {
 }  // namespace
 
 void OpTable::add(Op& op) {
-  active_.insert(&op);
+  if (!op.active) active_.push_back(&op);
   op.active = true;
 }
 
 void OpTable::remove(Op& op) {
-  active_.erase(&op);
+  auto it = std::find(active_.begin(), active_.end(), &op);
+  if (it != active_.end()) {
+    *it = active_.back();
+    active_.pop_back();
+  }
   op.active = false;
 }
 
@@ -135,16 +140,38 @@ asio::awaitable<void> OpTable::settle(Op& op) {
 // frame, and without a trip through the event loop's queue (which would cost
 // an extra epoll_wait per message).
 void OpTable::wake(Op& op) {
-  if (!op.waiter || (!op.error && op.outstanding > 0)) return;
-  woken_.emplace_back(std::move(*op.waiter), op.error);
+  if ((!op.waiter && !op.resumer) || (!op.error && op.outstanding > 0)) return;
+  if (op.resumer) {
+    woken_.push_back(Woken{Op::Waiter(), std::exchange(op.resumer, nullptr), op.error});
+    return;
+  }
+  woken_.push_back(Woken{std::move(*op.waiter), nullptr, op.error});
   op.waiter.reset();
 }
 
+bool OpTable::settleOrResume(Op& op, Resumable& r) {
+  if (op.error) std::rethrow_exception(op.error);
+  if (op.outstanding == 0) return true;
+  op.resumer = &r;
+  return false;
+}
+
 void OpTable::resumeWoken() {
+  if (inResume_) return;  // the outer call runs what was queued meanwhile
+  inResume_ = true;
+  struct Done {
+    bool& flag;
+    ~Done() { flag = false; }
+  } done{inResume_};
   while (!woken_.empty()) {
-    auto ready = std::move(woken_);
-    woken_.clear();
-    for (auto& [handler, e] : ready) std::move(handler)(e);
+    resuming_.swap(woken_);
+    for (auto& w : resuming_) {
+      if (w.resumer)
+        w.resumer->resume(w.error);
+      else
+        std::move(w.waiter)(w.error);
+    }
+    resuming_.clear();
   }
 }
 

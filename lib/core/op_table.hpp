@@ -7,7 +7,6 @@
 #include <exception>
 #include <optional>
 #include <string>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -53,8 +52,8 @@ class OpTable final : public OpFailer {
   // ---- the registry ----
   void add(Op& op);
   void remove(Op& op);
-  std::vector<Op*> active() const { return {active_.begin(), active_.end()}; }
-  const std::unordered_set<Op*>& activeSet() const { return active_; }
+  std::vector<Op*> active() const { return active_; }
+  const std::vector<Op*>& activeSet() const { return active_; }
   // Some operation has a receive posted from `peer`.
   bool awaits(int peer) const;
 
@@ -84,6 +83,9 @@ class OpTable final : public OpFailer {
   // ---- waiting and ending ----
   // Waits until everything the op posted is done, or rethrows its error.
   boost::asio::awaitable<void> settle(Op& op);
+  // Waits like settle() for a run without a coroutine: true if the op is
+  // done (or failed: rethrows) now, else `r` is resumed once it is.
+  bool settleOrResume(Op& op, Resumable& r);
   // Queues the op's waiter if its wait ended; resumeWoken runs them (the
   // driver calls it between handlers: never on a link's stack).
   void wake(Op& op);
@@ -103,9 +105,16 @@ class OpTable final : public OpFailer {
   const int rank_;
   TransferView& links_;
   match::Mailbox mailbox_;
-  std::unordered_set<Op*> active_;
-  // Operations whose wait ended, with their result.
-  std::vector<std::pair<Op::Waiter, std::exception_ptr>> woken_;
+  std::vector<Op*> active_;  // a few at a time: a vector, no node per call
+  // Operations whose wait ended, with their result; resumeWoken swaps them
+  // into resuming_, so neither is regrown in steady state.
+  struct Woken {
+    Op::Waiter waiter;              // a coroutine's, or
+    Resumable* resumer = nullptr;  // a run's
+    std::exception_ptr error;
+  };
+  std::vector<Woken> woken_, resuming_;
+  bool inResume_ = false;
 };
 
 }  // namespace tether

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
@@ -209,15 +210,19 @@ void World::armDrain(const std::shared_ptr<Completion>& done, std::chrono::milli
   });
 }
 
-std::shared_ptr<Completion> World::start(const std::shared_ptr<Op>& op, Body body) {
-  checkProcess(op->name());
+void World::checkStart(const Op& op) const {
+  checkProcess(op.name());
   if (closed_.load())
-    throw Error(ErrorCode::InvalidArgument, fmt::format("rank {}: {}: the bootstrap was closed", rank(), op->name()),
+    throw Error(ErrorCode::InvalidArgument, fmt::format("rank {}: {}: the bootstrap was closed", rank(), op.name()),
                 rank());
   if (abort_.aborted()) {
-    if (op->counters) op->counters->aborts.fetch_add(1, std::memory_order_relaxed);
-    throw abortedError(op->name());
+    if (op.counters) op.counters->aborts.fetch_add(1, std::memory_order_relaxed);
+    throw abortedError(op.name());
   }
+}
+
+std::shared_ptr<Completion> World::start(const std::shared_ptr<Op>& op, Body body) {
+  checkStart(*op);
   auto done = std::make_shared<Completion>();
   asio::post(io_, [this, op, body = std::move(body), done]() mutable {
     if (abort_.handled()) {
@@ -228,6 +233,18 @@ std::shared_ptr<Completion> World::start(const std::shared_ptr<Op>& op, Body bod
     asio::co_spawn(io_, runOp(op, std::move(body), done), asio::detached);
   });
   return done;
+}
+
+void World::startRun(Op& op, Resumable& run, PostSlot& slot) {
+  checkStart(op);
+  asio::post(io_, asio::bind_allocator(slot.allocator(), [this, &op, &run] {
+               if (abort_.handled()) {
+                 if (op.counters) op.counters->aborts.fetch_add(1, std::memory_order_relaxed);
+                 return run.resume(std::make_exception_ptr(abortedError(op.name())));
+               }
+               ops_.add(op);
+               run.resume(nullptr);
+             }));
 }
 
 // The op ends inside its own coroutine, not in co_spawn's completion handler:
@@ -241,9 +258,13 @@ asio::awaitable<void> World::runOp(std::shared_ptr<Op> op, Body body, std::share
   } catch (...) {
     e = std::current_exception();
   }
-  endOp(*op, e);
-  if (op->draining > 0)  // a link still uses its buffer (Link::abandon)
-    op->afterDrain = [done, e] { done->complete(e); };
+  finishOp(*op, e, done);
+}
+
+void World::finishOp(Op& op, std::exception_ptr e, const std::shared_ptr<Completion>& done) {
+  endOp(op, e);
+  if (op.draining > 0)  // a link still uses its buffer (Link::abandon)
+    op.afterDrain = [done, e] { done->complete(e); };
   else
     done->complete(e);
 }

@@ -46,6 +46,8 @@
 #include "core/op.hpp"
 #include "core/sequence.hpp"
 #include "core/op_table.hpp"
+#include "core/payload_pool.hpp"
+#include "core/post_slot.hpp"
 #include "core/send_window.hpp"
 #include "core/sequence_guard.hpp"
 #include "core/stall_probe.hpp"
@@ -128,6 +130,14 @@ class World final : link::LinkSink, TransferView, NoticeLinks {
   // ---- calling threads ----
   // Starts `body` as the op's coroutine; its end is reported on the result.
   std::shared_ptr<Completion> start(const std::shared_ptr<Op>& op, Body body);
+  // start() for an operation without a coroutine (CollectiveRun): on the
+  // progress thread the op is registered and `run` resumed with nullptr, or,
+  // if the world aborted meanwhile, with that error (the op not registered).
+  // The post's memory is `slot`'s.
+  void startRun(Op& op, Resumable& run, PostSlot& slot);
+  // The op's work returned (e == nullptr) or threw: it ends, and `done`
+  // completes with e once no link uses its buffers.
+  void finishOp(Op& op, std::exception_ptr e, const std::shared_ptr<Completion>& done);
   // Waits for `done` (runs the event loop meanwhile, or sleeps while another
   // thread runs it) until `deadline`; at the deadline the op fails with a
   // Timeout naming what it still waited for. Rethrows the op's error.
@@ -168,6 +178,8 @@ class World final : link::LinkSink, TransferView, NoticeLinks {
   void postRecv(Op& op, const match::Key& key, void* buf, std::size_t len);
   // Waits until everything the op posted is done, or rethrows its error.
   asio::awaitable<void> settle(Op& op) { return ops_.settle(op); }
+  // settle() for a run without a coroutine (OpTable::settleOrResume).
+  bool settleOrResume(Op& op, Resumable& run) { return ops_.settleOrResume(op, run); }
   // The op starts as collective op.coll of `seq`'s communicator.
   void beginCollective(CollectiveSeq& seq, Op& op);
   // "rank 3 (10.0.0.7:41235)".
@@ -181,6 +193,7 @@ class World final : link::LinkSink, TransferView, NoticeLinks {
   // opened, and nothing else; the object is leaked.
   void abandon();
   void start();
+  void checkStart(const Op& op) const;
   void finishInit(std::exception_ptr e);
   asio::awaitable<void> runOp(std::shared_ptr<Op> op, Body body, std::shared_ptr<Completion> done);
   void learnTopology();
@@ -253,6 +266,7 @@ class World final : link::LinkSink, TransferView, NoticeLinks {
   OpTable ops_{cfg_.rank, *this};
   SequenceGuard sequences_{cfg_.rank, ops_};
   SendWindow window_{cfg_.p2pWindow};  // point-to-point messages a peer has not received
+  PayloadPool payloads_;  // the copies of small frames
   // Runs io_: the calling thread during a call, else a background thread;
   // after each handler it resumes the operations that handler woke (never on
   // a link's stack, never mid-frame).

@@ -33,8 +33,7 @@ void World::sendFrame(Op& op, int dst, const wire::FrameHeader& h, const void* p
     f.owner = &op;
     ++op.outstanding;
   } else if (h.length) {
-    auto* p = static_cast<const unsigned char*>(payload);
-    f.owned.assign(p, p + h.length);
+    f.shared = payloads_.copy(static_cast<const unsigned char*>(payload), h.length);
   }
   if (h.kind == wire::Kind::P2P && !window_.admit(dst, h.length)) {
     // Past the window (dst has not received enough of our messages): the

@@ -109,7 +109,7 @@ inline postRecv(r, k, c, s, t, x, pl) {
   fi
 }
 
-/* the collectives thread: Communicator::collective -> collectiveBody.
+/* the collectives thread: Communicator::collective -> CollectiveRun.
  * A collective's first handler sets it current, checks early frames against
  * it and runs the algorithm to its first settle(): post the receive, send
  * (the 2-rank barrier and all-to-all alike). */

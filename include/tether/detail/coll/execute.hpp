@@ -29,15 +29,23 @@ class Execution {
   // scratch it has written).
   Execution(Plan plan, const void* in, void* out)
       : plan_(std::move(plan)),
-        scratch_(new unsigned char[plan_.scratchBytes()]),
+        steps_(&plan_.steps()),
+        scratch_(plan_.scratchBytes() ? new unsigned char[plan_.scratchBytes()] : nullptr),
         mem_{static_cast<const unsigned char*>(in), static_cast<unsigned char*>(out), scratch_.get()} {}
+  // Replays a plan kept by the caller (a cache of recorded plans) with the
+  // caller's scratch memory (at least the plan's scratchBytes()); both stay
+  // valid until the replay ends. `steps`: the plan's steps().
+  Execution(const std::vector<Step>& steps, const void* in, void* out, unsigned char* scratch)
+      : plan_(0, 1), steps_(&steps), mem_{static_cast<const unsigned char*>(in), static_cast<unsigned char*>(out), scratch} {}
+  Execution(const Execution&) = delete;
+  Execution& operator=(const Execution&) = delete;
 
   // Posts the steps up to the next settle over `t` (sends, receives, local
   // copies, in plan order). True: the caller settles, then calls again;
   // false: the plan is done.
   template <class Transport>
   bool next(Transport& t) {
-    const std::vector<Step>& steps = plan_.steps();
+    const std::vector<Step>& steps = *steps_;
     while (at_ < steps.size()) {
       const Step& s = steps[at_++];
       switch (s.kind) {
@@ -60,6 +68,7 @@ class Execution {
 
  private:
   Plan plan_;
+  const std::vector<Step>* steps_;
   std::unique_ptr<unsigned char[]> scratch_;
   Memory mem_;
   std::size_t at_ = 0;

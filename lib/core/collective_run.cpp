@@ -1,0 +1,168 @@
+#include "core/collective_run.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "core/communicator.hpp"
+#include "core/world.hpp"
+
+namespace tether {
+
+namespace dc = detail::coll;
+
+namespace {
+
+bool sameShape(const dc::Shape& a, const dc::Shape& b) {
+  return a.rank == b.rank && a.size == b.size && a.cpuBound == b.cpuBound && a.radix == b.radix &&
+         a.largeBytes == b.largeBytes && a.chunk == b.chunk;
+}
+
+}  // namespace
+
+void CollectiveRun::start(World& w, const Group& g, std::shared_ptr<Op> op, std::shared_ptr<Completion> done,
+                          const dc::Algorithm& algo, const dc::Shape& shape, const dc::Call& call, const void* in,
+                          void* out) {
+  w_ = &w;
+  g_ = &g;
+  algo_ = &algo;
+  shape_ = shape;
+  call_ = call;
+  in_ = in;
+  out_ = out;
+  // The counts of an all-to-all(v) are read when the plan is recorded, on the
+  // progress thread: kept here until then.
+  if (call.blocks.sendCounts) {
+    const auto n = static_cast<std::size_t>(g.size);
+    sendCounts_.assign(call.blocks.sendCounts, call.blocks.sendCounts + n);
+    sendDispls_.assign(call.blocks.sendDispls, call.blocks.sendDispls + n);
+    recvCounts_.assign(call.blocks.recvCounts, call.blocks.recvCounts + n);
+    recvDispls_.assign(call.blocks.recvDispls, call.blocks.recvDispls + n);
+    call_.blocks = dc::Blocks{sendCounts_.data(), sendDispls_.data(), recvCounts_.data(), recvDispls_.data()};
+  }
+  op_ = std::move(op);
+  done_ = std::move(done);
+  begun_ = false;
+  busy_.store(true, std::memory_order_relaxed);
+  self_ = shared_from_this();
+  try {
+    w.startRun(*op_, *this, slot_);
+  } catch (...) {
+    op_.reset();
+    done_.reset();
+    busy_.store(false, std::memory_order_release);
+    self_.reset();  // the caller holds another reference
+    throw;
+  }
+}
+
+void CollectiveRun::resume(std::exception_ptr e) {
+  if (!begun_) {
+    begun_ = true;
+    if (e) {  // the world aborted before the op was registered
+      auto done = std::move(done_);
+      op_.reset();
+      auto self = std::move(self_);
+      busy_.store(false, std::memory_order_release);
+      done->complete(e);
+      return;
+    }
+    try {
+      w_->beginCollective(*op_->seq, *op_);
+      const auto& steps = plan();  // sizes scratch_ first
+      exec_.emplace(steps, in_, out_, scratch_.data());
+    } catch (...) {
+      return finish(std::current_exception());
+    }
+    return step();
+  }
+  if (e) return finish(e);
+  step();
+}
+
+void CollectiveRun::step() {
+  try {
+    while (exec_->next(*this))
+      if (!w_->settleOrResume(*op_, *this)) return;  // resume() goes on
+  } catch (...) {
+    return finish(std::current_exception());
+  }
+  finish(nullptr);
+}
+
+// Releases the call's objects before its caller learns the result: the
+// caller may start the next call on this run at once.
+void CollectiveRun::finish(std::exception_ptr e) {
+  exec_.reset();
+  World* w = w_;
+  auto op = std::move(op_);
+  auto done = std::move(done_);
+  auto self = std::move(self_);
+  busy_.store(false, std::memory_order_release);
+  w->finishOp(*op, e, done);
+}
+
+const std::vector<dc::Step>& CollectiveRun::plan() {
+  const bool cached = plan_ && !call_.blocks.sendCounts && !planCall_.blocks.sendCounts && planAlgo_ == algo_ &&
+                      sameShape(planShape_, shape_) && planCall_.op == call_.op && planCall_.bytes == call_.bytes &&
+                      planCall_.root == call_.root;
+  if (!cached) {
+    plan_.reset();
+    plan_.emplace(dc::record(*algo_, shape_, call_));
+    planAlgo_ = algo_;
+    planShape_ = shape_;
+    planCall_ = call_;
+    if (scratch_.size() < plan_->scratchBytes()) scratch_.resize(plan_->scratchBytes());
+  }
+  return plan_->steps();
+}
+
+// A frame larger than TETHER_MAX_PAYLOAD_BYTES (the largest a receiver
+// accepts) goes in parts of at most that size, numbered in the tag
+// (wire::collectiveTag); the receiver, which knows the size, posts the same
+// parts. So a valid call never fails on the limit, whatever an algorithm
+// combines into one frame.
+template <class F>
+void CollectiveRun::forEachPart(std::size_t bytes, F&& f) {
+  const std::uint64_t max = std::max<std::uint64_t>(1, w_->config().maxPayload);
+  const std::uint64_t parts = bytes <= max ? 1 : (bytes + max - 1) / max;
+  if (parts > wire::kMaxParts)
+    throw Error(ErrorCode::InvalidArgument,
+                fmt::format("rank {}: {}: a frame of {} bytes needs {} parts of TETHER_MAX_PAYLOAD_BYTES={} (at "
+                            "most {}); raise TETHER_MAX_PAYLOAD_BYTES",
+                            g_->rank, op_->name(), bytes, parts, max, wire::kMaxParts),
+                g_->rank);
+  for (std::uint64_t i = 0; i < parts; ++i) {
+    const std::size_t offset = static_cast<std::size_t>(i * max);
+    f(i, offset, static_cast<std::size_t>(std::min<std::uint64_t>(max, bytes - offset)));
+  }
+}
+
+void CollectiveRun::postSend(int peer, std::uint32_t step, const void* data, std::size_t bytes) {
+  wire::FrameHeader h;
+  h.kind = wire::Kind::Collective;
+  h.comm = g_->comm;
+  h.coll = op_->coll;
+  h.step = step;
+  forEachPart(bytes, [&](std::uint64_t part, std::size_t offset, std::size_t len) {
+    h.tag = wire::collectiveTag(op_->code, part);
+    h.length = len;
+    w_->sendFrame(*op_, g_->worldRanks[peer], h, static_cast<const unsigned char*>(data) + offset,
+                  /*reference=*/true);
+  });
+}
+
+void CollectiveRun::postRecv(int peer, std::uint32_t step, void* data, std::size_t bytes) {
+  forEachPart(bytes, [&](std::uint64_t part, std::size_t offset, std::size_t len) {
+    match::Key k{static_cast<std::uint32_t>(g_->worldRanks[peer]),
+                 g_->comm,
+                 wire::Kind::Collective,
+                 op_->coll,
+                 step,
+                 wire::collectiveTag(op_->code, part)};
+    w_->postRecv(*op_, k, static_cast<unsigned char*>(data) + offset, len);
+  });
+}
+
+}  // namespace tether

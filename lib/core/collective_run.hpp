@@ -1,0 +1,81 @@
+// One collective call driven without a coroutine: the plan's steps are
+// posted up to each settle, and the run resumes when the op's wait ends
+// (OpTable::wake, then resumeWoken between handlers). A communicator keeps
+// one run and reuses it call after call, with its Op and Completion, the
+// recorded plan (cached per algorithm, shape and size) and the scratch
+// memory, so a steady-state call allocates none of them.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "base/layer.hpp"
+#include "core/completion.hpp"
+#include "core/op.hpp"
+#include "core/post_slot.hpp"
+#include "tether/detail/coll/execute.hpp"
+#include "tether/detail/coll/table.hpp"
+
+TETHER_LAYER(6, "core");
+
+namespace tether {
+
+class World;
+struct Group;
+
+class CollectiveRun final : public Resumable, public std::enable_shared_from_this<CollectiveRun> {
+ public:
+  // Starts `op` (a collective of `g`, registered by the caller) running
+  // `algo` for `call` on the progress thread; `done` completes when it ends.
+  // `call.blocks` is copied. Throws as World::start does.
+  void start(World& w, const Group& g, std::shared_ptr<Op> op, std::shared_ptr<Completion> done,
+             const detail::coll::Algorithm& algo, const detail::coll::Shape& shape, const detail::coll::Call& call,
+             const void* in, void* out);
+  // Idle: its last call has ended (it may start the next). Any thread.
+  bool idle() const { return !busy_.load(std::memory_order_acquire); }
+
+  void resume(std::exception_ptr e) override;
+
+  // The plan executor's transport (tether/detail/coll/execute.hpp).
+  void postSend(int peer, std::uint32_t step, const void* data, std::size_t bytes);
+  void postRecv(int peer, std::uint32_t step, void* data, std::size_t bytes);
+
+ private:
+  // Posts until a settle that must wait; finishes the op at the plan's end.
+  void step();
+  void finish(std::exception_ptr e);
+  // This call's plan (recorded, or the cached one), with scratch_ sized for it.
+  const std::vector<detail::coll::Step>& plan();
+  template <class F>
+  void forEachPart(std::size_t bytes, F&& f);
+
+  World* w_ = nullptr;
+  const Group* g_ = nullptr;
+  std::shared_ptr<Op> op_;
+  std::shared_ptr<Completion> done_;
+  std::shared_ptr<CollectiveRun> self_;  // alive until the call ends
+  std::atomic<bool> busy_{false};
+  bool begun_ = false;
+  // This call's.
+  const detail::coll::Algorithm* algo_ = nullptr;
+  detail::coll::Shape shape_;
+  detail::coll::Call call_;
+  const void* in_ = nullptr;
+  void* out_ = nullptr;
+  std::optional<detail::coll::Execution> exec_;
+  // The cached plan: recorded for (planAlgo_, planShape_, planCall_), a call without blocks.
+  const detail::coll::Algorithm* planAlgo_ = nullptr;
+  detail::coll::Shape planShape_;
+  detail::coll::Call planCall_;
+  std::optional<detail::coll::Plan> plan_;
+  std::vector<unsigned char> scratch_;
+  std::vector<std::size_t> sendCounts_, sendDispls_, recvCounts_, recvDispls_;
+  PostSlot slot_;
+};
+
+}  // namespace tether
