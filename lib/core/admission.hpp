@@ -29,6 +29,8 @@ class LinkAdmission final : public link::Admission {
 
   // The rendezvous told of link events while the world is joining.
   void setRendezvous(rdv::Rendezvous& rendezvous) { rendezvous_ = &rendezvous; }
+  // Where an authenticated observer's connection goes (ObserverDesk).
+  void setObserverDesk(std::function<void(std::shared_ptr<link::Stream>)> desk) { desk_ = std::move(desk); }
 
   link::Verdict admit(int peer, std::uint32_t epoch, const std::string& remote) override;
   boost::asio::awaitable<void> predecessorClosed(int peer, link::Clock::time_point deadline) override;
@@ -38,6 +40,10 @@ class LinkAdmission final : public link::Admission {
   bool closing() const override { return life_.closing(); }
   bool mayRetry() const override { return !life_.closing() && !abort_.aborted(); }
   bool stillDialing(int peer, std::uint32_t epoch) const override { return table_.dialing(peer, epoch) != nullptr; }
+  void observer(std::shared_ptr<link::Stream> stream) override {
+    if (desk_) return desk_(std::move(stream));
+    stream->close();
+  }
 
   int linksOpened() const { return linksOpened_; }  // over the run, reopened ones included
   int peakLinks() const { return peakLinks_; }      // most links open at once
@@ -49,6 +55,7 @@ class LinkAdmission final : public link::Admission {
   const AbortChannel& abort_;
   std::function<void()> makeRoom_;
   rdv::Rendezvous* rendezvous_ = nullptr;
+  std::function<void(std::shared_ptr<link::Stream>)> desk_;
   int linksOpened_ = 0;
   int peakLinks_ = 0;
 };

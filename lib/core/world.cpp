@@ -60,6 +60,7 @@ World::World(WorldConfig config)
   rc.hostGroupMax = cfg_.hostGroupMax;
   rendezvous_ = rdv::make(host_, rc, cfg_.rendezvous);
   admission_.setRendezvous(*rendezvous_);
+  admission_.setObserverDesk([this](std::shared_ptr<link::Stream> s) { desk_.serve(std::move(s)); });
 }
 
 std::shared_ptr<World> World::create(WorldConfig config) {
@@ -196,6 +197,7 @@ void World::armDrain(const std::shared_ptr<Completion>& done, std::chrono::milli
   drainTimer_->async_wait([this, done, drain](boost::system::error_code) {
     if (life_.extend(Clock::now(), drain)) return armDrain(done, drain);
     if (listener_) listener_->close();
+    desk_.closeAll();
     std::vector<std::shared_ptr<link::Link>> all;
     table_.forEach([&](link::Link& l) { all.push_back(l.shared_from_this()); });
     for (auto& l : all) l->fail("shutting down");
@@ -210,6 +212,7 @@ std::shared_ptr<Completion> World::start(const std::shared_ptr<Op>& op, Body bod
                 rank());
   if (abort_.aborted()) throw abortedError(op->name());
   auto done = std::make_shared<Completion>();
+  op->began = Clock::now();
   asio::post(io_, [this, op, body = std::move(body), done]() mutable {
     if (abort_.handled()) return done->complete(std::make_exception_ptr(abortedError(op->name())));
     ops_.add(*op);
@@ -246,9 +249,8 @@ std::chrono::milliseconds probeBudget(World::Clock::duration callTime) {
 
 void World::wait(const std::shared_ptr<Op>& op, Completion& done, Clock::time_point deadline) {
   checkProcess(op->name());
-  const auto began = Clock::now();
   if (!driver_.waitUntil(done, deadline)) {
-    const auto budget = probeBudget(deadline - began);
+    const auto budget = probeBudget(deadline - op->began);
     asio::post(io_, [this, op, budget] { probe_.timeOut(op, ops_, life_.joined() && !life_.closing(), budget); });
     driver_.wait(done);
   }

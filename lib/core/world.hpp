@@ -44,6 +44,7 @@
 #include "core/link_table.hpp"
 #include "core/op.hpp"
 #include "core/sequence.hpp"
+#include "core/observer_desk.hpp"
 #include "core/op_table.hpp"
 #include "core/send_window.hpp"
 #include "core/sequence_guard.hpp"
@@ -224,6 +225,8 @@ class World final : link::LinkSink, TransferView, NoticeLinks {
 
   // A peer's stall probe asks where this rank is (world_links.cpp).
   void answerStatus(link::Link& link, const wire::StatusQuery& q);
+  // What an observer (tether-status) is told (world_links.cpp).
+  ObserverDesk::Answers observerAnswers();
 
   // Abort.
   // `from`: the rank whose notice this is (-1: decided here).
@@ -267,6 +270,8 @@ class World final : link::LinkSink, TransferView, NoticeLinks {
   AbortChannel abort_;
   AbortRelay relay_{cfg_.rank, cfg_.nranks, abort_, *this};
   StallProbe probe_;
+  ObserverDesk desk_{io_, cfg_.rank, cfg_.handshakeTimeout, observerAnswers()};  // tether-status's questions
+  std::string lastError_;  // the last error a call here ended with (an observer is told)
   AwaitWatch awaitWatch_;  // dials a peer awaited without a link (its loss shows at once)
   std::atomic<bool> closed_{false};
 };
