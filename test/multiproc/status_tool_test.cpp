@@ -1,0 +1,226 @@
+// tether-status against a running job (docs/troubleshooting.md, "Where is
+// every rank?"): 16 forked ranks loop over all-gathers with a long deadline;
+// one is stopped (SIGSTOP) inside the loop, and the tool, asked before any
+// rank's deadline, must name it as the rank the others wait for (and as not
+// answering); then another is killed, and the tool must report it lost. A
+// tool with another secret gets nothing but a clear error. The tool is the
+// built command (TETHER_STATUS_TOOL), run as an operator would.
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/unique_id_layout.hpp"
+#include "tether/log.hpp"
+#include "multiproc.hpp"
+
+using namespace tether;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr int kRanks = 16;
+constexpr auto kCallTimeout = 120s;  // no rank's deadline passes while the test asks
+
+// Shared between the test and its forked ranks.
+struct Shared {
+  std::atomic<int> joined{0};
+  std::atomic<int> finish{0};  // 1: leave the loop and close
+  std::atomic<int> pid[kRanks];
+  std::atomic<long> iterations[kRanks];
+  char uid[2 * UniqueId::kBytes + 1];
+};
+
+Shared* sharedBlock() {
+  void* p = ::mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(p != MAP_FAILED);
+  return new (p) Shared();
+}
+
+struct ToolRun {
+  int exitCode = -1;
+  std::string out;
+};
+
+// The command, stdout captured (stderr to the test's log).
+ToolRun runTool(const std::string& args) {
+  const char* tool = std::getenv("TETHER_STATUS_TOOL");
+  REQUIRE(tool);
+  const std::string cmd = std::string(tool) + " " + args;
+  ToolRun r;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  REQUIRE(p);
+  char buf[4096];
+  std::size_t got;
+  while ((got = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, got);
+  const int status = ::pclose(p);
+  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+nlohmann::json askJson(const std::string& uid) {
+  auto r = runTool("--json --timeout-ms 2000 --uid " + uid);
+  INFO("tether-status exit " << r.exitCode << ":\n" << r.out);
+  REQUIRE((r.exitCode == 0 || r.exitCode == 1));
+  return nlohmann::json::parse(r.out);
+}
+
+// The ranks' loop: all-gathers until told to finish or a call fails (a rank
+// killed ends them all: the abort), then the bootstrap stays open until told.
+void rankBody(Shared& sh, int rank, const UniqueId& id) {
+  if (!std::getenv("TETHER_DEBUG")) setLogLevel(LogLevel::None);
+  sh.pid[rank] = static_cast<int>(::getpid());
+  if (rank == 0) std::snprintf(sh.uid, sizeof sh.uid, "%s", id.toString().c_str());
+  TcpBootstrap b(rank, kRanks, id, TcpOptions{kCallTimeout, {}, {}, {}});
+  sh.joined.fetch_add(1);
+  std::vector<std::uint32_t> v(kRanks);
+  try {
+    while (!sh.finish.load()) {
+      v[static_cast<std::size_t>(rank)] = static_cast<std::uint32_t>(rank);
+      b.allgather(v.data(), sizeof(std::uint32_t));
+      sh.iterations[rank].fetch_add(1);
+    }
+  } catch (const Error&) {
+    // The killed rank's loss: expected once the test has killed it.
+  }
+  while (!sh.finish.load()) std::this_thread::sleep_for(10ms);
+}
+
+bool waitFor(const std::function<bool()>& ok, std::chrono::milliseconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (!ok()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(20ms);
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("tether-status names a stopped rank as the one the others wait for, and a killed rank as lost",
+          "[multiproc][status]") {
+  const int stopped = 5, killed = 11;
+  Shared& sh = *sharedBlock();
+  std::vector<test::RankResult> results;
+  std::thread job([&] { results = test::runRanks(kRanks, [&](int r, const UniqueId& id) { rankBody(sh, r, id); }, 90s); });
+  struct Release {  // whatever fails below, the ranks end and the job thread is joined
+    Shared& sh;
+    std::thread& job;
+    int stopped;
+    void now() {
+      if (!job.joinable()) return;
+      sh.finish = 1;
+      if (sh.pid[stopped].load() > 0) ::kill(sh.pid[stopped].load(), SIGCONT);
+      job.join();
+    }
+    ~Release() { now(); }
+  } release{sh, job, stopped};
+
+  REQUIRE(waitFor([&] { return sh.joined.load() == kRanks; }, 60s));
+  // Every rank has finished a few all-gathers: the loop runs everywhere.
+  REQUIRE(waitFor(
+      [&] {
+        for (int r = 0; r < kRanks; ++r)
+          if (sh.iterations[r].load() < 3) return false;
+        return true;
+      },
+      30s));
+  const std::string uid = sh.uid;
+  REQUIRE(::kill(sh.pid[stopped].load(), SIGSTOP) == 0);
+
+  // The others block within moments of the stop; ask until every rank that
+  // answers is stuck behind it (a rank between two steps waits for nobody yet).
+  nlohmann::json j;
+  for (int attempt = 0; attempt < 6; ++attempt) {
+    std::this_thread::sleep_for(200ms);
+    j = askJson(uid);
+    if (!j["behind"].empty() && j["behind"][0]["rank"] == stopped &&
+        j["behind"][0]["waiters"] == kRanks - 1)
+      break;
+  }
+  INFO(j.dump(1));
+  CHECK(j["nranks"] == kRanks);
+  CHECK(j["ranks"][stopped]["state"] == "no answer");
+  CHECK(j["no_answer"] == nlohmann::json::array({stopped}));
+  REQUIRE(!j["behind"].empty());
+  CHECK(j["behind"][0]["rank"] == stopped);
+  CHECK(j["behind"][0]["waiters"] == kRanks - 1);
+  for (int r = 0; r < kRanks; ++r) {
+    if (r == stopped) continue;
+    CHECK(j["ranks"][r]["state"] == "alive");
+    CHECK(j["ranks"][r]["in_call"] == true);
+    CHECK(j["ranks"][r]["call"].get<std::string>().rfind("allgather#", 0) == 0);
+  }
+
+  REQUIRE(::kill(sh.pid[killed].load(), SIGKILL) == 0);
+  nlohmann::json k;
+  for (int attempt = 0; attempt < 6; ++attempt) {
+    std::this_thread::sleep_for(200ms);
+    k = askJson(uid);
+    if (k["ranks"][killed]["state"] == "lost") break;
+  }
+  INFO(k.dump(1));
+  CHECK(k["ranks"][killed]["state"] == "lost");
+  CHECK(k["lost"] == nlohmann::json::array({killed}));
+  CHECK(k["ranks"][stopped]["state"] == "no answer");
+  CHECK(k["ranks"][0]["state"] == "alive");
+
+  // Continued, the stopped rank fails its call like the others (the abort
+  // that followed the kill) and every rank but the killed one closes cleanly.
+  release.now();
+  INFO(test::summary(results));
+  for (const auto& r : results) CHECK((r.rank == killed ? r.signal == SIGKILL : r.exitCode == 0));
+}
+
+TEST_CASE("tether-status with another secret gets no answer, only an error saying so", "[multiproc][status]") {
+  constexpr int n = 3;
+  Shared& sh = *sharedBlock();
+  std::vector<test::RankResult> results;
+  std::thread job([&] {
+    results = test::runRanks(n, [&](int rank, const UniqueId& id) {
+      if (!std::getenv("TETHER_DEBUG")) setLogLevel(LogLevel::None);
+      if (rank == 0) std::snprintf(sh.uid, sizeof sh.uid, "%s", id.toString().c_str());
+      TcpBootstrap b(rank, n, id, TcpOptions{kCallTimeout, {}, {}, {}});
+      sh.joined.fetch_add(1);
+      while (!sh.finish.load()) std::this_thread::sleep_for(10ms);
+    }, 60s);
+  });
+  struct Release {
+    Shared& sh;
+    std::thread& job;
+    ~Release() {
+      sh.finish = 1;
+      job.join();
+    }
+  } release{sh, job};
+  REQUIRE(waitFor([&] { return sh.joined.load() == n; }, 60s));
+  const std::string uid = sh.uid;
+
+  // The right secret: every rank answers, in no call.
+  auto good = runTool("--json --uid " + uid);
+  INFO(good.out);
+  REQUIRE(good.exitCode == 0);
+  auto j = nlohmann::json::parse(good.out);
+  CHECK(j["counts"]["alive"] == n);
+  for (int r = 0; r < n; ++r) CHECK(j["ranks"][r]["in_call"] == false);
+
+  // Same root, another secret.
+  auto f = uid::parse(UniqueId::fromString(uid));
+  f.secret[0] ^= 0x5a;
+  auto bad = runTool("--json --uid " + uid::make(f).toString());
+  INFO(bad.out);
+  CHECK(bad.exitCode == 2);
+  auto e = nlohmann::json::parse(bad.out);
+  CHECK_FALSE(e.contains("ranks"));
+  CHECK(e["error"].get<std::string>().find("rejected our proof of the secret") != std::string::npos);
+}
