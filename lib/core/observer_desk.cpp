@@ -33,21 +33,28 @@ asio::awaitable<void> ObserverDesk::session(std::shared_ptr<link::Stream> s) {
   });
   try {
     for (int asked = 0; asked < kMaxQuestions; ++asked) {
+      // Every answer is a named local before the co_await: GCC 12 may
+      // destroy a temporary of a co_await's full-expression twice (seen as a
+      // double free with an aggregate temporary here).
       auto f = co_await link::readFrame(*s, wire::kMaxControlPayload);
+      wire::Kind kind = wire::Kind::StatusAnswer;
+      wire::Bytes answer;
       if (f.header.kind == wire::Kind::StatusQuery) {
-        co_await link::writeFrame(*s, wire::Kind::StatusAnswer,
-                                  wire::encode(answers_.status(wire::decodeStatusQuery(f.payload))));
+        answer = wire::encode(answers_.status(wire::decodeStatusQuery(f.payload)));
       } else if (f.header.kind == wire::Kind::TableQuery) {
-        if (auto table = answers_.table())
-          co_await link::writeFrame(*s, wire::Kind::Table, *table);
-        else
-          co_await link::writeFrame(
-              *s, wire::Kind::Reject,
-              wire::encode(wire::Reject{wire::RejectCode::NotJoined, "the rendezvous has not finished here"}));
+        auto table = answers_.table();
+        kind = table ? wire::Kind::Table : wire::Kind::Reject;
+        if (table) {
+          answer = std::move(*table);
+        } else {
+          const wire::Reject notYet{wire::RejectCode::NotJoined, "the rendezvous has not finished here"};
+          answer = wire::encode(notYet);
+        }
       } else {
         log::warn(rank_, "observer from {} sent a {} frame; closing it", s->peer(), wire::kindName(f.header.kind));
         break;
       }
+      co_await link::writeFrame(*s, kind, answer);
     }
   } catch (const std::exception& e) {
     // The observer closed (EOF) after its questions, or the deadline did.

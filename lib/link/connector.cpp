@@ -174,7 +174,7 @@ asio::awaitable<void> Connector::serveIncoming(std::shared_ptr<Stream> sock) {
           wire::RejectCode::WrongWorld,
           fmt::format("peer claims rank {} of {} ranks; this world has {}", hello.rank, hello.nranks, cfg_.nranks)};
     } else if (observer && admission_.closing()) {
-      reject = wire::Reject{wire::RejectCode::ShuttingDown, "this rank is shutting down"};
+      reject = wire::Reject{wire::RejectCode::ShuttingDown, "it closes its bootstrap"};
     }
     if (reject && !observer)
       admission_.refused(Refusal{static_cast<int>(hello.rank), reject->code, remote, reject->reason});

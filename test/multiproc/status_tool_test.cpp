@@ -224,3 +224,47 @@ TEST_CASE("tether-status with another secret gets no answer, only an error sayin
   CHECK_FALSE(e.contains("ranks"));
   CHECK(e["error"].get<std::string>().find("rejected our proof of the secret") != std::string::npos);
 }
+
+// Asked while the world is still joining, rank 0 says so (the tool exits 2
+// naming it) and joins afterwards unharmed. Before the answer was built as a
+// named local, GCC 12 freed the reject's temporary twice here: rank 0 died
+// with "double free detected" and the rendezvous failed.
+TEST_CASE("tether-status asked while the world joins gets 'not joined', and the world then joins", "[multiproc][status]") {
+  constexpr int n = 2;
+  Shared& sh = *sharedBlock();
+  std::vector<test::RankResult> results;
+  std::thread job([&] {
+    results = test::runRanks(n, [&](int rank, const UniqueId& id) {
+      if (!std::getenv("TETHER_DEBUG")) setLogLevel(LogLevel::None);
+      if (rank == 0) std::snprintf(sh.uid, sizeof sh.uid, "%s", id.toString().c_str());
+      sh.pid[rank] = static_cast<int>(::getpid());
+      while (rank == 1 && !sh.finish.load()) std::this_thread::sleep_for(10ms);  // rank 0 waits for it
+      TcpBootstrap b(rank, n, id, TcpOptions{kCallTimeout, {}, {}, {}});
+      b.barrier();
+    }, 60s);
+  });
+  struct Release {
+    Shared& sh;
+    std::thread& job;
+    void now() {
+      if (!job.joinable()) return;
+      sh.finish = 1;
+      job.join();
+    }
+    ~Release() { now(); }
+  } release{sh, job};
+  REQUIRE(waitFor([&] { return sh.pid[0].load() > 0 && sh.uid[0] != 0; }, 30s));
+  const std::string uid = sh.uid;
+  ToolRun asked;
+  for (int attempt = 0; attempt < 100; ++attempt) {  // until rank 0 listens
+    asked = runTool("--json --timeout-ms 2000 --uid " + uid);
+    if (asked.out.find("has not joined") != std::string::npos) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  INFO(asked.out);
+  CHECK(asked.exitCode == 2);
+  CHECK(asked.out.find("has not joined its world yet: the rendezvous has not finished here") != std::string::npos);
+  release.now();
+  INFO(test::summary(results));
+  CHECK(test::allOk(results));
+}

@@ -52,7 +52,7 @@ std::string describe(const RankReport& r) {
     line += ", " + r.answer->doing;
   if (const int w = waitsFor(r); w >= 0) line += fmt::format(", waits for rank {}", w);
   if (d) {
-    line += fmt::format(", {} links open", d->linksOpen);
+    line += fmt::format(", {} link{} open", d->linksOpen, d->linksOpen == 1 ? "" : "s");
     if (!d->lastError.empty()) line += ", last error: " + d->lastError;
   }
   return line;

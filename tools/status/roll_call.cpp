@@ -11,6 +11,7 @@
 
 #include "base/bytes.hpp"
 #include "base/endpoint.hpp"
+#include "link/connector.hpp"
 #include "link/frame_io.hpp"
 #include "link/observer.hpp"
 #include "link/tcp_stream.hpp"
@@ -63,15 +64,17 @@ asio::awaitable<void> ask(Asker& a, int rank, PeerAddress at, RankReport& out, s
     connected = true;
     co_await link::observerHandshake(*s, a.job.secret, a.job.worldId, static_cast<std::uint32_t>(rank));
     if (table) {
-      co_await link::writeFrame(*s, wire::Kind::TableQuery, {});
+      const wire::Bytes none;  // no temporaries in a co_await's full-expression (observer_desk.cpp says why)
+      co_await link::writeFrame(*s, wire::Kind::TableQuery, none);
       auto f = co_await link::readFrame(*s, kMaxTableBytes);
       if (f.header.kind == wire::Kind::Reject)
-        throw std::runtime_error(wire::decodeReject(f.payload).reason);
+        throw std::runtime_error(link::rejectText(wire::decodeReject(f.payload)));
       if (f.header.kind != wire::Kind::Table)
         throw std::runtime_error(fmt::format("answered a table query with a {} frame", wire::kindName(f.header.kind)));
       *table = std::move(f.payload);
     }
-    co_await link::writeFrame(*s, wire::Kind::StatusQuery, wire::encode(wire::StatusQuery{1, 0, 0}));
+    const auto query = wire::encode(wire::StatusQuery{1, 0, 0});
+    co_await link::writeFrame(*s, wire::Kind::StatusQuery, query);
     auto f = co_await link::readFrame(*s, wire::kMaxControlPayload);
     if (f.header.kind != wire::Kind::StatusAnswer)
       throw std::runtime_error(fmt::format("answered a status query with a {} frame", wire::kindName(f.header.kind)));
