@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -105,26 +106,38 @@ bool waitFor(const std::function<bool()>& ok, std::chrono::milliseconds limit) {
   return true;
 }
 
+// The ranks, forked from a thread of their own while the test asks; they
+// leave when told (finish), which also continues a stopped rank.
+class RunningJob {
+ public:
+  RunningJob(Shared& sh, int n, std::function<void(int, const UniqueId&)> body) : sh_(sh) {
+    thread_ = std::thread([this, n, body] { results_ = test::runRanks(n, body, 90s); });
+  }
+  ~RunningJob() { finish(); }
+  int stopped = -1;  // continued by finish()
+  const std::vector<test::RankResult>& finish() {
+    if (thread_.joinable()) {
+      sh_.finish = 1;
+      if (stopped >= 0 && sh_.pid[stopped].load() > 0) ::kill(sh_.pid[stopped].load(), SIGCONT);
+      thread_.join();
+    }
+    return results_;
+  }
+
+ private:
+  Shared& sh_;
+  std::thread thread_;
+  std::vector<test::RankResult> results_;
+};
+
 }  // namespace
 
 TEST_CASE("tether-status names a stopped rank as the one the others wait for, and a killed rank as lost",
           "[multiproc][status]") {
   const int stopped = 5, killed = 11;
   Shared& sh = *sharedBlock();
-  std::vector<test::RankResult> results;
-  std::thread job([&] { results = test::runRanks(kRanks, [&](int r, const UniqueId& id) { rankBody(sh, r, id); }, 90s); });
-  struct Release {  // whatever fails below, the ranks end and the job thread is joined
-    Shared& sh;
-    std::thread& job;
-    int stopped;
-    void now() {
-      if (!job.joinable()) return;
-      sh.finish = 1;
-      if (sh.pid[stopped].load() > 0) ::kill(sh.pid[stopped].load(), SIGCONT);
-      job.join();
-    }
-    ~Release() { now(); }
-  } release{sh, job, stopped};
+  RunningJob job(sh, kRanks, [&](int r, const UniqueId& id) { rankBody(sh, r, id); });
+  job.stopped = stopped;
 
   REQUIRE(waitFor([&] { return sh.joined.load() == kRanks; }, 60s));
   // Every rank has finished a few all-gathers: the loop runs everywhere.
@@ -177,7 +190,7 @@ TEST_CASE("tether-status names a stopped rank as the one the others wait for, an
 
   // Continued, the stopped rank fails its call like the others (the abort
   // that followed the kill) and every rank but the killed one closes cleanly.
-  release.now();
+  const auto& results = job.finish();
   INFO(test::summary(results));
   for (const auto& r : results) CHECK((r.rank == killed ? r.signal == SIGKILL : r.exitCode == 0));
 }
@@ -185,24 +198,13 @@ TEST_CASE("tether-status names a stopped rank as the one the others wait for, an
 TEST_CASE("tether-status with another secret gets no answer, only an error saying so", "[multiproc][status]") {
   constexpr int n = 3;
   Shared& sh = *sharedBlock();
-  std::vector<test::RankResult> results;
-  std::thread job([&] {
-    results = test::runRanks(n, [&](int rank, const UniqueId& id) {
-      if (!std::getenv("TETHER_DEBUG")) setLogLevel(LogLevel::None);
-      if (rank == 0) std::snprintf(sh.uid, sizeof sh.uid, "%s", id.toString().c_str());
-      TcpBootstrap b(rank, n, id, TcpOptions{kCallTimeout, {}, {}, {}});
-      sh.joined.fetch_add(1);
-      while (!sh.finish.load()) std::this_thread::sleep_for(10ms);
-    }, 60s);
+  RunningJob job(sh, n, [&](int rank, const UniqueId& id) {
+    if (!std::getenv("TETHER_DEBUG")) setLogLevel(LogLevel::None);
+    if (rank == 0) std::snprintf(sh.uid, sizeof sh.uid, "%s", id.toString().c_str());
+    TcpBootstrap b(rank, n, id, TcpOptions{kCallTimeout, {}, {}, {}});
+    sh.joined.fetch_add(1);
+    while (!sh.finish.load()) std::this_thread::sleep_for(10ms);
   });
-  struct Release {
-    Shared& sh;
-    std::thread& job;
-    ~Release() {
-      sh.finish = 1;
-      job.join();
-    }
-  } release{sh, job};
   REQUIRE(waitFor([&] { return sh.joined.load() == n; }, 60s));
   const std::string uid = sh.uid;
 
@@ -232,27 +234,14 @@ TEST_CASE("tether-status with another secret gets no answer, only an error sayin
 TEST_CASE("tether-status asked while the world joins gets 'not joined', and the world then joins", "[multiproc][status]") {
   constexpr int n = 2;
   Shared& sh = *sharedBlock();
-  std::vector<test::RankResult> results;
-  std::thread job([&] {
-    results = test::runRanks(n, [&](int rank, const UniqueId& id) {
-      if (!std::getenv("TETHER_DEBUG")) setLogLevel(LogLevel::None);
-      if (rank == 0) std::snprintf(sh.uid, sizeof sh.uid, "%s", id.toString().c_str());
-      sh.pid[rank] = static_cast<int>(::getpid());
-      while (rank == 1 && !sh.finish.load()) std::this_thread::sleep_for(10ms);  // rank 0 waits for it
-      TcpBootstrap b(rank, n, id, TcpOptions{kCallTimeout, {}, {}, {}});
-      b.barrier();
-    }, 60s);
+  RunningJob job(sh, n, [&](int rank, const UniqueId& id) {
+    if (!std::getenv("TETHER_DEBUG")) setLogLevel(LogLevel::None);
+    if (rank == 0) std::snprintf(sh.uid, sizeof sh.uid, "%s", id.toString().c_str());
+    sh.pid[rank] = static_cast<int>(::getpid());
+    while (rank == 1 && !sh.finish.load()) std::this_thread::sleep_for(10ms);  // rank 0 waits for it
+    TcpBootstrap b(rank, n, id, TcpOptions{kCallTimeout, {}, {}, {}});
+    b.barrier();
   });
-  struct Release {
-    Shared& sh;
-    std::thread& job;
-    void now() {
-      if (!job.joinable()) return;
-      sh.finish = 1;
-      job.join();
-    }
-    ~Release() { now(); }
-  } release{sh, job};
   REQUIRE(waitFor([&] { return sh.pid[0].load() > 0 && sh.uid[0] != 0; }, 30s));
   const std::string uid = sh.uid;
   ToolRun asked;
@@ -264,7 +253,7 @@ TEST_CASE("tether-status asked while the world joins gets 'not joined', and the 
   INFO(asked.out);
   CHECK(asked.exitCode == 2);
   CHECK(asked.out.find("has not joined its world yet: the rendezvous has not finished here") != std::string::npos);
-  release.now();
+  const auto& results = job.finish();
   INFO(test::summary(results));
   CHECK(test::allOk(results));
 }
