@@ -32,6 +32,8 @@ class LinkAdmission final : public link::Admission {
   void setRendezvous(rdv::Rendezvous& rendezvous) { rendezvous_ = &rendezvous; }
   // Where the first link after the rendezvous is stamped.
   void setInitClock(InitClock& clock) { clock_ = &clock; }
+  // Where an authenticated observer's connection goes (ObserverDesk).
+  void setObserverDesk(std::function<void(std::shared_ptr<link::Stream>)> desk) { desk_ = std::move(desk); }
 
   link::Verdict admit(int peer, std::uint32_t epoch, const std::string& remote) override;
   boost::asio::awaitable<void> predecessorClosed(int peer, link::Clock::time_point deadline) override;
@@ -41,6 +43,10 @@ class LinkAdmission final : public link::Admission {
   bool closing() const override { return life_.closing(); }
   bool mayRetry() const override { return !life_.closing() && !abort_.aborted(); }
   bool stillDialing(int peer, std::uint32_t epoch) const override { return table_.dialing(peer, epoch) != nullptr; }
+  void observer(std::shared_ptr<link::Stream> stream) override {
+    if (desk_) return desk_(std::move(stream));
+    stream->close();
+  }
 
   int linksOpened() const { return linksOpened_; }  // over the run, reopened ones included
   int peakLinks() const { return peakLinks_; }      // most links open at once
@@ -53,6 +59,7 @@ class LinkAdmission final : public link::Admission {
   std::function<void()> makeRoom_;
   rdv::Rendezvous* rendezvous_ = nullptr;
   InitClock* clock_ = nullptr;
+  std::function<void(std::shared_ptr<link::Stream>)> desk_;
   int linksOpened_ = 0;
   int peakLinks_ = 0;
 };

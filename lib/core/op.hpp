@@ -5,6 +5,7 @@
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -70,6 +71,9 @@ class Op : public link::Owner {
   const std::uint64_t comm;
   std::uint64_t coll;  // 0 for point-to-point
   std::uint32_t code;  // wire::OpCode of a collective, 0 for point-to-point
+
+  // When the call started (World::start; set before the progress thread sees the op).
+  std::chrono::steady_clock::time_point began{};
 
   // Progress-thread state.
   int outstanding = 0;             // receives posted + referenced sends unwritten

@@ -162,4 +162,41 @@ wire::StatusAnswer statusOf(const wire::StatusQuery& q, const OpTable& ops, cons
   return a;
 }
 
+wire::StatusAnswer statusOfRank(std::uint32_t id, const OpTable& ops, const RankFacts& facts) {
+  wire::StatusAnswer a;
+  a.id = id;
+  wire::RankDetail d;
+  d.rank = static_cast<std::uint32_t>(facts.rank);
+  d.nranks = static_cast<std::uint32_t>(facts.nranks);
+  d.linksOpen = static_cast<std::uint32_t>(facts.linksOpen);
+  d.lastError = facts.lastError;
+  const Op* in = nullptr;  // the call to report: a collective if there is one, else the oldest
+  std::string others;
+  for (const Op* op : ops.activeSet()) {
+    if (op->error) continue;
+    const bool better = !in || (op->kind() == Op::Kind::Collective && in->kind() != Op::Kind::Collective) ||
+                        (op->kind() == in->kind() && op->began < in->began);
+    if (better) in = op;
+  }
+  if (!in) {
+    a.state = wire::StallState::NotEntered;
+    a.doing = "not in a tether call";
+    a.detail = std::move(d);
+    return a;
+  }
+  for (const Op* op : ops.activeSet())
+    if (!op->error && op != in) others += (others.empty() ? "; also in " : ", ") + op->name();
+  a.state = wire::StallState::Running;
+  const int w = ops.waitsOn(*in);
+  if (w >= 0) a.waitsOn = static_cast<std::uint32_t>(w);
+  a.doing = fmt::format("in {}, {}{}", in->name(), ops.pendingDescription(*in), others);
+  d.call = in->name();
+  if (in->kind() == Op::Kind::Collective && !in->posted.empty()) d.call += fmt::format(" step {}", in->posted.front().step);
+  if (facts.now > in->began)
+    d.inCallMs = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(facts.now - in->began).count());
+  a.detail = std::move(d);
+  return a;
+}
+
 }  // namespace tether

@@ -36,6 +36,17 @@ class SequenceGuard;
 // collective (running it and waiting on whom, not entered, finished or given up).
 wire::StatusAnswer statusOf(const wire::StatusQuery& q, const OpTable& ops, const SequenceGuard& sequences);
 
+// What an observer's answer tells beyond the calls (tether-status).
+struct RankFacts {
+  int rank = 0, nranks = 0, linksOpen = 0;
+  std::string lastError;
+  std::chrono::steady_clock::time_point now{};
+};
+// An observer's question (comm and coll 0): this rank as a whole. Running
+// with the call it is in (a collective first), whom it waits for and for how
+// long; NotEntered when it is in no call.
+wire::StatusAnswer statusOfRank(std::uint32_t id, const OpTable& ops, const RankFacts& facts);
+
 class StallProbe {
  public:
   // Sends a control frame to `peer` (dialling if needed); false if it cannot.

@@ -135,8 +135,7 @@ std::shared_ptr<Communicator> startTcpWorld(int rank, int nranks, const UniqueId
   cfg.rank = rank;
   cfg.nranks = nranks;
   cfg.secret = f.secret;
-  cfg.worldId =
-      crypto::hash64("tether-world", std::string_view(reinterpret_cast<const char*>(f.secret.data()), f.secret.size()));
+  cfg.worldId = uid::worldId(f.secret);
   cfg.root = toEndpoint(f.root);
   cfg.timeout = env::resolveTimeout(options.timeout, fmt::format("rank {}: TcpOptions::timeout", rank));
   if (options.handshakeTimeout.count() < 0)

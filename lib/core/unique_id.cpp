@@ -28,6 +28,10 @@ UniqueId make(const Fields& f) {
   return id;
 }
 
+std::uint64_t worldId(const wire::Secret& secret) {
+  return crypto::hash64("tether-world", std::string_view(reinterpret_cast<const char*>(secret.data()), secret.size()));
+}
+
 Fields parse(const UniqueId& id) {
   auto bad = [](const std::string& why) {
     return Error(ErrorCode::InvalidArgument, "invalid tether UniqueId: " + why);

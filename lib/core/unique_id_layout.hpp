@@ -25,5 +25,8 @@ struct Fields {
 UniqueId make(const Fields& f);
 // Throws Error{InvalidArgument} naming what is wrong.
 Fields parse(const UniqueId& id);
+// The world communicator's id (and the handshake's world): first 8 bytes of
+// SHA-256 over "tether-world", NUL, secret.
+std::uint64_t worldId(const wire::Secret& secret);
 
 }  // namespace tether::uid

@@ -63,6 +63,7 @@ World::World(WorldConfig config)
   rendezvous_ = rdv::make(host_, rc, cfg_.rendezvous);
   admission_.setRendezvous(*rendezvous_);
   admission_.setInitClock(init_);
+  admission_.setObserverDesk([this](std::shared_ptr<link::Stream> s) { desk_.serve(std::move(s)); });
 }
 
 std::shared_ptr<World> World::create(WorldConfig config) {
@@ -203,6 +204,7 @@ void World::armDrain(const std::shared_ptr<Completion>& done, std::chrono::milli
   drainTimer_->async_wait([this, done, drain](boost::system::error_code) {
     if (life_.extend(Clock::now(), drain)) return armDrain(done, drain);
     if (listener_) listener_->close();
+    desk_.closeAll();
     std::vector<std::shared_ptr<link::Link>> all;
     table_.forEach([&](link::Link& l) { all.push_back(l.shared_from_this()); });
     for (auto& l : all) l->fail("shutting down");
@@ -224,6 +226,7 @@ void World::checkStart(const Op& op) const {
 std::shared_ptr<Completion> World::start(const std::shared_ptr<Op>& op, Body body) {
   checkStart(*op);
   auto done = std::make_shared<Completion>();
+  op->began = Clock::now();
   asio::post(io_, [this, op, body = std::move(body), done]() mutable {
     if (abort_.handled()) {
       if (op->counters) op->counters->aborts.fetch_add(1, std::memory_order_relaxed);
@@ -237,6 +240,7 @@ std::shared_ptr<Completion> World::start(const std::shared_ptr<Op>& op, Body bod
 
 void World::startRun(Op& op, Resumable& run, PostSlot& slot) {
   checkStart(op);
+  op.began = Clock::now();
   asio::post(io_, asio::bind_allocator(slot.allocator(), [this, &op, &run] {
                if (abort_.handled()) {
                  if (op.counters) op.counters->aborts.fetch_add(1, std::memory_order_relaxed);
@@ -279,9 +283,8 @@ std::chrono::milliseconds probeBudget(World::Clock::duration callTime) {
 
 void World::wait(const std::shared_ptr<Op>& op, Completion& done, Clock::time_point deadline) {
   checkProcess(op->name());
-  const auto began = Clock::now();
   if (!driver_.waitUntil(done, deadline)) {
-    const auto budget = probeBudget(deadline - began);
+    const auto budget = probeBudget(deadline - op->began);
     asio::post(io_, [this, op, budget] { probe_.timeOut(op, ops_, life_.joined() && !life_.closing(), budget); });
     driver_.wait(done);
   }

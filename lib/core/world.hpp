@@ -45,6 +45,7 @@
 #include "core/observe.hpp"
 #include "core/op.hpp"
 #include "core/sequence.hpp"
+#include "core/observer_desk.hpp"
 #include "core/op_table.hpp"
 #include "core/payload_pool.hpp"
 #include "core/post_slot.hpp"
@@ -243,6 +244,8 @@ class World final : link::LinkSink, TransferView, NoticeLinks {
 
   // A peer's stall probe asks where this rank is (world_links.cpp).
   void answerStatus(link::Link& link, const wire::StatusQuery& q);
+  // What an observer (tether-status) is told (world_links.cpp).
+  ObserverDesk::Answers observerAnswers();
 
   // Abort.
   // `from`: the rank whose notice this is (-1: decided here).
@@ -289,6 +292,8 @@ class World final : link::LinkSink, TransferView, NoticeLinks {
   AbortChannel abort_;
   AbortRelay relay_{cfg_.rank, cfg_.nranks, abort_, *this};
   StallProbe probe_;
+  ObserverDesk desk_{io_, cfg_.rank, cfg_.handshakeTimeout, observerAnswers()};  // tether-status's questions
+  std::string lastError_;  // the last error a call here ended with (an observer is told)
   AwaitWatch awaitWatch_;  // dials a peer awaited without a link (its loss shows at once)
   std::atomic<bool> closed_{false};
 };

@@ -177,4 +177,23 @@ void World::answerStatus(link::Link& link, const wire::StatusQuery& q) {
     sendControlTo(link.peer(), wire::Kind::StatusAnswer, payload);
 }
 
+// An observer (tether-status) asks this rank as a whole, and for every
+// rank's address once the world holds them.
+ObserverDesk::Answers World::observerAnswers() {
+  ObserverDesk::Answers a;
+  a.status = [this](const wire::StatusQuery& q) {
+    RankFacts facts{rank(), nranks(), table_.openCount(), lastError_, Clock::now()};
+    if (facts.lastError.empty() && abort_.aborted()) facts.lastError = abortedError("this world").what();
+    return statusOfRank(q.id, ops_, facts);
+  };
+  a.table = [this]() -> std::optional<wire::Bytes> {
+    if (!life_.joined()) return std::nullopt;
+    std::vector<PeerAddress> all;
+    all.reserve(static_cast<std::size_t>(nranks()));
+    for (int r = 0; r < nranks(); ++r) all.push_back(address(r));
+    return wire::encodeTable(all);
+  };
+  return a;
+}
+
 }  // namespace tether

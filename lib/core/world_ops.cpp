@@ -124,6 +124,14 @@ void World::endOp(Op& op, std::exception_ptr& e) {
   sequences_.end(op, e, ops_.mailbox());
   if (e && op.counters) op.counters->failed(e);
   if (e && !op.error) ops_.failOp(op, e);  // withdraw what it still had posted
+  if (e) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {  // every error of a call is one
+      lastError_ = x.what();
+    } catch (...) {
+    }
+  }
   if (e && op.seq && op.comm == cfg_.worldId) abortAfterFailedCollective(e);
   ops_.remove(op);
 }

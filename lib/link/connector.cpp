@@ -44,6 +44,20 @@ struct Watchdog {
   std::shared_ptr<Flags> flags;
 };
 
+
+// Errors worth another attempt: a host too busy to finish the handshake in
+// time, a full backlog, a network not yet routable at job start; and, for a
+// root that is not listening yet, a refusal.
+bool transient(const boost::system::error_code& code, bool expired, const DialPolicy& policy) {
+  if (code == asio::error::connection_refused) return policy.retryRefused;
+  if (code == asio::error::connection_reset || code == asio::error::eof)
+    return policy.retryRefused || Clock::now() < policy.brokenUntil;
+  return expired || code == asio::error::network_unreachable || code == asio::error::host_unreachable ||
+         code == asio::error::timed_out;
+}
+
+}  // namespace
+
 std::string rejectText(const wire::Reject& r) {
   switch (r.code) {
     case wire::RejectCode::BadProof:
@@ -60,22 +74,11 @@ std::string rejectText(const wire::Reject& r) {
       return "kept its own connection: " + r.reason;
     case wire::RejectCode::Stale:
       return "has closed the connection this dial was for: " + r.reason;
+    case wire::RejectCode::NotJoined:
+      return "has not joined its world yet: " + r.reason;
   }
   return "rejected the connection: " + r.reason;
 }
-
-// Errors worth another attempt: a host too busy to finish the handshake in
-// time, a full backlog, a network not yet routable at job start; and, for a
-// root that is not listening yet, a refusal.
-bool transient(const boost::system::error_code& code, bool expired, const DialPolicy& policy) {
-  if (code == asio::error::connection_refused) return policy.retryRefused;
-  if (code == asio::error::connection_reset || code == asio::error::eof)
-    return policy.retryRefused || Clock::now() < policy.brokenUntil;
-  return expired || code == asio::error::network_unreachable || code == asio::error::host_unreachable ||
-         code == asio::error::timed_out;
-}
-
-}  // namespace
 
 Connector::Connector(asio::io_context& io, ConnectorConfig config, Admission& admission, std::unique_ptr<Dialer> dialer)
     : io_(io), cfg_(std::move(config)), admission_(admission), dialer_(std::move(dialer)), acceptPaused_(io) {}
@@ -160,34 +163,46 @@ asio::awaitable<void> Connector::serveIncoming(std::shared_ptr<Stream> sock) {
       throw std::runtime_error(std::string("expected a hello frame, got ") + wire::kindName(f.header.kind));
     auto hello = wire::decodeHello(f.payload);
     auto expected = wire::helloProof(cfg_.secret, challenge, hello);
+    // An observer (tether-status) proves the secret and the world, not a size.
+    const bool observer = hello.rank == wire::kObserverRank;
     std::optional<wire::Reject> reject;
     if (!crypto::equalConstantTime(expected.data(), hello.proof.data(), expected.size())) {
       reject = wire::Reject{wire::RejectCode::BadProof, "proof of the secret does not verify"};
-    } else if (hello.world != cfg_.worldId || hello.nranks != static_cast<std::uint32_t>(cfg_.nranks)) {
+    } else if (hello.world != cfg_.worldId ||
+               (!observer && hello.nranks != static_cast<std::uint32_t>(cfg_.nranks))) {
       reject = wire::Reject{
           wire::RejectCode::WrongWorld,
           fmt::format("peer claims rank {} of {} ranks; this world has {}", hello.rank, hello.nranks, cfg_.nranks)};
+    } else if (observer && admission_.closing()) {
+      reject = wire::Reject{wire::RejectCode::ShuttingDown, "it closes its bootstrap"};
     }
-    if (reject)
+    if (reject && !observer)
       admission_.refused(Refusal{static_cast<int>(hello.rank), reject->code, remote, reject->reason});
-    else
+    else if (!reject && !observer)
       reject = co_await admit(hello, remote);
     if (reject) {
       if (reject->code == wire::RejectCode::Simultaneous || reject->code == wire::RejectCode::Stale)
         log::trace(cfg_.rank, "kept our own dial to rank {}; refused its dial from {}", hello.rank, remote);
+      else if (observer)
+        log::warn(cfg_.rank, "refused an observer from {}: {}", remote, reject->reason);
       else
         log::warn(cfg_.rank, "refused connection from {} (claims rank {}): {}", remote, hello.rank, reject->reason);
       co_await writeFrame(*sock, wire::Kind::Reject, wire::encode(*reject));
       sock->close();
       co_return;
     }
-    admitted = static_cast<int>(hello.rank);
-    admittedEpoch = hello.epoch;
+    if (!observer) {
+      admitted = static_cast<int>(hello.rank);
+      admittedEpoch = hello.epoch;
+    }
     wire::Welcome welcome{wire::welcomeProof(cfg_.secret, challenge, hello)};
     co_await writeFrame(*sock, wire::Kind::Welcome, wire::encode(welcome));
     if (watchdog.expired()) throw std::runtime_error("handshake deadline passed");
     watchdog.disarm();
-    admission_.connected(admitted, hello.epoch, std::move(sock), /*dialedByUs=*/false);
+    if (observer)
+      admission_.observer(std::move(sock));
+    else
+      admission_.connected(admitted, hello.epoch, std::move(sock), /*dialedByUs=*/false);
     co_return;
   } catch (const boost::system::system_error& e) {
     failure = watchdog.expired() ? fmt::format("no complete handshake within {} ms", cfg_.handshakeTimeout.count())

@@ -102,10 +102,17 @@ class Admission {
   // Whether the link of connection `epoch` to `peer` still waits for this
   // dial (false once it is closed or linked another way).
   virtual bool stillDialing(int peer, std::uint32_t epoch) const = 0;
+  // An authenticated observer (wire::kObserverRank, tether-status) was
+  // welcomed: the owner answers its questions on `stream` and closes it. It is
+  // never a link. By default it is closed unanswered.
+  virtual void observer(std::shared_ptr<Stream> stream) { stream->close(); }
 
  protected:
   ~Admission() = default;
 };
+
+// A reject in words, as the dialler reports it ("rejected our proof of the secret ...").
+std::string rejectText(const wire::Reject& r);
 
 class Connector {
  public:

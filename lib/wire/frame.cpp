@@ -41,11 +41,13 @@ const char* kindName(Kind k) {
       return "table-ack";
     case Kind::Credit:
       return "credit";
+    case Kind::TableQuery:
+      return "table-query";
   }
   return "unknown";
 }
 
-bool isKnownKind(std::uint8_t k) { return k >= 1 && k <= 16; }
+bool isKnownKind(std::uint8_t k) { return k >= 1 && k <= 17; }
 
 void encodeHeader(const FrameHeader& h, unsigned char* out) {
   le::store<std::uint32_t>(out + 0, kMagic);

@@ -41,6 +41,7 @@ enum class Kind : std::uint8_t {
   StatusAnswer = 14,  // the answer
   TableAck = 15,      // host leader -> its parent in the leaders' tree: its subtree holds the table; no payload
   Credit = 16,        // point-to-point messages received: their cost back to the sender's window (wire/notice.hpp)
+  TableQuery = 17,    // an observer (tether-status) -> a rank: send the address table; no payload
 };
 
 // Collective operation codes, carried in the tag field of Collective frames so a

@@ -25,6 +25,11 @@ namespace tether::wire {
 using Nonce = std::array<unsigned char, 16>;
 using Secret = std::array<unsigned char, 16>;
 
+// The rank an observer (tether-status, docs/troubleshooting.md) claims in its
+// hello: it proves the secret like a rank, names the world (nranks 0: it does
+// not know the size) and is never a link: it asks, is answered, and closes.
+inline constexpr std::uint32_t kObserverRank = 0xfffffffeu;
+
 struct Challenge {
   std::uint32_t rank = 0;  // acceptor's world rank
   Nonce nonce{};
@@ -51,6 +56,7 @@ enum class RejectCode : std::uint16_t {
   BadRank = 5,        // rank out of range
   ShuttingDown = 6,
   Stale = 7,  // the hello was dialled before a close this side has completed (R5)
+  NotJoined = 8,  // an observer asked for the address table before the world had it
 };
 
 // A Goodbye says whether the sender leaves (its bootstrap closes) or only

@@ -31,6 +31,15 @@ std::vector<unsigned char> encode(const StatusAnswer& m) {
   w.u8(static_cast<std::uint8_t>(m.state));
   w.u32(m.waitsOn);
   w.str(m.doing);
+  if (m.detail) {
+    const RankDetail& d = *m.detail;
+    w.u32(d.rank);
+    w.u32(d.nranks);
+    w.str(d.call);
+    w.u64(d.inCallMs);
+    w.u32(d.linksOpen);
+    w.str(d.lastError);
+  }
   return out;
 }
 
@@ -63,6 +72,16 @@ StatusAnswer decodeStatusAnswer(const std::vector<unsigned char>& b) {
   m.state = static_cast<StallState>(s);
   m.waitsOn = r.u32();
   m.doing = r.str();
+  if (r.remaining() > 0) {
+    RankDetail d;
+    d.rank = r.u32();
+    d.nranks = r.u32();
+    d.call = r.str();
+    d.inCallMs = r.u64();
+    d.linksOpen = r.u32();
+    d.lastError = r.str();
+    m.detail = std::move(d);
+  }
   r.expectEnd("status answer");
   return m;
 }

@@ -1,11 +1,13 @@
 // Payloads of the world's own control frames after the rendezvous: the abort
 // notice (Kind::Abort), the stall probe (Kind::StatusQuery/StatusAnswer)
-// that a timed-out collective uses to name the rank that is behind, and the
+// that a timed-out collective uses to name the rank that is behind (and that
+// an observer, tether-status, asks with comm and coll 0), and the
 // point-to-point window's credit (Kind::Credit). Byte layout:
 // docs/wire-protocol.md.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,11 +41,22 @@ enum class StallState : std::uint8_t {
   NoComm = 3,      // it has no such communicator (not created yet, or freed)
 };
 
+// What an observer's answer adds (absent from the answer to a peer's probe):
+// the rank as a whole, not one collective.
+struct RankDetail {
+  std::uint32_t rank = 0, nranks = 0;
+  std::string call;            // the call it is in, "allgather#17812 step 3"; empty: none
+  std::uint64_t inCallMs = 0;  // for how long
+  std::uint32_t linksOpen = 0;
+  std::string lastError;  // the last error a call of this rank ended with (or the abort's reason); empty: none
+};
+
 struct StatusAnswer {
   std::uint32_t id = 0;
   StallState state = StallState::NotEntered;
   std::uint32_t waitsOn = kNoRank;  // Running (or NotEntered, still in an earlier one): the world rank it waits for
   std::string doing;                // what it is doing, in words ("in allgather#6")
+  std::optional<RankDetail> detail;  // an observer's answer only
 };
 
 std::vector<unsigned char> encode(const AbortNotice& m);

@@ -1,7 +1,7 @@
 // tether-bench: init time and per-op latency of TcpBootstrap with N local ranks.
 //
 //   tether-bench --nranks 8 --op allgather --bytes 64 --iters 1000 [--json]
-//                [--poll | --ucc] [--poll-rank0]
+//                [--poll | --ucc] [--poll-rank0] [--print-uid]
 //
 // --poll: each call is the nonblocking one (iallgather, ialltoall, ibarrier,
 // isend/irecv; broadcast has none and stays blocking) finished by a tight
@@ -319,7 +319,8 @@ int main(int argc, char** argv) {
         "tether-bench", argc, argv,
         {{"poll", "finish each call with a tight test() loop on its nonblocking form"},
          {"ucc", "UCC's pattern: the nonblocking form, ~1 us of work between tests, freed when done"},
-         {"poll-rank0", "with --poll or --ucc: only rank 0 polls, the others block"}});
+         {"poll-rank0", "with --poll or --ucc: only rank 0 polls, the others block"},
+         {"print-uid", "print the unique id on stderr (to ask the running job with tether-status --uid)"}});
     if (options.flags.count("poll") && options.flags.count("ucc"))
       throw std::invalid_argument("--poll and --ucc exclude each other");
   } catch (const std::exception& e) {
@@ -333,6 +334,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "tether-bench: createUniqueId: %s\n", e.what());
     return 1;
   }
+  if (options.flags.count("print-uid")) std::fprintf(stderr, "tether-bench: uid %s\n", id.toString().c_str());
 
   sigset_t chld, previous;
   sigemptyset(&chld);

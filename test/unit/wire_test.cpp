@@ -80,7 +80,7 @@ TEST_CASE("frame header: decoder rejects what is not a frame", "[unit][wire]") {
   CHECK_FALSE(decodeHeader(b.data(), 1 << 20, &why));
   CHECK(why.find("protocol version 1 (this side speaks 2)") != std::string::npos);
 
-  for (unsigned char kind : {0, 17, 255}) {
+  for (unsigned char kind : {0, 18, 255}) {
     b = good;
     b[6] = kind;
     CHECK_FALSE(decodeHeader(b.data(), 1 << 20, &why));
@@ -185,14 +185,30 @@ TEST_CASE("abort notices and status probes round-trip and reject truncation", "[
   qb.push_back(0);
   CHECK_THROWS(decodeStatusQuery(qb));
 
-  auto s = decodeStatusAnswer(encode(StatusAnswer{7, StallState::Running, 3, "in barrier#2"}));
+  auto s = decodeStatusAnswer(encode(StatusAnswer{7, StallState::Running, 3, "in barrier#2", std::nullopt}));
   CHECK(s.id == 7);
   CHECK(s.state == StallState::Running);
   CHECK(s.waitsOn == 3);
   CHECK(s.doing == "in barrier#2");
+  CHECK_FALSE(s.detail);
   auto sb = encode(StatusAnswer{});
   sb[4] = 9;  // no such state
   CHECK_THROWS(decodeStatusAnswer(sb));
+
+  // An observer's answer carries the rank's detail after the probe's fields.
+  StatusAnswer o{9, StallState::Running, 5, "in allgather#4, waiting for step 1 from rank 5", std::nullopt};
+  o.detail = RankDetail{3, 16, "allgather#4 step 1", 1500, 4, "rank 3: barrier#2: timed out"};
+  auto ob = encode(o);
+  auto od = decodeStatusAnswer(ob);
+  REQUIRE(od.detail);
+  CHECK(od.detail->rank == 3);
+  CHECK(od.detail->nranks == 16);
+  CHECK(od.detail->call == "allgather#4 step 1");
+  CHECK(od.detail->inCallMs == 1500);
+  CHECK(od.detail->linksOpen == 4);
+  CHECK(od.detail->lastError == "rank 3: barrier#2: timed out");
+  ob.pop_back();
+  CHECK_THROWS(decodeStatusAnswer(ob));
 }
 
 TEST_CASE("the host leaders' table round-trips and rejects a malformed tree or table", "[unit][wire]") {
