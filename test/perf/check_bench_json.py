@@ -14,9 +14,11 @@ KEYS = {"impl", "op", "nranks", "bytes", "iters", "init_ms", "first_us", "median
 PHASES = ("listen", "host_local", "registered", "table_received", "first_link", "total")
 
 
-def check_phases(phases, line):
+def check_phases(phases, line, root):
     """Every phase is a number or null (absent); listen, the table and the
-    total are there; present ones are in bring-up order."""
+    total are there; present ones are in bring-up order. The root (rank 0)
+    registers itself and makes the table: its own host-local meeting, when
+    another rank leads its group, may end after the table."""
     if set(phases) != set(PHASES):
         sys.exit(f"init phases {sorted(phases)} are not {sorted(PHASES)} in {line}")
     if any(phases[p] is None for p in ("listen", "table_received", "total")):
@@ -27,6 +29,8 @@ def check_phases(phases, line):
     for early, late in (("listen", "registered"), ("listen", "host_local"), ("registered", "table_received"),
                         ("host_local", "table_received"), ("listen", "table_received"),
                         ("table_received", "total"), ("table_received", "first_link")):
+        if root and (early, late) == ("host_local", "table_received"):
+            continue
         if early in at and late in at and at[early] > at[late] + 0.002:
             sys.exit(f"init phase {early} after {late} in {line}")
 
@@ -37,8 +41,8 @@ def check_observed(record, line):
     counters = record.get("counters")
     if not phases or not counters:
         sys.exit(f"init_phases_ms or counters missing in {line}")
-    check_phases(phases["rank0"], line)
-    check_phases(phases["slowest"], line)
+    check_phases(phases["rank0"], line, True)
+    check_phases(phases["slowest"], line, phases["slowest_rank"] == 0)
     if not 0 <= phases["slowest_rank"] < record["nranks"] or phases["slowest"]["total"] < phases["rank0"]["total"]:
         sys.exit(f"the slowest rank is not the one with the longest init in {line}")
     calls_per_iteration = 2 if record["op"] in ("sendrecv", "pingpong") else 1
