@@ -5,7 +5,7 @@
 //   postRecv(int peer, std::uint32_t step, void* data, std::size_t bytes)
 // (peers are ranks of the plan's group; buffers stay valid until the next
 // settle); the world settles between rounds in its own way: the TCP world
-// co_awaits (lib/coll/execute.cpp), the testing world blocks:
+// steps as a state machine (lib/core/collective_run.cpp), the testing world blocks:
 //   Execution run(std::move(plan), in, out);
 //   while (run.next(transport)) transport.settle();
 // Header-only, C++17.

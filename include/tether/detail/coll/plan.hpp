@@ -4,7 +4,7 @@
 // it posts and when it waits: send to a peer, receive from a peer, copy
 // locally, settle (wait for everything posted since the last settle). The
 // recording — a Plan — is replayed by whichever world runs the call: the TCP
-// world (lib/coll/execute.cpp, over one stream per peer), the header-only
+// world (lib/core/collective_run.cpp, over one stream per peer), the header-only
 // in-process testing world (tether/testing/), and the simulator
 // (test/sim/). So one algorithm source serves all three.
 //
