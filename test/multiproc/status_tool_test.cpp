@@ -106,27 +106,29 @@ bool waitFor(const std::function<bool()>& ok, std::chrono::milliseconds limit) {
   return true;
 }
 
-// The ranks, forked from a thread of their own while the test asks; they
+// The ranks, forked from the test's only thread (TSan kills a child forked
+// while another thread runs) and left running while the test asks; they
 // leave when told (finish), which also continues a stopped rank.
 class RunningJob {
  public:
-  RunningJob(Shared& sh, int n, std::function<void(int, const UniqueId&)> body) : sh_(sh) {
-    thread_ = std::thread([this, n, body] { results_ = test::runRanks(n, body, 90s); });
-  }
+  RunningJob(Shared& sh, int n, const std::function<void(int, const UniqueId&)>& body)
+      : sh_(sh), started_(test::startRanks(n, body, 90s)) {}
   ~RunningJob() { finish(); }
   int stopped = -1;  // continued by finish()
   const std::vector<test::RankResult>& finish() {
-    if (thread_.joinable()) {
+    if (!collected_) {
+      collected_ = true;
       sh_.finish = 1;
       if (stopped >= 0 && sh_.pid[stopped].load() > 0) ::kill(sh_.pid[stopped].load(), SIGCONT);
-      thread_.join();
+      results_ = test::collectRanks(std::move(started_));
     }
     return results_;
   }
 
  private:
   Shared& sh_;
-  std::thread thread_;
+  test::StartedRanks started_;
+  bool collected_ = false;
   std::vector<test::RankResult> results_;
 };
 

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tether/tcp_bootstrap.hpp"
@@ -34,9 +35,20 @@ inline void expect(bool ok, const std::string& what) {
   if (!ok) throw std::runtime_error("expectation failed: " + what);
 }
 
-inline std::vector<RankResult> runRanks(int n, const std::function<void(int rank, const UniqueId& id)>& body,
-                                        std::chrono::milliseconds deadline = std::chrono::seconds(60),
-                                        const std::string& root = "127.0.0.1:0") {
+// Ranks forked and running (startRanks); collectRanks waits for them.
+struct StartedRanks {
+  int n = 0;
+  std::vector<pid_t> pids;
+  std::vector<int> fds;  // each child's report pipe
+  std::chrono::steady_clock::time_point end;  // when collectRanks kills what is left
+};
+
+// Forks n ranks running `body` and returns at once: a test that asks the
+// running ranks forks them from its own (single) thread — a sanitizer such
+// as TSan does not support a child forked while other threads run.
+inline StartedRanks startRanks(int n, const std::function<void(int rank, const UniqueId& id)>& body,
+                               std::chrono::milliseconds deadline = std::chrono::seconds(60),
+                               const std::string& root = "127.0.0.1:0") {
   UniqueId id = TcpBootstrap::createUniqueId(root);
   std::vector<pid_t> pids(n);
   std::vector<int> fds(n);
@@ -66,8 +78,16 @@ inline std::vector<RankResult> runRanks(int n, const std::function<void(int rank
     fds[r] = p[0];
   }
   TcpBootstrap::forgetUniqueId(id);
+  return StartedRanks{n, std::move(pids), std::move(fds), std::chrono::steady_clock::now() + deadline};
+}
+
+// Waits for started ranks until their deadline, then kills what is left.
+inline std::vector<RankResult> collectRanks(StartedRanks started) {
+  const int n = started.n;
+  auto& pids = started.pids;
+  auto& fds = started.fds;
+  const auto end = started.end;
   std::vector<RankResult> results(n);
-  auto end = std::chrono::steady_clock::now() + deadline;
   int open = n;
   std::vector<bool> eof(n, false);
   while (open > 0) {
@@ -109,6 +129,12 @@ inline std::vector<RankResult> runRanks(int n, const std::function<void(int rank
     ::close(fds[r]);
   }
   return results;
+}
+
+inline std::vector<RankResult> runRanks(int n, const std::function<void(int rank, const UniqueId& id)>& body,
+                                        std::chrono::milliseconds deadline = std::chrono::seconds(60),
+                                        const std::string& root = "127.0.0.1:0") {
+  return collectRanks(startRanks(n, body, deadline, root));
 }
 
 inline std::string summary(const std::vector<RankResult>& results) {
