@@ -99,7 +99,8 @@ struct InitTimings {
   // The first link opened (dialled or accepted) after the table: links open
   // lazily, so this comes with the first call that needs a new peer — often
   // after the constructor returned — and stays absent while every call uses
-  // links the rendezvous opened.
+  // links opened while this rank joined (the rendezvous', or a peer's dial
+  // that came before this rank's table).
   std::optional<std::chrono::microseconds> firstLink;
   // The constructor returned (the world is joined).
   std::optional<std::chrono::microseconds> total;

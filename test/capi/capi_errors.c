@@ -131,10 +131,17 @@ int capi_abort(int rank, int nranks, const tether_unique_id_t* id, char* err, si
   tether_comm_t* comm = NULL;
   OK(tether_init(rank, nranks, id, NULL, &comm));
   OK(tether_barrier(comm));
+  /* Rank 1 aborts only once every other rank is past that barrier: its own
+     barrier may return while another rank still waits for the release frame,
+     and the abort would then (rightly) end that rank's first barrier. */
+  int past = 1;
   if (rank == 1) {
+    for (int r = 0; r < nranks; ++r)
+      if (r != 1) OK(tether_recv(comm, &past, sizeof past, r, 11));
     OK(tether_abort(comm, "the C test gives up"));
     FAILS(tether_barrier(comm), TETHER_ERR_ABORTED, "aborted on this rank");
   } else {
+    OK(tether_send(comm, &past, sizeof past, 1, 11));
     /* the others wait in a barrier rank 1 never joins: the notice ends it */
     FAILS(tether_barrier(comm), TETHER_ERR_ABORTED, "aborted by rank 1");
     EXPECT(strstr(tether_last_error(), "the C test gives up") != NULL, "abort reason missing: %s", tether_last_error());

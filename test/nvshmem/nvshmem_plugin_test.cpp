@@ -3,7 +3,8 @@
 // record checked, global_exit, ABI version checks and bad arguments.
 //
 //   TETHER_NVSHMEM_ITERS  iterations of the chaos run (default 10000, about
-//                         70 s on 2 cores; meson runs 1000 under sanitizers)
+//                         70 s on 2 idle cores; meson runs 4000, and 1000
+//                         under sanitizers)
 #include <catch2/catch.hpp>
 
 #include <chrono>
