@@ -1,9 +1,10 @@
 // One collective call driven without a coroutine: the plan's steps are
 // posted up to each settle, and the run resumes when the op's wait ends
 // (OpTable::wake, then resumeWoken between handlers). A communicator keeps
-// one run and reuses it call after call, with its Op and Completion, the
-// recorded plan (cached per algorithm, shape and size) and the scratch
-// memory, so a steady-state call allocates none of them.
+// one run and reuses it call after call (its Op and Completion leased from
+// the communicator's ReusedCall), with the recorded plan (cached per
+// algorithm, shape and size) and the scratch memory, so a steady-state call
+// allocates none of them.
 #pragma once
 
 #include <atomic>

@@ -159,17 +159,19 @@ void Communicator::collective(dc::Prepared call) {
 std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> Communicator::launchCollective(Communicator& on,
                                                                                            dc::Call call,
                                                                                            const void* in, void* out) {
-  // The op, its completion and the run of on's last call are reused once
+  // The op and completion of on's last call, and its run, are reused once
   // nothing else holds them (a request or a stall probe may).
   const auto code = static_cast<std::uint32_t>(call.op);
+  const bool child = on.group_.comm != world_->config().worldId;
+  const std::uint64_t coll = on.calls_.next();
   std::shared_ptr<Op> op;
-  if (on.lastOp_ && on.lastOp_.use_count() == 1 && !on.lastOp_->active && !on.lastOp_->deadline) {
-    op = on.lastOp_;
-    op->restart(on.calls_.next(), code);
+  std::shared_ptr<Completion> done;
+  if (auto kept = on.call_->lease(on.group_.comm, coll, code, child)) {
+    op = std::move(kept->op);
+    done = std::move(kept->done);
   } else {
-    const bool child = on.group_.comm != world_->config().worldId;
-    op = std::make_shared<Op>(on.group_.comm, on.calls_.next(), code, child);
-    on.lastOp_ = op;
+    op = std::make_shared<Op>(on.group_.comm, coll, code, child);
+    done = std::make_shared<Completion>();
   }
   if (calls_.broken()) calls_.usable(fmt::format("rank {}", rank()), op->name(), rank());
   on.calls_.take();
@@ -180,14 +182,6 @@ std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> Communicator::launch
   counters_->call(static_cast<std::size_t>(call.op));  // the kinds are wire::Op's values
   const dc::Shape shape = coll::shape(on.group_.rank, on.group_.size, world_->topology().cpuBound);
   const dc::Algorithm& algo = coll::choose(shape, call);
-  std::shared_ptr<Completion> done;
-  if (on.lastDone_ && on.lastDone_.use_count() == 1) {
-    done = on.lastDone_;
-    done->reset();
-  } else {
-    done = std::make_shared<Completion>();
-    on.lastDone_ = done;
-  }
   if (!on.run_ || !on.run_->idle()) on.run_ = std::make_shared<CollectiveRun>();
   on.run_->start(*world_, on.group_, op, done, algo, shape, call, in, out);
   return {op, done};

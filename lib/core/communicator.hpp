@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/layer.hpp"
+#include "core/reused_call.hpp"
 #include "core/world.hpp"
 #include "tether/detail/call_slot.hpp"
 #include "tether/detail/coll/front.hpp"
@@ -102,10 +103,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::map<std::vector<int>, std::shared_ptr<Communicator>> subsets_;
   const std::shared_ptr<CollectiveSeq> seq_ = std::make_shared<CollectiveSeq>();
   std::shared_ptr<CommCounters> counters_;
-  // The last collective's op, completion and run, reused by the next call
-  // once nothing else holds them (launchCollective).
-  std::shared_ptr<Op> lastOp_;
-  std::shared_ptr<Completion> lastDone_;
+  // The collective call's op and completion, and its run, reused by the next
+  // call once nothing else holds them (launchCollective).
+  ReusedCall::Kept call_ = ReusedCall::make();
   std::shared_ptr<CollectiveRun> run_;
 };
 

@@ -52,3 +52,8 @@ TEST_CASE("nonblocking: cancelling a world collective poisons it and tells the p
 TEST_CASE("nonblocking: invalid arguments throw before a collective id is taken", "[multiproc][nonblocking]") {
   run(3, nb::invalidArgumentsFirst);
 }
+
+TEST_CASE("nonblocking: a request dropped on another thread while the next collective starts",
+          "[multiproc][nonblocking]") {
+  run(3, nb::requestDroppedOnAnotherThread);
+}

@@ -7,6 +7,7 @@
 // (testing_api_conformance_test.cpp): one contract, both worlds.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <string>
@@ -163,6 +164,36 @@ inline void invalidArgumentsFirst(Bootstrap& b) {
   check(w.what() == text, std::string("the same words in every world: '") + w.what() + "'");
 }
 
+// A request waited for and dropped on another thread while this thread
+// starts the next collective at once: the communicator may reuse the
+// dropped call's op for it only once the drop is ordered before the reuse
+// (under TSan, use_count() == 1, a relaxed load, was not: the next call read
+// op->active while the progress thread had written it). The handoff below
+// is relaxed on purpose: it orders nothing.
+inline void requestDroppedOnAnotherThread(Bootstrap& b) {
+  const int n = b.size(), r = b.rank();
+  std::vector<int> all(n), again(n);
+  for (int round = 0; round < 100; ++round) {
+    all.assign(n, -1);
+    all[r] = round * 100 + r;
+    std::atomic<bool> dropped{false};
+    std::thread dropper([&, req = b.iallgather(all.data(), sizeof(int))]() mutable {
+      req.wait();
+      req = Request();
+      dropped.store(true, std::memory_order_relaxed);
+    });
+    while (!dropped.load(std::memory_order_relaxed)) std::this_thread::yield();
+    again.assign(n, -1);
+    again[r] = round * 100 + 50 + r;
+    b.allgather(again.data(), sizeof(int));
+    dropper.join();
+    for (int i = 0; i < n; ++i) {
+      check(all[i] == round * 100 + i, "iallgather block " + std::to_string(i));
+      check(again[i] == round * 100 + 50 + i, "allgather block " + std::to_string(i));
+    }
+  }
+}
+
 inline std::vector<Case> cases() {
   return {
       {"nonblocking: ibarrier, iallgather and ialltoall while an irecv is pending", 4, collectivesWhileIrecvPending},
@@ -170,6 +201,8 @@ inline std::vector<Case> cases() {
       {"nonblocking: cancel withdraws an unmatched irecv cleanly", 2, cancelUnmatchedIrecv},
       {"nonblocking: cancelling a world collective poisons it and tells the peers", 2, cancelWorldCollective},
       {"nonblocking: invalid arguments throw before a collective id is taken", 3, invalidArgumentsFirst},
+      {"nonblocking: a request dropped on another thread while the next collective starts", 3,
+       requestDroppedOnAnotherThread},
   };
 }
 
