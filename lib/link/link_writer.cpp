@@ -139,8 +139,8 @@ void LinkWriter::finish(bool ackOnWire) {
 
 std::vector<Owner*> LinkWriter::queuedOwners() const {
   std::vector<Owner*> owners;
-  for (const auto& f : queue_)
-    if (f.owner) owners.push_back(f.owner);
+  for (std::size_t i = 0; i < queue_.size(); ++i)
+    if (queue_[i].owner) owners.push_back(queue_[i].owner);
   return owners;
 }
 
@@ -154,9 +154,7 @@ int LinkWriter::abandon(Owner* owner) {
       queue_[i].abandoned = true;
       ++held;
     }
-  queue_.erase(std::remove_if(queue_.begin() + static_cast<std::ptrdiff_t>(inFlight_), queue_.end(),
-                              [&](const OutFrame& f) { return f.owner == owner; }),
-               queue_.end());
+  queue_.eraseFrom(inFlight_, [&](const OutFrame& f) { return f.owner == owner; });
   return held;
 }
 

@@ -11,12 +11,12 @@
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "base/layer.hpp"
+#include "link/frame_queue.hpp"
 #include "link/out_frame.hpp"
 
 TETHER_LAYER(3, "link");
@@ -51,7 +51,7 @@ class LinkWriter {
   void finish(bool ackOnWire);
 
   Link& link_;
-  std::deque<OutFrame> queue_;
+  FrameQueue queue_;
   std::size_t inFlight_ = 0;          // frames at the front of queue_ being written now
   std::vector<unsigned char> tail_;   // the copied rest of a partial write, being written
   bool tailHasAck_ = false;           // the GoodbyeAck ends tail_

@@ -65,8 +65,11 @@ constexpr int kWarmup = 200;
 constexpr int kCounted = 2000;
 constexpr std::size_t kBytes = 64;
 // The most heap allocations per rank per call this test accepts (issue 24's
-// goal is 1; docs/benchmarks.md has the measured figures).
-constexpr double kMostPerRankPerCall = 1.0;
+// goal is 1; docs/benchmarks.md has the measured figures). The frame path
+// allocates nothing (0 of 16,000 rank-calls in most runs): what is left is a
+// call that starts before the progress thread dropped the last call's op
+// (ReusedCall then gives it a pair of its own), a few in 16,000.
+constexpr double kMostPerRankPerCall = 0.05;
 
 }  // namespace
 

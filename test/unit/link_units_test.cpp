@@ -17,6 +17,7 @@
 
 #include "link/connector.hpp"
 #include "link/frame_io.hpp"
+#include "link/frame_queue.hpp"
 #include "link/frame_reader.hpp"
 #include "link/link.hpp"
 #include "link/memory_stream.hpp"
@@ -433,4 +434,42 @@ TEST_CASE("the connector's handshake over in-memory streams admits the right sec
     CHECK_THAT(member.failures[0].reason, Catch::Contains("cannot connect to rank 0 at nobody"));
   }
   listener->close();
+}
+
+TEST_CASE("the frame queue keeps its order through wrap-around, growth and erasure, and releases a popped payload",
+          "[unit][link]") {
+  link::FrameQueue q;
+  auto frame = [](std::size_t n) {
+    link::OutFrame f;
+    f.len = n;
+    return f;
+  };
+  std::size_t next = 0, first = 0;  // frames first..next-1 are queued, len = their number
+  for (int round = 0; round < 50; ++round) {  // the head walks around the ring many times
+    for (int i = 0; i < 7; ++i) q.push_back(frame(next++));
+    for (int i = 0; i < 5; ++i, ++first) {
+      REQUIRE(q.front().len == first);
+      q.pop_front();
+    }
+  }
+  REQUIRE(q.size() == next - first);
+  for (std::size_t i = 0; i < q.size(); ++i) REQUIRE(q[i].len == first + i);
+  // Erase the odd ones behind the first two; the rest keep their order.
+  q.eraseFrom(2, [](const link::OutFrame& f) { return f.len % 2 == 1; });
+  std::vector<std::size_t> left;
+  for (std::size_t i = 0; i < q.size(); ++i) left.push_back(q[i].len);
+  std::vector<std::size_t> expected{first, first + 1};
+  for (std::size_t v = first + 2; v < next; ++v)
+    if (v % 2 == 0) expected.push_back(v);
+  CHECK(left == expected);
+  // A written frame's shared payload is released when it leaves the queue.
+  auto payload = std::make_shared<const wire::Bytes>(wire::Bytes(8, 1));
+  q.clear();
+  link::OutFrame shared;
+  shared.shared = payload;
+  q.push_back(std::move(shared));
+  CHECK(payload.use_count() == 2);
+  q.pop_front();
+  CHECK(payload.use_count() == 1);
+  CHECK(q.empty());
 }
