@@ -229,9 +229,15 @@ std::string treeFailure(const Hosts& h, int played, const std::string& frame, in
           std::string what = e.what();
           std::printf("rank %d: %s\n", rank, what.c_str());
           std::fflush(stdout);
-          if (rank == 0 || rank == named)
-            test::expect(!b && what.find(text) != std::string::npos,
-                         "the rendezvous fails with: " + text + ": " + what);
+          if (rank == 0 || rank == named) {
+            bool found = false;  // `text` may list alternatives, separated by '|'
+            for (std::size_t at = 0; at <= text.size();) {
+              const std::size_t bar = std::min(text.find('|', at), text.size());
+              found = found || what.find(text.substr(at, bar - at)) != std::string::npos;
+              at = bar + 1;
+            }
+            test::expect(!b && found, "the rendezvous fails with: " + text + ": " + what);
+          }
           return;
         }
         test::expect(false, "rank " + std::to_string(rank) + " should have failed");
@@ -280,11 +286,17 @@ TEST_CASE("a host leader that cannot reach its child in the leaders' tree fails 
       [] {
         // Rank 3 (below rank 2) listens nowhere: rank 2's dials are refused
         // until its 3 s deadline, and its failure reaches the root, whose
-        // abort reaches rank 3.
+        // abort reaches rank 3. The dial's last retry and the deadline end at
+        // about the same time, and rank 2 says either (the full suite met the
+        // first once): both name rank 3 and its refused dial.
         Hosts h(4);
         if (!h.prepare(1)) return 77;
         std::chrono::steady_clock::duration took{};
-        std::string failures = treeFailure(h, 3, "abort", 2, 2, "child host leaders 3 (not reached: ", took);
+        std::string failures =
+            treeFailure(h, 3, "abort", 2, 2,
+                        "cannot forward the table to the child host leader rank 3 at 10.201.0.4:9 (|"
+                        "no acknowledgement from the child host leaders 3 (not reached: ",
+                        took);
         if (took > 15s) failures += "it took longer than 15 s (rank 2's deadline 3 s)\n";
         std::printf("%s", failures.c_str());
         return failures.empty() ? 0 : 1;
