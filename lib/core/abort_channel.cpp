@@ -4,7 +4,11 @@
 
 #include "rendezvous/rendezvous.hpp"
 
+#include "tether/detail/core/failures.hpp"
+
 namespace tether {
+
+namespace failures = detail::core::failures;
 
 void AbortChannel::record(const wire::AbortNotice& n) {
   std::lock_guard lock(mutex_);
@@ -16,9 +20,10 @@ void AbortChannel::record(const wire::AbortNotice& n) {
 Error AbortChannel::abortedError(const std::string& opName) const {
   std::lock_guard lock(mutex_);
   const int origin = static_cast<int>(notice_.origin);
-  std::string by = origin == rank_ ? std::string("aborted on this rank") : fmt::format("aborted by rank {}", origin);
-  return Error(ErrorCode::Aborted, fmt::format("rank {}: {}: {}: {}", rank_, opName, by, notice_.reason), rank_,
-               origin);
+  return Error(
+      ErrorCode::Aborted,
+      failures::failure(failures::rankName(rank_), opName, failures::aborted(origin == rank_, origin, notice_.reason)),
+      rank_, origin);
 }
 
 bool AbortChannel::beginHandling(const wire::AbortNotice& n) {

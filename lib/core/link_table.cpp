@@ -4,7 +4,11 @@
 
 #include <algorithm>
 
+#include "tether/detail/core/failures.hpp"
+
 namespace tether {
+
+namespace failures = detail::core::failures;
 
 using link::Link;
 
@@ -105,7 +109,7 @@ LinkTable::Down LinkTable::remove(Link& link, const std::string& reason, bool gr
   down.clean = link.closedAfterGoodbye();
   if (st.leaving) {
     // Its final goodbye was read (or it refused us as shutting down): it left in order.
-    if (!st.gone) st.gone = true, st.graceful = true, st.reason = "it closed its bootstrap";
+    if (!st.gone) st.gone = true, st.graceful = true, st.reason = failures::closedItsBootstrap();
   } else if (!down.clean && !link.idleClose() && !link.goodbyeSent()) {
     // A connection that broke without a goodbye: the peer is lost.
     if (!st.gone) {

@@ -8,30 +8,34 @@
 #include <cstring>
 #include <utility>
 
+#include "tether/detail/core/failures.hpp"
+
 namespace tether {
+
+namespace failures = detail::core::failures;
 
 namespace asio = boost::asio;
 
 std::string Op::name() const {
   switch (kind_) {
     case Kind::Send:
-      return fmt::format("send to rank {} tag {}", peer_, tag_);
+      return failures::sendName(peer_, tag_);
     case Kind::Recv:
-      return fmt::format("recv from rank {} tag {}", peer_, tag_);
+      return failures::recvName(peer_, tag_);
     case Kind::Collective:
       break;
   }
   if (child_) return fmt::format("{}#{} (comm {:016x})", wire::opName(static_cast<wire::OpCode>(code)), coll, comm);
-  return fmt::format("{}#{}", wire::opName(static_cast<wire::OpCode>(code)), coll);
+  return detail::coll::callName(wire::opName(static_cast<wire::OpCode>(code)), coll);
 }
 
 namespace {
 
 Error lengthMismatch(int rank, const Op& op, int src, const wire::FrameHeader& h, std::size_t expected) {
-  return Error(ErrorCode::Protocol,
-               fmt::format("rank {}: {}: rank {} sent {}, this rank expects {} bytes", rank, op.name(), src,
-                           wire::describe(h), expected),
-               rank, src);
+  return Error(
+      ErrorCode::Protocol,
+      failures::failure(failures::rankName(rank), op.name(), failures::expectsBytes(src, wire::describe(h), expected)),
+      rank, src);
 }
 
 bool postedFrom(const Op& op, int peer) {
@@ -191,9 +195,8 @@ void OpTable::failOp(Op& op, std::exception_ptr e) {
 std::string OpTable::pendingDescription(const Op& op) const {
   if (!op.posted.empty()) {
     const auto& k = op.posted.front();
-    std::string what =
-        k.kind == wire::Kind::P2P ? fmt::format("a message with tag {}", k.tag) : fmt::format("step {}", k.step);
-    return fmt::format("waiting for {} from {}", what, links_.describeRank(static_cast<int>(k.src)));
+    std::string what = k.kind == wire::Kind::P2P ? failures::messageWithTag(k.tag) : failures::stepNumber(k.step);
+    return failures::waitingFor(what, links_.describeRank(static_cast<int>(k.src)));
   }
   const int to = links_.queuedFor(op);
   return to < 0 ? "before completing"

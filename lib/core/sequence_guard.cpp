@@ -8,7 +8,11 @@
 
 #include "base/log.hpp"
 
+#include "tether/detail/core/failures.hpp"
+
 namespace tether {
+
+namespace failures = detail::core::failures;
 
 const CollectiveSeq* SequenceGuard::find(std::uint64_t comm) const {
   auto it = comms_.find(comm);
@@ -29,8 +33,8 @@ bool SequenceGuard::admit(int src, const wire::FrameHeader& h) {
   auto run = seq->running.find(h.coll);
   if (run != seq->running.end() && wire::opCodeOf(h.tag) != run->second->code) {
     reportProtocol(h.comm, Error(ErrorCode::Protocol,
-                                 fmt::format("rank {}: {}: rank {} is in {} — the ranks called different collectives",
-                                             rank_, run->second->name(), src, wire::describe(h)),
+                                 failures::failure(failures::rankName(rank_), run->second->name(),
+                                                   failures::differentCollectives(src, wire::describe(h))),
                                  rank_, src));
     return false;
   }
@@ -50,10 +54,11 @@ void SequenceGuard::checkStashed(Op& op, const match::Mailbox& mailbox) {
   mailbox.forEachStashed([&](const match::Key& k, const match::Stashed& s) {
     if (mismatch || k.kind != wire::Kind::Collective || k.comm != op.comm || k.coll != op.coll) return;
     if (wire::opCodeOf(k.tag) != op.code)
-      mismatch = Error(ErrorCode::Protocol,
-                       fmt::format("rank {}: {}: rank {} is in {} — the ranks called different collectives", rank_,
-                                   op.name(), k.src, wire::describe(s.header)),
-                       rank_, static_cast<int>(k.src));
+      mismatch =
+          Error(ErrorCode::Protocol,
+                failures::failure(failures::rankName(rank_), op.name(),
+                                  failures::differentCollectives(static_cast<int>(k.src), wire::describe(s.header))),
+                rank_, static_cast<int>(k.src));
   });
   if (mismatch) ops_.failOp(op, std::make_exception_ptr(*mismatch));
 }
@@ -90,10 +95,11 @@ void SequenceGuard::checkLeftovers(Op& op, match::Mailbox& mailbox) {
   };
   mailbox.forEachStashed([&](const match::Key& k, const match::Stashed& s) {
     if (!extra && ofThisCall(k))
-      extra = Error(ErrorCode::Protocol,
-                    fmt::format("rank {}: {}: rank {} sent {} which this rank's {} never receives", rank_, op.name(),
-                                k.src, wire::describe(s.header), op.name()),
-                    rank_, static_cast<int>(k.src));
+      extra = Error(
+          ErrorCode::Protocol,
+          failures::failure(failures::rankName(rank_), op.name(),
+                            failures::neverReceives(static_cast<int>(k.src), wire::describe(s.header), op.name())),
+          rank_, static_cast<int>(k.src));
   });
   if (!extra) return;
   mailbox.dropStashed(ofThisCall);

@@ -11,7 +11,11 @@
 #include "core/op_table.hpp"
 #include "core/sequence_guard.hpp"
 
+#include "tether/detail/core/failures.hpp"
+
 namespace tether {
+
+namespace failures = detail::core::failures;
 
 namespace asio = boost::asio;
 
@@ -98,7 +102,8 @@ void StallProbe::onAnswer(int peer, const wire::StatusAnswer& a) {
 
 void StallProbe::timeOut(const std::shared_ptr<Op>& op, OpTable& ops, bool mayProbe, std::chrono::milliseconds budget) {
   if (!op->active || op->error) return;
-  std::string what = fmt::format("rank {}: {}: timed out {}", rank_, op->name(), ops.pendingDescription(*op));
+  std::string what =
+      failures::failure(failures::rankName(rank_), op->name(), failures::timedOut(ops.pendingDescription(*op)));
   const int peer = ops.waitsOn(*op);
   if (op->kind() == Op::Kind::Collective && peer >= 0 && peer != rank_ && mayProbe) {
     asio::co_spawn(io_, probeThenFail(op, ops, std::move(what), peer, budget), asio::detached);
@@ -191,7 +196,8 @@ wire::StatusAnswer statusOfRank(std::uint32_t id, const OpTable& ops, const Rank
   if (w >= 0) a.waitsOn = static_cast<std::uint32_t>(w);
   a.doing = fmt::format("in {}, {}{}", in->name(), ops.pendingDescription(*in), others);
   d.call = in->name();
-  if (in->kind() == Op::Kind::Collective && !in->posted.empty()) d.call += fmt::format(" step {}", in->posted.front().step);
+  if (in->kind() == Op::Kind::Collective && !in->posted.empty())
+    d.call += fmt::format(" step {}", in->posted.front().step);
   if (facts.now > in->began)
     d.inCallMs = static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::milliseconds>(facts.now - in->began).count());

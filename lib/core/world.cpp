@@ -18,7 +18,12 @@
 #include "link/socket_stream.hpp"
 #include "link/tcp_stream.hpp"
 
+#include "tether/detail/core/failures.hpp"
+
 namespace tether {
+
+namespace failures = detail::core::failures;
+
 namespace {
 
 link::ConnectorConfig connectorConfig(const WorldConfig& c) {
@@ -311,7 +316,8 @@ bool World::cancel(const std::shared_ptr<Op>& op) {
         op->kind() == Op::Kind::Collective || (op->kind() == Op::Kind::Recv && !op->posted.empty());
     if (op->active && !op->error && withdrawable) {
       *cancelled = true;
-      const std::string what = fmt::format("rank {}: {}: cancelled on this rank", rank(), op->name());
+      const std::string what =
+          failures::failure(failures::rankName(rank()), op->name(), failures::cancelledOnThisRank());
       ops_.failOp(*op, std::make_exception_ptr(Error(ErrorCode::Aborted, what, rank())));
       // Peers already run this collective and will never get our steps: on
       // the world communicator they are told at once (as after any failed
@@ -380,9 +386,9 @@ bool World::departed(int peer) const {
 
 Error World::peerGoneError(int peer, const std::string& opName) const {
   const auto& st = table_.peer(peer);
-  std::string why = st.graceful ? "it closed its bootstrap" : st.reason;
-  return Error(ErrorCode::PeerLost, fmt::format("rank {}: {}: lost rank {}: {}", rank(), opName, peer, why), rank(),
-               peer);
+  std::string why = st.graceful ? failures::closedItsBootstrap() : st.reason;
+  return Error(ErrorCode::PeerLost,
+               failures::failure(failures::rankName(rank()), opName, failures::lostRank(peer, why)), rank(), peer);
 }
 
 void World::addCommunicator(std::uint64_t comm, std::shared_ptr<CollectiveSeq> seq) {

@@ -98,8 +98,9 @@ std::string describe(const FrameHeader& h) {
     return fmt::format("{}#{} step {} part {} ({} bytes)", opName(static_cast<OpCode>(opCodeOf(h.tag))), h.coll, h.step,
                        partOf(h.tag), h.length);
   if (h.kind == Kind::Collective)
-    return fmt::format("{}#{} step {} ({} bytes)", opName(static_cast<OpCode>(h.tag)), h.coll, h.step, h.length);
-  if (h.kind == Kind::P2P) return fmt::format("send tag {} ({} bytes)", h.tag, h.length);
+    return detail::coll::stepFrame(detail::coll::callName(opName(static_cast<OpCode>(h.tag)), h.coll), h.step,
+                                   h.length);
+  if (h.kind == Kind::P2P) return detail::coll::sendTagFrame(h.tag, h.length);
   return fmt::format("{} frame ({} bytes)", kindName(h.kind), h.length);
 }
 

@@ -87,7 +87,7 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
 
   void recv(void* data, std::size_t bytes, int peer, int tag) override {
     tether::detail::args::message(rank(), size(), "recv", data, bytes, peer, tag);
-    const std::string where = "recv from rank " + std::to_string(peer) + " tag " + std::to_string(tag);
+    const std::string where = tether::detail::core::failures::recvName(peer, tag);
     endpoint_.throwIfAborted(where);
     endpoint_.receivePointToPoint(data, bytes, peer, tag, where);
   }
@@ -146,9 +146,8 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
 
   Request irecv(void* data, std::size_t bytes, int peer, int tag) override {
     tether::detail::args::message(rank(), size(), "irecv", data, bytes, peer, tag);
-    return Request(std::make_unique<detail::RecvRequest>(
-        owner(), endpoint_, data, bytes, peer, tag,
-        "recv from rank " + std::to_string(peer) + " tag " + std::to_string(tag)));
+    return Request(std::make_unique<detail::RecvRequest>(owner(), endpoint_, data, bytes, peer, tag,
+                                                         tether::detail::core::failures::recvName(peer, tag)));
   }
 
   Request iallgather(void* allData, std::size_t bytesPerRank) override {
@@ -191,9 +190,7 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
   using Plan = tether::detail::coll::Plan;
 
   static const char* nameOf(Op op) { return tether::detail::coll::opName(op); }
-  static std::string sendName(int peer, int tag) {
-    return "send to rank " + std::to_string(peer) + " tag " + std::to_string(tag);
-  }
+  static std::string sendName(int peer, int tag) { return tether::detail::core::failures::sendName(peer, tag); }
 
   // The algorithm TcpBootstrap would choose for this call here, recorded.
   Plan record(const Call& call, int groupRank, int groupSize) const {

@@ -2,10 +2,12 @@
 // Header-only, C++17. The wire layer's: the values are operation codes in
 // collective frames (lib/wire/frame.hpp), so it sits below the plans that use
 // it (test/unit/layers_check.py); the namespace stays detail::coll, where the
-// collectives name it.
+// collectives name it. Also the words both worlds describe calls and frames
+// with (lib/wire/frame.cpp, tether/testing/detail/message.hpp).
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace tether {
 namespace detail {
@@ -41,6 +43,24 @@ inline const char* opName(Op op) {
       return "split";
   }
   return "unknown-op";
+}
+
+// A collective call: "allgather#2".
+template <class Id>
+std::string callName(const std::string& op, Id id) {
+  return op + "#" + std::to_string(id);
+}
+
+// A frame of one step of a call: "allgather#2 step 0 (64 bytes)".
+template <class Step, class Bytes>
+std::string stepFrame(const std::string& call, Step step, Bytes bytes) {
+  return call + " step " + std::to_string(step) + " (" + std::to_string(bytes) + " bytes)";
+}
+
+// A point-to-point frame: "send tag 7 (64 bytes)".
+template <class Tag, class Bytes>
+std::string sendTagFrame(Tag tag, Bytes bytes) {
+  return "send tag " + std::to_string(tag) + " (" + std::to_string(bytes) + " bytes)";
 }
 
 }  // namespace coll

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "tether/detail/core/failures.hpp"
 #include "tether/error.hpp"
 #include "tether/testing/detail/message.hpp"
 #include "tether/testing/detail/world_state.hpp"
@@ -25,6 +26,8 @@
 namespace tether {
 namespace testing {
 namespace detail {
+
+namespace failures = ::tether::detail::core::failures;
 
 class Endpoint {
  public:
@@ -53,13 +56,13 @@ class Endpoint {
 
   // "rank 1", or "rank 1 (world 3)" on a child communicator.
   std::string who() const {
-    std::string text = "rank " + std::to_string(rank_);
+    std::string text = failures::rankName(rank_);
     if (comm_ != 0) text += " (world " + std::to_string(worldRank()) + ")";
     return text;
   }
 
   [[noreturn]] void fail(ErrorCode code, const std::string& where, int peer, const std::string& what) const {
-    throw Error(code, who() + ": " + where + ": " + what, rank_, peer);
+    throw Error(code, failures::failure(who(), where, what), rank_, peer);
   }
 
   void throwIfAborted(const std::string& where) const {
@@ -114,7 +117,7 @@ class Endpoint {
                const Interrupt* interrupt) const {
     std::unique_lock<std::mutex> lock(world_->mutex);
     waitLocked(
-        lock, until, where, peer, "a message with tag " + std::to_string(tag) + " from rank " + std::to_string(peer),
+        lock, until, where, peer, failures::waitingFor(failures::messageWithTag(tag), failures::rankName(peer)),
         [&] { return slot.done; }, interrupt);
   }
   // ... or look without waiting (Request::test) ...
@@ -135,9 +138,7 @@ class Endpoint {
     const Message& message = slot.message;
     if (message.payload.size() != bytes) {
       fail(ErrorCode::Protocol, where, peer,
-           "rank " + std::to_string(peer) + " sent send tag " + std::to_string(tag) + " (" +
-               std::to_string(message.payload.size()) + " bytes), this rank expects " + std::to_string(bytes) +
-               " bytes");
+           failures::expectsBytes(peer, ::tether::detail::coll::sendTagFrame(tag, message.payload.size()), bytes));
     }
     if (bytes != 0) std::memcpy(data, message.payload.data(), bytes);
   }
@@ -178,7 +179,8 @@ class Endpoint {
     std::unique_lock<std::mutex> lock(world_->mutex);
     for (CollectiveRecv& r : round) {
       waitLocked(
-          lock, until, where, r.peer, "step " + std::to_string(r.key.step) + " from rank " + std::to_string(r.peer),
+          lock, until, where, r.peer,
+          failures::waitingFor(failures::stepNumber(r.key.step), failures::rankName(r.peer)),
           [&] {
             rejectForeignCallsLocked(round.front().key, expected);
             for (const CollectiveRecv& other : round)
@@ -190,9 +192,7 @@ class Endpoint {
     for (const CollectiveRecv& r : round) {
       const Message& message = r.slot.message;
       if (message.payload.size() != r.bytes) {
-        fail(ErrorCode::Protocol, where, r.peer,
-             "rank " + std::to_string(r.peer) + " sent " + message.describe() + ", this rank expects " +
-                 std::to_string(r.bytes) + " bytes");
+        fail(ErrorCode::Protocol, where, r.peer, failures::expectsBytes(r.peer, message.describe(), r.bytes));
       }
       if (r.bytes != 0) std::memcpy(r.data, message.payload.data(), r.bytes);
     }
@@ -220,9 +220,7 @@ class Endpoint {
       }
     });
     if (!left) return;
-    fail(ErrorCode::Protocol, expected.call(), from,
-         "rank " + std::to_string(from) + " sent " + left->describe() + " which this rank's " + expected.call() +
-             " never receives");
+    fail(ErrorCode::Protocol, expected.call(), from, failures::neverReceives(from, left->describe(), expected.call()));
   }
 
  private:
@@ -241,14 +239,11 @@ class Endpoint {
   void throwIfAbortedLocked(const std::string& where) const {
     const RankMailbox& box = mailbox();
     if (!box.aborted) return;
-    if (box.abortedBy == worldRank()) {
-      fail(ErrorCode::Aborted, where, box.abortedBy, "aborted on this rank: " + box.abortReason);
-    }
     if (box.abortedBy < 0) {
       fail(ErrorCode::Aborted, where, -1, "aborted by InProcessWorld::abortAll: " + box.abortReason);
     }
     fail(ErrorCode::Aborted, where, box.abortedBy,
-         "aborted by rank " + std::to_string(box.abortedBy) + ": " + box.abortReason);
+         failures::aborted(box.abortedBy == worldRank(), box.abortedBy, box.abortReason));
   }
 
   // `peer` (a rank here) left, as TcpBootstrap says of a peer that closed its
@@ -256,7 +251,7 @@ class Endpoint {
   void throwIfLeftLocked(const std::string& where, int peer) const {
     if (peer < 0 || peer >= size() || !world_->left[static_cast<std::size_t>(worldRankOf(peer))]) return;
     fail(ErrorCode::PeerLost, where, peer,
-         "lost rank " + std::to_string(peer) + ": it closed its bootstrap (its body returned)");
+         failures::lostRank(peer, failures::closedItsBootstrap() + " (its body returned)"));
   }
 
   // Sleeps on this rank's condition variable until ready(), an abort, the
@@ -271,21 +266,20 @@ class Endpoint {
       if (ready()) return;
       throwIfLeftLocked(where, peer);
       const Interrupt why = interrupt ? *interrupt : Interrupt::None;
-      if (why == Interrupt::Cancelled) fail(ErrorCode::Aborted, where, -1, "cancelled on this rank");
+      if (why == Interrupt::Cancelled) fail(ErrorCode::Aborted, where, -1, failures::cancelledOnThisRank());
       if (why == Interrupt::TimedOut || box.wake.wait_until(lock, until) == std::cv_status::timeout) {
         throwIfAbortedLocked(where);
         if (ready()) return;
-        fail(ErrorCode::Timeout, where, peer, "timed out waiting for " + waitingFor);
+        fail(ErrorCode::Timeout, where, peer, failures::timedOut(waitingFor));
       }
     }
   }
 
   // A message from `source` stamped with another operation, or another root.
   void checkStamp(const Message& m, int source, const OpStamp& expected) const {
-    const std::string from = "rank " + std::to_string(source);
+    const std::string from = failures::rankName(source);
     if (m.op.name != expected.name)
-      fail(ErrorCode::Protocol, expected.call(), source,
-           from + " is in " + m.describe() + " — the ranks called different collectives");
+      fail(ErrorCode::Protocol, expected.call(), source, failures::differentCollectives(source, m.describe()));
     if (m.op.root != expected.root)
       fail(ErrorCode::Protocol, expected.call(), source,
            from + " is in " + m.op.call() + " with root " + std::to_string(m.op.root) + ", this rank's root is " +

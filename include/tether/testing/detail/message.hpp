@@ -12,6 +12,8 @@
 #include <tuple>
 #include <vector>
 
+#include "tether/detail/wire/op.hpp"
+
 namespace tether {
 namespace testing {
 namespace detail {
@@ -64,7 +66,7 @@ struct OpStamp {
   std::uint64_t id = 0;  // collective id (or subset-barrier count)
   int root = -1;         // broadcast root, else -1
 
-  std::string call() const { return name + "#" + std::to_string(id); }
+  std::string call() const { return ::tether::detail::coll::callName(name, id); }
 };
 
 struct Message {
@@ -73,9 +75,7 @@ struct Message {
   std::vector<unsigned char> payload;
 
   // "allgather#2 step 0 (64 bytes)", as the TCP world describes a frame.
-  std::string describe() const {
-    return op.call() + " step " + std::to_string(step) + " (" + std::to_string(payload.size()) + " bytes)";
-  }
+  std::string describe() const { return ::tether::detail::coll::stepFrame(op.call(), step, payload.size()); }
 };
 
 }  // namespace detail

@@ -109,8 +109,9 @@ class RecvRequest final : public RequestBase {
   bool cancel() override {
     if (finished_ || !endpoint_.withdraw(key_, slot_)) return false;
     finished_ = true;
-    error_ = std::make_exception_ptr(
-        Error(ErrorCode::Aborted, endpoint_.who() + ": " + where_ + ": cancelled on this rank", endpoint_.rank(), -1));
+    error_ = std::make_exception_ptr(Error(ErrorCode::Aborted,
+                                           failures::failure(endpoint_.who(), where_, failures::cancelledOnThisRank()),
+                                           endpoint_.rank(), -1));
     return true;
   }
 
@@ -213,7 +214,8 @@ class CollectiveRequest final : public RequestBase {
     try {
       std::rethrow_exception(error);
     } catch (const Error& e) {
-      if (e.code() != ErrorCode::Aborted || std::string(e.what()).find("cancelled on this rank") == std::string::npos)
+      if (e.code() != ErrorCode::Aborted ||
+          std::string(e.what()).find(failures::cancelledOnThisRank()) == std::string::npos)
         return false;
       // Peers have started it too and wait for steps this rank will not send.
       if (abortWorldOnCancel_) endpoint_.world()->abortAll(endpoint_.worldRank(), e.what());
