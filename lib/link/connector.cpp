@@ -21,27 +21,40 @@ namespace {
 // timer callback never touches a destroyed stream.
 struct Watchdog {
   struct Flags {
-    bool expired = false, disarmed = false;
+    bool expired = false;
+    unsigned armed = 0;  // which arming may still close the stream (0: none)
   };
   Watchdog(asio::io_context& io, std::shared_ptr<Stream> s, Clock::time_point deadline)
-      : timer(io), flags(std::make_shared<Flags>()) {
+      : timer(io), stream(std::move(s)), flags(std::make_shared<Flags>()) {
+    arm(deadline);
+  }
+  ~Watchdog() { timer.cancel(); }
+  bool expired() const { return flags->expired; }
+  // Moves the deadline (unless it has passed already). A callback of the
+  // earlier arming that is already queued (too late to cancel) does nothing.
+  void extend(Clock::time_point deadline) {
+    if (!flags->expired) arm(deadline);
+  }
+  // The handshake is done (or committed): the stream goes to a link, and a
+  // deadline whose callback is already queued must not close it.
+  void disarm() {
+    flags->armed = 0;
+    timer.cancel();
+  }
+  void arm(Clock::time_point deadline) {
+    const unsigned arming = ++generation;
+    flags->armed = arming;
     timer.expires_at(deadline);
-    timer.async_wait([s, f = flags](boost::system::error_code ec) {
-      if (ec || f->disarmed) return;
+    timer.async_wait([s = stream, f = flags, arming](boost::system::error_code ec) {
+      if (ec || f->armed != arming) return;
       f->expired = true;
       s->close();
     });
   }
-  ~Watchdog() { timer.cancel(); }
-  bool expired() const { return flags->expired; }
-  // The handshake is done: the stream goes to a link, and a deadline whose
-  // callback is already queued (too late to cancel) must not close it.
-  void disarm() {
-    flags->disarmed = true;
-    timer.cancel();
-  }
   asio::steady_timer timer;
+  std::shared_ptr<Stream> stream;
   std::shared_ptr<Flags> flags;
+  unsigned generation = 0;
 };
 
 
@@ -179,7 +192,7 @@ asio::awaitable<void> Connector::serveIncoming(std::shared_ptr<Stream> sock) {
     if (reject && !observer)
       admission_.refused(Refusal{static_cast<int>(hello.rank), reject->code, remote, reject->reason});
     else if (!reject && !observer)
-      reject = co_await admit(hello, remote);
+      reject = co_await admit(hello, remote, [&watchdog] { return watchdog.expired(); });
     if (reject) {
       if (reject->code == wire::RejectCode::Simultaneous || reject->code == wire::RejectCode::Stale)
         log::trace(cfg_.rank, "kept our own dial to rank {}; refused its dial from {}", hello.rank, remote);
@@ -195,10 +208,13 @@ asio::awaitable<void> Connector::serveIncoming(std::shared_ptr<Stream> sock) {
       admitted = static_cast<int>(hello.rank);
       admittedEpoch = hello.epoch;
     }
+    // Welcomed (a link is reserved for it): from here on the dialer may get
+    // our welcome and attach, so the deadline can no longer cut this stream
+    // (the dialer would see a healthy rank close its link without a goodbye).
+    // Admission ran in this handler, after the last look at the deadline.
+    watchdog.disarm();
     wire::Welcome welcome{wire::welcomeProof(cfg_.secret, challenge, hello)};
     co_await writeFrame(*sock, wire::Kind::Welcome, wire::encode(welcome));
-    if (watchdog.expired()) throw std::runtime_error("handshake deadline passed");
-    watchdog.disarm();
     if (observer)
       admission_.observer(std::move(sock));
     else
@@ -221,10 +237,14 @@ asio::awaitable<void> Connector::serveIncoming(std::shared_ptr<Stream> sock) {
   }
 }
 
-// Admission of an authenticated hello; nullopt welcomes it.
-asio::awaitable<std::optional<wire::Reject>> Connector::admit(const wire::Hello& hello, const std::string& remote) {
+// Admission of an authenticated hello; nullopt welcomes it. Never once the
+// handshake's deadline has passed (`expired`: the watchdog has closed the
+// stream), so no link is reserved for a connection that cannot carry it.
+asio::awaitable<std::optional<wire::Reject>> Connector::admit(const wire::Hello& hello, const std::string& remote,
+                                                              std::function<bool()> expired) {
   const auto deadline = Clock::now() + cfg_.handshakeTimeout;
   for (;;) {
+    if (expired()) throw std::runtime_error("handshake deadline passed");
     auto verdict = admission_.admit(static_cast<int>(hello.rank), hello.epoch, remote);
     if (verdict.kind == Verdict::Kind::Reject) co_return verdict.reject;
     if (verdict.kind == Verdict::Kind::Welcome) co_return std::nullopt;
@@ -257,6 +277,14 @@ asio::awaitable<bool> Connector::dialOnce(const Dial& d, Clock::time_point deadl
     crypto::randomBytes(hello.nonce.data(), hello.nonce.size());
     hello.proof = wire::helloProof(cfg_.secret, challenge, hello);
     co_await writeFrame(*sock, wire::Kind::Hello, wire::encode(hello));
+    // The peer may welcome the hello and attach the stream as its link at any
+    // moment now (after holding it for its predecessor, R4): if the handshake
+    // deadline cut it after that, the peer would read EOF on a link of a
+    // healthy rank and report it lost. So the answer is awaited until the
+    // dial's own deadline (past the call's); the peer answers, refuses or
+    // closes by its own handshake deadline, and a frozen peer is the call's
+    // Timeout.
+    watchdog.extend(deadline);
     auto reply = co_await readFrame(*sock, wire::kMaxControlPayload);
     if (reply.header.kind == wire::Kind::Reject) {
       auto r = wire::decodeReject(reply.payload);

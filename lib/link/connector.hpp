@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -134,7 +135,8 @@ class Connector {
   };
   asio::awaitable<void> acceptLoop(std::shared_ptr<Listener> listener);
   asio::awaitable<void> serveIncoming(std::shared_ptr<Stream> stream);
-  asio::awaitable<std::optional<wire::Reject>> admit(const wire::Hello& hello, const std::string& remote);
+  asio::awaitable<std::optional<wire::Reject>> admit(const wire::Hello& hello, const std::string& remote,
+                                                    std::function<bool()> expired);
   asio::awaitable<void> dialPeer(Dial d);
   // One dial attempt; true when it is finished (linked, or the peer keeps its
   // own connection), false with `failure` filled when it failed.
