@@ -24,7 +24,8 @@ bool sameShape(const dc::Shape& a, const dc::Shape& b) {
 void CollectiveRun::start(World& w, const Group& g, std::shared_ptr<Op> op, std::shared_ptr<Completion> done,
                           const dc::Algorithm& algo, const dc::Shape& shape, const dc::Call& call, const void* in,
                           void* out) {
-  w_ = &w;
+  calls_ = &w.calls();
+  maxPayload_ = std::max<std::uint64_t>(1, w.config().maxPayload);
   g_ = &g;
   algo_ = &algo;
   shape_ = shape;
@@ -47,7 +48,7 @@ void CollectiveRun::start(World& w, const Group& g, std::shared_ptr<Op> op, std:
   busy_.store(true, std::memory_order_relaxed);
   self_ = shared_from_this();
   try {
-    w.startRun(*op_, *this, slot_);
+    calls_->startRun(*op_, *this, slot_);
   } catch (...) {
     op_.reset();
     done_.reset();
@@ -69,7 +70,7 @@ void CollectiveRun::resume(std::exception_ptr e) {
       return;
     }
     try {
-      w_->beginCollective(*op_->seq, *op_);
+      calls_->beginCollective(*op_->seq, *op_);
       const auto& steps = plan();  // sizes scratch_ first
       exec_.emplace(steps, in_, out_, scratch_.data());
     } catch (...) {
@@ -84,7 +85,7 @@ void CollectiveRun::resume(std::exception_ptr e) {
 void CollectiveRun::step() {
   try {
     while (exec_->next(*this))
-      if (!w_->settleOrResume(*op_, *this)) return;  // resume() goes on
+      if (!calls_->settleOrResume(*op_, *this)) return;  // resume() goes on
   } catch (...) {
     return finish(std::current_exception());
   }
@@ -95,12 +96,12 @@ void CollectiveRun::step() {
 // caller may start the next call on this run at once.
 void CollectiveRun::finish(std::exception_ptr e) {
   exec_.reset();
-  World* w = w_;
+  Calls* calls = calls_;
   auto op = std::move(op_);
   auto done = std::move(done_);
   auto self = std::move(self_);
   busy_.store(false, std::memory_order_release);
-  w->finishOp(*op, e, done);
+  calls->finishOp(*op, e, done);
 }
 
 const std::vector<dc::Step>& CollectiveRun::plan() {
@@ -125,7 +126,7 @@ const std::vector<dc::Step>& CollectiveRun::plan() {
 // combines into one frame.
 template <class F>
 void CollectiveRun::forEachPart(std::size_t bytes, F&& f) {
-  const std::uint64_t max = std::max<std::uint64_t>(1, w_->config().maxPayload);
+  const std::uint64_t max = maxPayload_;
   const std::uint64_t parts = bytes <= max ? 1 : (bytes + max - 1) / max;
   if (parts > wire::kMaxParts)
     throw Error(ErrorCode::InvalidArgument,
@@ -148,7 +149,7 @@ void CollectiveRun::postSend(int peer, std::uint32_t step, const void* data, std
   forEachPart(bytes, [&](std::uint64_t part, std::size_t offset, std::size_t len) {
     h.tag = wire::collectiveTag(op_->code, part);
     h.length = len;
-    w_->sendFrame(*op_, g_->worldRanks[peer], h, static_cast<const unsigned char*>(data) + offset,
+    calls_->sendFrame(*op_, g_->worldRanks[peer], h, static_cast<const unsigned char*>(data) + offset,
                   /*reference=*/true);
   });
 }
@@ -161,7 +162,7 @@ void CollectiveRun::postRecv(int peer, std::uint32_t step, void* data, std::size
                  op_->coll,
                  step,
                  wire::collectiveTag(op_->code, part)};
-    w_->postRecv(*op_, k, static_cast<unsigned char*>(data) + offset, len);
+    calls_->postRecv(*op_, k, static_cast<unsigned char*>(data) + offset, len);
   });
 }
 

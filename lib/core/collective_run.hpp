@@ -26,6 +26,7 @@ TETHER_LAYER(6, "core");
 
 namespace tether {
 
+class Calls;
 class World;
 struct Group;
 
@@ -33,7 +34,7 @@ class CollectiveRun final : public Resumable, public std::enable_shared_from_thi
  public:
   // Starts `op` (a collective of `g`, registered by the caller) running
   // `algo` for `call` on the progress thread; `done` completes when it ends.
-  // `call.blocks` is copied. Throws as World::start does.
+  // `call.blocks` is copied. Throws as Calls::start does.
   void start(World& w, const Group& g, std::shared_ptr<Op> op, std::shared_ptr<Completion> done,
              const detail::coll::Algorithm& algo, const detail::coll::Shape& shape, const detail::coll::Call& call,
              const void* in, void* out);
@@ -55,7 +56,8 @@ class CollectiveRun final : public Resumable, public std::enable_shared_from_thi
   template <class F>
   void forEachPart(std::size_t bytes, F&& f);
 
-  World* w_ = nullptr;
+  Calls* calls_ = nullptr;        // w.calls()
+  std::uint64_t maxPayload_ = 1;  // w.config().maxPayload: larger frames are sent in parts
   const Group* g_ = nullptr;
   std::shared_ptr<Op> op_;
   std::shared_ptr<Completion> done_;

@@ -24,12 +24,12 @@ namespace dc = detail::coll;
 
 namespace {
 
-asio::awaitable<void> sendBody(World* w, Op* op, int dst, wire::FrameHeader h, const void* data) {
+asio::awaitable<void> sendBody(Calls* w, Op* op, int dst, wire::FrameHeader h, const void* data) {
   w->sendFrame(*op, dst, h, data, /*reference=*/true);
   co_await w->settle(*op);
 }
 
-asio::awaitable<void> recvBody(World* w, Op* op, match::Key key, void* data, std::size_t bytes) {
+asio::awaitable<void> recvBody(Calls* w, Op* op, match::Key key, void* data, std::size_t bytes) {
   w->postRecv(*op, key, data, bytes);
   co_await w->settle(*op);
 }
@@ -99,7 +99,7 @@ std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> launchSend(World& wo
   auto op = std::make_shared<Op>(Op::Kind::Send, g.comm, peer, tag);
   op->counters = counters;
   counters->call(CommCounters::kSend);
-  World* w = &world;
+  Calls* w = &world.calls();
   int dst = g.worldRanks[peer];
   auto done = w->start(op, [w, dst, h, data](Op& o) { return sendBody(w, &o, dst, h, data); });
   return {op, done};
@@ -114,7 +114,7 @@ std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> launchRecv(World& wo
   auto op = std::make_shared<Op>(Op::Kind::Recv, g.comm, peer, tag);
   op->counters = counters;
   counters->call(CommCounters::kRecv);
-  World* w = &world;
+  Calls* w = &world.calls();
   auto done = w->start(op, [w, key, data, bytes](Op& o) { return recvBody(w, &o, key, data, bytes); });
   return {op, done};
 }
@@ -123,12 +123,12 @@ std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> launchRecv(World& wo
 
 void Communicator::send(const void* data, std::size_t bytes, int peer, int tag) {
   auto [op, done] = launchSend(*world_, group_, counters_, data, bytes, peer, tag);
-  world_->wait(op, *done, deadline());
+  world_->calls().wait(op, *done, deadline());
 }
 
 void Communicator::recv(void* data, std::size_t bytes, int peer, int tag) {
   auto [op, done] = launchRecv(*world_, group_, counters_, data, bytes, peer, tag);
-  world_->wait(op, *done, deadline());
+  world_->calls().wait(op, *done, deadline());
 }
 
 std::unique_ptr<Request::Impl> Communicator::startSend(const void* data, std::size_t bytes, int peer, int tag) {
@@ -190,7 +190,7 @@ std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> Communicator::launch
 void Communicator::runCollective(Communicator& on, dc::Call call, const void* in, void* out) {
   auto [op, done] = launchCollective(on, call, in, out);
   try {
-    world_->wait(op, *done, deadline());
+    world_->calls().wait(op, *done, deadline());
   } catch (const Error& e) {
     calls_.markBroken(e.what());
     throw;

@@ -72,7 +72,7 @@ class Op : public link::Owner {
   std::uint64_t coll;  // 0 for point-to-point
   std::uint32_t code;  // wire::OpCode of a collective, 0 for point-to-point
 
-  // When the call started (World::start; set before the progress thread sees the op).
+  // When the call started (Calls::start; set before the progress thread sees the op).
   std::chrono::steady_clock::time_point began{};
 
   // Progress-thread state.
@@ -94,7 +94,7 @@ class Op : public link::Owner {
   // this rank's death) and the caller's buffer is never used after return.
   int draining = 0;
   std::function<void()> afterDrain;
-  // A request's deadline (World::expireAt): cancelled when the op ends.
+  // A request's deadline (Calls::expireAt): cancelled when the op ends.
   std::unique_ptr<boost::asio::steady_timer> deadline;
 
  private:

@@ -1,5 +1,5 @@
 // Buffers for the copies of small frames (a send copied instead of
-// referenced, World::sendFrame), reused once the link that wrote one has
+// referenced, Calls::sendFrame), reused once the link that wrote one has
 // dropped it: a copied send allocates nothing in steady state. At most
 // kBuffers of at most kMaxBytes are kept; a larger copy, or one while all
 // are queued, gets a buffer of its own. Progress thread only.

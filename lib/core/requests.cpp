@@ -1,4 +1,4 @@
-// Nonblocking calls: a request is an operation started on the world (World::
+// Nonblocking calls: a request is an operation started on the world (Calls::
 // start) that the caller tests, waits for or cancels later. The semantics are
 // in include/tether/request.hpp.
 
@@ -21,24 +21,24 @@ class OpRequest final : public Request::Impl {
         deadline_(World::Clock::now() + comm_->timeout()) {
     // It ends by the communicator's deadline, as a blocking call does,
     // whether it is waited for, tested or left alone meanwhile.
-    comm_->world().expireAt(op_, deadline_);
+    comm_->world().calls().expireAt(op_, deadline_);
   }
 
   // Not done: cancel it and wait for its end, so that no buffer of the
   // caller's is used after this returns. Errors are dropped (nobody asked).
   ~OpRequest() override {
     if (done_->isDone() || comm_->world().forked()) return;  // a forked child's copy is inert
-    comm_->world().cancel(op_);
+    comm_->world().calls().cancel(op_);
     // A send or a matched receive is not withdrawn: it still ends by its deadline.
     try {
-      comm_->world().wait(op_, *done_, World::Clock::now() + comm_->timeout());
+      comm_->world().calls().wait(op_, *done_, World::Clock::now() + comm_->timeout());
     } catch (...) {
     }
   }
 
   bool test() override {
     comm_->world().checkProcess(op_->name());
-    if (!comm_->world().poll(*done_, deadline_)) return false;
+    if (!comm_->world().calls().poll(*done_, deadline_)) return false;
     finish();
     return true;
   }
@@ -49,7 +49,7 @@ class OpRequest final : public Request::Impl {
     auto t = timeout.count() == 0 ? comm_->timeout() : timeout;
     if (!done_->isDone()) {
       try {
-        comm_->world().wait(op_, *done_, World::Clock::now() + t);
+        comm_->world().calls().wait(op_, *done_, World::Clock::now() + t);
       } catch (...) {
       }
     }
@@ -58,7 +58,7 @@ class OpRequest final : public Request::Impl {
 
   bool cancel() override {
     if (done_->isDone()) return false;
-    return comm_->world().cancel(op_);
+    return comm_->world().calls().cancel(op_);
   }
 
  private:

@@ -51,7 +51,7 @@ inline freshLink(p) {
   byeIn[P(r, p)] = 0; byeOut[P(r, p)] = 0; acked[P(r, p)] = 0; defer[P(r, p)] = 0
 }
 
-/* World::onLinkDown / connectFailed: the peer is gone for good, and the
+/* Peers::onLinkDown / connectFailed: the peer is gone for good, and the
  * operations that still need it fail: frames queued for it, a receive from
  * it. (Whether it said goodbye first only changes the message.) */
 inline peerLost(p) {
@@ -85,7 +85,7 @@ inline dial(p) {
   fi
 }
 
-/* World::linkFor: the link to p, opened on first use. After our idle close
+/* Peers::linkFor: the link to p, opened on first use. After our idle close
  * the new link dials only once the lingering connection has finished (rule
  * R3), so that the peer has moved the old one aside before our hello. */
 inline linkFor(p) {

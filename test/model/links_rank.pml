@@ -2,7 +2,7 @@
  * Every branch of the loop is one handler; the comment above each names the
  * protocol step, docs/ordering.md "Checked model" names the code. */
 
-/* the app: send frame sent+1 to p (World::sendFrame, small: queued, done) */
+/* the app: send frame sent+1 to p (Calls::sendFrame, small: queued, done) */
 inline appSend(p) {
   sent[P(r, p)]++;
   printf("MODEL: rank %d sends frame %d to rank %d\n", r, sent[P(r, p)], p);
@@ -18,7 +18,7 @@ inline appSend(p) {
   fi
 }
 
-/* the app: post the receive for p's frames (World::postRecv, point-to-point:
+/* the app: post the receive for p's frames (Calls::postRecv, point-to-point:
  * opens the link so that p's death shows) */
 inline appPost(p) {
   posted[P(r, p)] = 1;
@@ -120,7 +120,7 @@ inline admit(c) {
   fi
 }
 
-/* Link::readLoop + World::onControlFrame on the link's connection */
+/* Link::readLoop + Peers::onControlFrame on the link's connection */
 inline readCur(c) {
   p = PEER_OF(c); e = END_OF(c);
   if
@@ -168,7 +168,7 @@ inline readOld(c) {
   fi
 }
 
-/* World::shutdownOnProgress: goodbye on every link, queued behind frames on Dialing ones */
+/* World::shutdownOnProgress -> Peers::sayGoodbye: goodbye on every link, queued behind frames on Dialing ones */
 inline shutdown() {
   shut[r] = 1;
   printf("MODEL: rank %d shuts down\n", r);
@@ -187,7 +187,7 @@ inline shutdown() {
 
 /* The app is done with p: all frames sent, all received or failed. */
 #define APPDONE(p) ((p) == r || (sent[P(r, p)] == NFR(r, p) && (got[P(r, p)] == NFR(p, r) || err[P(r, p)])))
-/* World::checkDrained per link: closed, or our goodbye acknowledged. */
+/* Peers::checkDrained per link: closed, or our goodbye acknowledged. */
 #define DRAINED(p) ((p) == r || ((ls[P(r, p)] == L_NONE || ls[P(r, p)] == L_FAILED || \
                     (ls[P(r, p)] == L_UP && acked[P(r, p)])) && old[P(r, p)] == NOC))
 #if N == 2

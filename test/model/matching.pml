@@ -63,7 +63,7 @@ byte fin;                     /* threads finished */
 #define HAS_POSTED(r, k, c, s, t) posted[r]??[eval(k), eval(c), eval(s), eval(t), _]
 #endif
 
-/* A Protocol error: World::reportProtocol fails the running collective (or
+/* A Protocol error: SequenceGuard::reportProtocol fails the running collective (or
  * poisons the next), whose failure aborts the world (abortAfterFailedCollective:
  * every operation here fails, the peer gets an abort notice). The model
  * stops the rank at once. */
@@ -98,7 +98,7 @@ inline deliver(x, pl) {
   got[x] = 1
 }
 
-/* World::postRecv: an early frame under the key, else post it */
+/* Calls::postRecv: an early frame under the key, else post it */
 inline postRecv(r, k, c, s, t, x, pl) {
   expect[x] = pl;
   if
@@ -119,7 +119,7 @@ proctype Coll(byte r) {
   :: i > NCOLL || STOPPED(r) -> break
   :: else ->
      atomic {
-       cur[r] = i; running[r] = 1;          /* World::beginCollective */
+       cur[r] = i; running[r] = 1;          /* Calls::beginCollective */
        if
 #ifndef NO_COLL_CHECK
        :: stash[r]??[COLL, eval(i), _, eval(OTHER(CODE(r, i))), _] ->
@@ -134,7 +134,7 @@ proctype Coll(byte r) {
        v = 0
      }
      (got[2 * r] || STOPPED(r));            /* settle() */
-     atomic {              /* World::checkLeftovers: no frame of this collective left over */
+     atomic {              /* SequenceGuard::end: no frame of this collective left over */
        running[r] = 0;
        if
        :: !STOPPED(r) && stash[r]??[COLL, eval(i), _, _, _] -> protocolError(r)
@@ -151,7 +151,7 @@ proctype P2PSend() {
   byte n = 1;
   do
   :: n > NP2P || STOPPED(0) -> break
-  :: else -> atomic {                                              /* World::sendFrame */
+  :: else -> atomic {                                              /* Calls::sendFrame */
        link[1]!P2P, 0, 0, PTAG, PL_P2P(0, n);
        printf("MODEL: rank 0 sends p2p message %d (tag %d)\n", n, PTAG); n++ }
   od;
@@ -163,14 +163,14 @@ proctype P2PRecv() {
   do
   :: n > NP2P || STOPPED(1) -> break
   :: else ->
-     atomic { got[3] = 0; postRecv(1, P2P, 0, 0, PTAG, 3, PL_P2P(0, n)); v = 0 }   /* World::postRecv */
+     atomic { got[3] = 0; postRecv(1, P2P, 0, 0, PTAG, 3, PL_P2P(0, n)); v = 0 }   /* Calls::postRecv */
      (got[3] || STOPPED(1));
      n++
   od;
   fin++
 }
 
-/* Link::readDataFrame -> World::onDataHeader (step 1), onDataComplete (step 2) */
+/* Link::readDataFrame -> Calls::onDataHeader (step 1), onDataComplete (step 2) */
 proctype Reader(byte r) {
   mtype k; byte c, s, t, pl, x, v;
   bool toPosted;

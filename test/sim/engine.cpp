@@ -297,7 +297,7 @@ void Engine::touch(int rank, int peer) {
   if (LinkEntry* e = entry(rank, peer)) e->lastUse = ++useClock_;
 }
 
-// As World::enforceBudget: past the budget, the least recently used link
+// As Peers::enforceBudget: past the budget, the least recently used link
 // that is idle on both sides goes (the new one stays).
 void Engine::enforceBudget(int rank, int newPeer) {
   if (budget_ <= 0 || periodic_) return;

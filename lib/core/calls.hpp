@@ -1,0 +1,153 @@
+// Calls: the engine's glue, one job: a call's operation from its start to its
+// end. It starts an operation on the progress thread (a coroutine, or a
+// CollectiveRun), waits for it with its deadline, cancels it, and ends it;
+// in between the operation sends frames (through the point-to-point window,
+// SendWindow, onto the link Peers gives) and posts receives (OpTable), and
+// a lost peer's operations fail here. It is the OpTable's TransferView and
+// Peers' PeerTraffic (the data frames the links read). Calling threads use
+// start, startRun, wait, poll, expireAt and cancel; the rest runs on the
+// progress thread.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/descriptors.hpp"
+#include "base/layer.hpp"
+#include "core/abort_channel.hpp"
+#include "core/abort_relay.hpp"
+#include "core/await_watch.hpp"
+#include "core/completion.hpp"
+#include "core/driver.hpp"
+#include "core/lifecycle.hpp"
+#include "core/link_table.hpp"
+#include "core/op.hpp"
+#include "core/op_table.hpp"
+#include "core/payload_pool.hpp"
+#include "core/peers.hpp"
+#include "core/post_slot.hpp"
+#include "core/send_window.hpp"
+#include "core/sequence.hpp"
+#include "core/sequence_guard.hpp"
+#include "core/stall_probe.hpp"
+#include "core/world_config.hpp"
+#include "match/mailbox.hpp"
+
+TETHER_LAYER(6, "core");
+
+namespace tether {
+
+class Calls final : public TransferView, public PeerTraffic {
+ public:
+  using Clock = std::chrono::steady_clock;
+  using Body = std::function<boost::asio::awaitable<void>(Op&)>;
+  // What Calls needs of the other units; held by reference.
+  struct Parts {
+    boost::asio::io_context& io;
+    Driver& driver;
+    OpTable& ops;
+    SequenceGuard& sequences;
+    SendWindow& window;
+    PayloadPool& payloads;
+    LinkTable& table;
+    Peers& peers;
+    const Lifecycle& life;
+    const AbortChannel& abort;
+    const AbortRelay& relay;
+    StallProbe& probe;
+    AwaitWatch& awaitWatch;
+    const std::atomic<bool>& closed;  // the bootstrap was closed (World::close)
+  };
+  // `abortWorld`: abort the world with this notice, telling the peers
+  // (World::abortOnProgress).
+  Calls(const WorldConfig& cfg, Parts parts, std::function<void(const wire::AbortNotice&)> abortWorld)
+      : cfg_(cfg), p_(parts), abortWorld_(std::move(abortWorld)) {}
+
+  // Made in a process that forked after this world started (docs/faults.md,
+  // "After fork"): the child's copy is inert.
+  bool forked() const { return fds::processId() != creator_; }
+  // Throws Error{InvalidArgument} naming both processes when forked().
+  void checkProcess(const std::string& opName) const;
+
+  // ---- calling threads ----
+  // Starts `body` as the op's coroutine; its end is reported on the result.
+  std::shared_ptr<Completion> start(const std::shared_ptr<Op>& op, Body body);
+  // start() for an operation without a coroutine (CollectiveRun): on the
+  // progress thread the op is registered and `run` resumed with nullptr, or,
+  // if the world aborted meanwhile, with that error (the op not registered).
+  // The post's memory is `slot`'s.
+  void startRun(Op& op, Resumable& run, PostSlot& slot);
+  // The op's work returned (e == nullptr) or threw: it ends, and `done`
+  // completes with e once no link uses its buffers.
+  void finishOp(Op& op, std::exception_ptr e, const std::shared_ptr<Completion>& done);
+  // Waits for `done` (runs the event loop meanwhile, or sleeps while another
+  // thread runs it) until `deadline`; at the deadline the op fails with a
+  // Timeout naming what it still waited for. Rethrows the op's error.
+  void wait(const std::shared_ptr<Op>& op, Completion& done, Clock::time_point deadline);
+  // A test: progress on this thread, sleeping briefly when tests stop making
+  // any (never past `deadline`; Driver::poll). True if `done`.
+  bool poll(Completion& done, Clock::time_point deadline = Clock::time_point::max()) {
+    return p_.driver.poll(done, deadline);
+  }
+  // A nonblocking call's deadline (any thread): at `deadline` the operation
+  // fails with Timeout naming whom it waits for, as a blocking call does,
+  // whether or not anybody waits for it then.
+  void expireAt(const std::shared_ptr<Op>& op, Clock::time_point deadline);
+  // Ends `op` with Error{Aborted} "cancelled on this rank" if it can still be
+  // withdrawn (Request::cancel, tether/request.hpp): a receive not yet
+  // matched, or a collective (on the world communicator the peers then get an
+  // abort notice). Waits for the progress thread's answer; true if cancelled.
+  bool cancel(const std::shared_ptr<Op>& op);
+
+  // ---- progress thread: what operations do ----
+  // Queues a frame to world rank `dst` (dialling it if needed). With
+  // `reference`, a large payload is not copied and `op` waits until it is written.
+  void sendFrame(Op& op, int dst, const wire::FrameHeader& h, const void* payload, bool reference);
+  // Posts a receive under `key` (key.src is a world rank).
+  void postRecv(Op& op, const match::Key& key, void* buf, std::size_t len);
+  // Waits until everything the op posted is done, or rethrows its error.
+  boost::asio::awaitable<void> settle(Op& op) { return p_.ops.settle(op); }
+  // settle() for a run without a coroutine (OpTable::settleOrResume).
+  bool settleOrResume(Op& op, Resumable& run) { return p_.ops.settleOrResume(op, run); }
+  // The op starts as collective op.coll of `seq`'s communicator.
+  void beginCollective(CollectiveSeq& seq, Op& op);
+  // Ends the sends the window still holds (the bootstrap closes).
+  void failHeldSends();
+  // The last error a call here ended with (an observer is told).
+  const std::string& lastError() const { return lastError_; }
+
+  // PeerTraffic
+  link::Target onDataHeader(link::Link& link, const wire::FrameHeader& h, bool mayWait) override;
+  void onDataComplete(link::Link& link, const wire::FrameHeader& h, const link::Target& t,
+                      std::vector<unsigned char>&& stashed) override;
+  void onCredit(int peer, std::uint64_t bytes) override;
+  void failOpsOfPeer(int peer, bool gone, bool graceful, link::Link& link) override;
+
+  // TransferView
+  int abandonTransfers(Op& op) override;
+  void unparkAll() override;
+  int queuedFor(const Op& op) const override;
+  std::string windowNote(const Op& op) const override;
+  void p2pReceived(int src, std::uint64_t bytes) override;
+  std::string describeRank(int worldRank) const override { return p_.peers.describeRank(worldRank); }
+
+ private:
+  int rank() const { return cfg_.rank; }
+  void checkStart(const Op& op) const;
+  boost::asio::awaitable<void> runOp(std::shared_ptr<Op> op, Body body, std::shared_ptr<Completion> done);
+  void endOp(Op& op, std::exception_ptr& e);
+
+  const WorldConfig& cfg_;
+  Parts p_;
+  std::function<void(const wire::AbortNotice&)> abortWorld_;
+  const pid_t creator_ = fds::processId();
+  std::string lastError_;
+};
+
+}  // namespace tether
