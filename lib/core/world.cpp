@@ -246,14 +246,15 @@ std::shared_ptr<Completion> World::start(const std::shared_ptr<Op>& op, Body bod
 void World::startRun(Op& op, Resumable& run, PostSlot& slot) {
   checkStart(op);
   op.began = Clock::now();
-  asio::post(io_, asio::bind_allocator(slot.allocator(), [this, &op, &run] {
-               if (abort_.handled()) {
-                 if (op.counters) op.counters->aborts.fetch_add(1, std::memory_order_relaxed);
-                 return run.resume(std::make_exception_ptr(abortedError(op.name())));
-               }
-               ops_.add(op);
-               run.resume(nullptr);
-             }));
+  auto begin = [this, &op, &run] {
+    if (abort_.handled()) {
+      if (op.counters) op.counters->aborts.fetch_add(1, std::memory_order_relaxed);
+      return run.resume(std::make_exception_ptr(abortedError(op.name())));
+    }
+    ops_.add(op);
+    run.resume(nullptr);
+  };
+  if (!driver_.runIfFree(begin)) asio::post(io_, asio::bind_allocator(slot.allocator(), begin));
 }
 
 // The op ends inside its own coroutine, not in co_spawn's completion handler:
