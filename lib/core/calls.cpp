@@ -57,14 +57,17 @@ std::shared_ptr<Completion> Calls::start(const std::shared_ptr<Op>& op, Body bod
 void Calls::startRun(Op& op, Resumable& run, PostSlot& slot) {
   checkStart(op);
   op.began = Clock::now();
-  asio::post(p_.io, asio::bind_allocator(slot.allocator(), [this, &op, &run] {
-               if (p_.abort.handled()) {
-                 if (op.counters) op.counters->aborts.fetch_add(1, std::memory_order_relaxed);
-                 return run.resume(std::make_exception_ptr(p_.abort.abortedError(op.name())));
-               }
-               p_.ops.add(op);
-               run.resume(nullptr);
-             }));
+  auto begin = [this, &op, &run] {
+    if (p_.abort.handled()) {
+      if (op.counters) op.counters->aborts.fetch_add(1, std::memory_order_relaxed);
+      return run.resume(std::make_exception_ptr(p_.abort.abortedError(op.name())));
+    }
+    p_.ops.add(op);
+    run.resume(nullptr);
+  };
+  // At once on this thread when no thread runs the loop (no epoll_wait(0)
+  // before it, as a posted start has), else posted.
+  if (!p_.driver.runIfFree(begin)) asio::post(p_.io, asio::bind_allocator(slot.allocator(), begin));
 }
 
 // The op ends inside its own coroutine, not in co_spawn's completion handler:

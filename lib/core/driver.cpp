@@ -134,6 +134,28 @@ void Driver::releaseBaton() {
   if (wakeBackground) cv_.notify_all();
 }
 
+bool Driver::takeIfFree() {
+  std::lock_guard lock(mutex_);
+  if (holder_ != Holder::None || wanting_ > 0 || waiters_ > 0 || stopping_) return false;
+  holder_ = Holder::Caller;
+  return true;
+}
+
+// Gives back what takeIfFree took. Not a caller leaving the loop (no release is
+// counted, the background thread is not woken): a caller that took it to
+// start a call is about to wait, or returns to its own work between tests.
+// Whoever wanted the baton meanwhile is woken as on any release.
+void Driver::releaseIfTaken() {
+  bool wake;
+  {
+    std::lock_guard lock(mutex_);
+    holder_ = Holder::None;
+    wake = wanting_ > 0 || waiters_ > 0;
+    if (waiters_ > 0) wakeNow_ = true;
+  }
+  if (wake) cv_.notify_all();
+}
+
 bool Driver::waitUntil(Completion& done, Clock::time_point deadline) {
   if (done.isDone()) return true;
   std::unique_lock lock(mutex_);

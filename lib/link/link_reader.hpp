@@ -1,7 +1,8 @@
 // A link's read side: one read at a time into the per-peer read-ahead (or
 // straight into a posted receive's buffer), through the stream's readSome
-// (async_read_some over a socket: no separate wait for readiness, so no
-// epoll_ctl per message), and a FrameReader (frame_reader.hpp) that turns the
+// (over TCP drainedReadSome, an async_read_some that after draining the
+// socket waits for readiness without a failing try: neither an epoll_ctl nor
+// a failed recv per message), and a FrameReader (frame_reader.hpp) that turns the
 // bytes into frames for the LinkSink. A large data frame whose receive is not
 // posted yet may be parked: reading stops behind it (the park timer) until
 // Link::unpark(). Part of Link (link.hpp); progress thread only.

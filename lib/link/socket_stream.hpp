@@ -10,12 +10,15 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "base/descriptors.hpp"
 #include "base/layer.hpp"
+#include "link/drained_read.hpp"
 #include "link/stream.hpp"
 
 TETHER_LAYER(3, "link");
@@ -79,8 +82,13 @@ class SocketStream : public Stream {
  public:
   SocketStream(Socket socket, std::string peer) : socket_(std::move(socket)), peer_(std::move(peer)) {}
 
+  // Over TCP, no try at once after a read that drained the socket: it waits
+  // for readiness first (drained_read.hpp). Elsewhere async_read_some.
   asio::awaitable<std::size_t> readSome(asio::mutable_buffer buf) override {
-    co_return co_await socket_.async_read_some(buf, asio::use_awaitable);
+    if constexpr (std::is_same_v<typename Socket::protocol_type, asio::ip::tcp>)
+      co_return co_await drainedReadSome(socket_, buf, asio::use_awaitable);
+    else
+      co_return co_await socket_.async_read_some(buf, asio::use_awaitable);
   }
   asio::awaitable<void> read(asio::mutable_buffer buf) override {
     co_await asio::async_read(socket_, buf, asio::use_awaitable);

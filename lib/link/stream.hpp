@@ -43,8 +43,10 @@ class Stream {
   virtual asio::awaitable<void> connect(const Endpoint& to) = 0;
 
   // Reads what has arrived, at least 1 and at most buf.size() bytes, waiting
-  // until something has (over a socket: one async_read_some, which tries the
-  // read at once and waits for readiness only when nothing is there).
+  // until something has (over a socket: one async_read_some-like read, which
+  // tries the read at once and waits for readiness only when nothing is
+  // there; over TCP, after a read that drained the socket, it waits without
+  // trying: drained_read.hpp).
   virtual asio::awaitable<std::size_t> readSome(asio::mutable_buffer buf) = 0;
   // Reads exactly buf.size() bytes (however many pieces they arrive in).
   virtual asio::awaitable<void> read(asio::mutable_buffer buf) = 0;

@@ -33,7 +33,8 @@ class TcpStream final : public SocketStream<tcp::socket> {
   }
 
   // Keepalive and TCP_USER_TIMEOUT bound how long a vanished host goes
-  // unnoticed; non-blocking mode lets Link try reads and writes directly
+  // unnoticed; TCP_INQ lets a read tell that it drained the socket
+  // (drained_read.hpp); non-blocking mode lets Link try reads and writes directly
   // (they report would_block instead of waiting).
   void configure() {
     boost::system::error_code ignored;
@@ -47,6 +48,7 @@ class TcpStream final : public SocketStream<tcp::socket> {
     unsigned userTimeoutMs =
         static_cast<unsigned>((options_.keepaliveIdleS + options_.keepaliveIntervalS * options_.keepaliveCount) * 1000);
     ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &userTimeoutMs, sizeof userTimeoutMs);
+    enableDrainHint(fd);  // reads skip the failing try after draining the socket
     socket_.non_blocking(true, ignored);
   }
 
