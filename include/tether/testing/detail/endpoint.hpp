@@ -6,7 +6,6 @@
 #pragma once
 
 #include <atomic>
-#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -18,6 +17,7 @@
 #include <vector>
 
 #include "tether/detail/core/call_frames.hpp"
+#include "tether/detail/core/deadlines.hpp"
 #include "tether/detail/core/failures.hpp"
 #include "tether/error.hpp"
 #include "tether/testing/detail/message.hpp"
@@ -31,7 +31,7 @@ namespace failures = ::tether::detail::core::failures;
 
 class Endpoint {
  public:
-  using Clock = std::chrono::steady_clock;
+  using Clock = ::tether::detail::core::DeadlineClock;
 
   Endpoint(std::shared_ptr<WorldState> world, std::uint64_t comm, std::vector<int> members, int rank,
            std::chrono::milliseconds timeout)
@@ -48,11 +48,8 @@ class Endpoint {
   std::chrono::milliseconds timeout() const { return std::chrono::milliseconds(timeoutMs_.load()); }
   void setTimeout(std::chrono::milliseconds timeout) { timeoutMs_.store(timeout.count()); }
 
-  // The deadline of a call starting now (clamped so that huge timeouts cannot overflow).
-  Clock::time_point deadline() const {
-    const std::chrono::milliseconds cap = std::chrono::hours(24 * 365 * 10);
-    return Clock::now() + std::min(timeout(), cap);
-  }
+  // The deadline of a call starting now (tether/detail/core/deadlines.hpp).
+  Clock::time_point deadline() const { return ::tether::detail::core::deadlineAfter(timeout()); }
 
   // "rank 1", or "rank 1 (world 3)" on a child communicator.
   std::string who() const {
