@@ -62,10 +62,10 @@ std::string describe(const match::Stashed& s) { return wire::describe(s.header);
 }  // namespace
 
 void SequenceGuard::checkStashed(Op& op, const match::Mailbox& mailbox) {
-  const auto fault = detail::core::foreignFrame<match::Stashed>(
-      mailbox, OfCall{op}, sourceOf, [&](int src, const match::Stashed& s) {
+  const auto fault =
+      detail::core::foreignFrame<match::Stashed>(mailbox, OfCall{op}, sourceOf, [&](int src, const match::Stashed& s) {
         return wire::opCodeOf(s.header.tag) == op.code ? std::string()
-                                                        : failures::differentCollectives(src, describe(s));
+                                                       : failures::differentCollectives(src, describe(s));
       });
   if (fault)
     ops_.failOp(op, std::make_exception_ptr(Error(ErrorCode::Protocol,

@@ -179,8 +179,8 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
   void abort(const std::string& reason) override { endpoint_.world()->abortAll(endpoint_.worldRank(), reason); }
 
   void setTimeout(std::chrono::milliseconds timeout) override {
-    endpoint_.setTimeout(tether::detail::core::communicatorTimeout(rank(), timeout,
-                                                                   [&] { return endpoint_.world()->defaultTimeout; }));
+    endpoint_.setTimeout(
+        tether::detail::core::communicatorTimeout(rank(), timeout, [&] { return endpoint_.world()->defaultTimeout; }));
   }
   std::chrono::milliseconds timeout() const override { return endpoint_.timeout(); }
 

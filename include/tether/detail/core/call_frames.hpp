@@ -59,8 +59,9 @@ FrameFault foreignFrame(const Mailbox& box, OfCall ofCall, Source source, Mismat
 // After the call `call` ("allgather#2") returned: a frame still waiting at its id.
 template <class Frame, class Mailbox, class OfCall, class Source, class Describe>
 FrameFault leftoverFrame(const Mailbox& box, OfCall ofCall, Source source, Describe describe, const std::string& call) {
-  return lowestFault<Frame>(box, ofCall, source,
-                            [&](int src, const Frame& frame) { return failures::neverReceives(src, describe(frame), call); });
+  return lowestFault<Frame>(box, ofCall, source, [&](int src, const Frame& frame) {
+    return failures::neverReceives(src, describe(frame), call);
+  });
 }
 
 }  // namespace core

@@ -208,8 +208,8 @@ class Endpoint {
     key.comm = comm_;
     std::lock_guard<std::mutex> lock(world_->mutex);
     rejectForeignCallsLocked(key, expected);
-    raise(expected, ::tether::detail::core::leftoverFrame<Message>(mailbox().matching, OfCall{key}, sourceOf,
-                                                                   describe, expected.call()));
+    raise(expected, ::tether::detail::core::leftoverFrame<Message>(mailbox().matching, OfCall{key}, sourceOf, describe,
+                                                                   expected.call()));
   }
 
  private:
@@ -226,13 +226,11 @@ class Endpoint {
   RankMailbox& mailbox() const { return *world_->mailboxes[static_cast<std::size_t>(worldRank())]; }
 
   void throwIfAbortedLocked(const std::string& where) const {
-    const RankMailbox& box = mailbox();
-    if (!box.aborted) return;
-    if (box.abortedBy < 0) {
-      fail(ErrorCode::Aborted, where, -1, "aborted by InProcessWorld::abortAll: " + box.abortReason);
-    }
-    fail(ErrorCode::Aborted, where, box.abortedBy,
-         failures::aborted(box.abortedBy == worldRank(), box.abortedBy, box.abortReason));
+    const ::tether::detail::core::AbortState& abort = mailbox().abort;
+    if (!abort.aborted()) return;
+    if (abort.origin() < 0)
+      fail(ErrorCode::Aborted, where, -1, "aborted by InProcessWorld::abortAll: " + abort.reason());
+    throw abort.error(who(), where, rank_, worldRank());
   }
 
   // `peer` (a rank here) left, as TcpBootstrap says of a peer that closed its
