@@ -12,18 +12,13 @@ namespace failures = detail::core::failures;
 
 void AbortChannel::record(const wire::AbortNotice& n) {
   std::lock_guard lock(mutex_);
-  if (aborted_.load()) return;
-  notice_ = n;
+  if (state_.record(static_cast<int>(n.origin), n.reason)) lost_ = n.lost;
   aborted_.store(true);
 }
 
 Error AbortChannel::abortedError(const std::string& opName) const {
   std::lock_guard lock(mutex_);
-  const int origin = static_cast<int>(notice_.origin);
-  return Error(
-      ErrorCode::Aborted,
-      failures::failure(failures::rankName(rank_), opName, failures::aborted(origin == rank_, origin, notice_.reason)),
-      rank_, origin);
+  return state_.error(failures::rankName(rank_), opName, rank_, rank_);
 }
 
 bool AbortChannel::beginHandling(const wire::AbortNotice& n) {
@@ -33,10 +28,7 @@ bool AbortChannel::beginHandling(const wire::AbortNotice& n) {
   return true;
 }
 
-std::vector<unsigned char> AbortChannel::payload() const {
-  std::lock_guard lock(mutex_);
-  return wire::encode(notice_);
-}
+std::vector<unsigned char> AbortChannel::payload() const { return wire::encode(notice()); }
 
 void AbortChannel::addAround(int r, const std::function<bool(int)>& unavailable, std::vector<int>& out) {
   if (r == rank_) return;

@@ -15,12 +15,14 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "base/layer.hpp"
+#include "tether/detail/core/abort_state.hpp"
 #include "tether/error.hpp"
 #include "wire/notice.hpp"
 
@@ -47,7 +49,7 @@ class AbortChannel {
   bool handled() const { return handled_; }
   wire::AbortNotice notice() const {
     std::lock_guard lock(mutex_);
-    return notice_;
+    return {static_cast<std::uint32_t>(state_.origin()), state_.reason(), lost_};
   }
   // The recorded notice, encoded for an Abort frame.
   std::vector<unsigned char> payload() const;
@@ -69,7 +71,8 @@ class AbortChannel {
   const int rank_, nranks_;
   std::atomic<bool> aborted_{false};
   mutable std::mutex mutex_;
-  wire::AbortNotice notice_;
+  detail::core::AbortState state_;      // the first abort recorded (tether/detail/core/abort_state.hpp)
+  std::uint32_t lost_ = wire::kNoRank;  // the rank its notice names as lost
   bool handled_ = false;
   std::vector<char> sent_;
 };

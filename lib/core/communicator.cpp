@@ -15,6 +15,7 @@
 #include "core/collective_run.hpp"
 #include "core/request_impl.hpp"
 #include "tether/detail/args.hpp"
+#include "tether/detail/core/deadlines.hpp"
 #include "tether/detail/core/split.hpp"
 
 namespace tether {
@@ -77,13 +78,10 @@ void Communicator::learnNodes() {
 Communicator::~Communicator() { world_->removeCommunicator(group_.comm); }
 
 void Communicator::setTimeout(std::chrono::milliseconds t) {
-  detail::args::timeout(rank(), t);
-  timeoutMs_ = env::resolveTimeout(t, fmt::format("rank {}: setTimeout", rank())).count();
+  timeoutMs_ = detail::core::communicatorTimeout(rank(), t, [] { return env::defaultTimeout(); }).count();
 }
 
-World::Clock::time_point Communicator::deadline() const {
-  return World::Clock::now() + std::chrono::milliseconds(timeoutMs_.load());
-}
+World::Clock::time_point Communicator::deadline() const { return detail::core::deadlineAfter(timeout()); }
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include "base/env.hpp"
 #include "core/communicator.hpp"
 #include "core/request_impl.hpp"
-#include "tether/detail/args.hpp"
+#include "tether/detail/core/deadlines.hpp"
 
 namespace tether {
 namespace {
@@ -18,7 +18,7 @@ class OpRequest final : public Request::Impl {
         op_(std::move(op)),
         done_(std::move(done)),
         keep_(std::move(keep)),
-        deadline_(World::Clock::now() + comm_->timeout()) {
+        deadline_(detail::core::deadlineAfter(comm_->timeout())) {
     // It ends by the communicator's deadline, as a blocking call does,
     // whether it is waited for, tested or left alone meanwhile.
     comm_->world().calls().expireAt(op_, deadline_);
@@ -31,7 +31,7 @@ class OpRequest final : public Request::Impl {
     comm_->world().calls().cancel(op_);
     // A send or a matched receive is not withdrawn: it still ends by its deadline.
     try {
-      comm_->world().calls().wait(op_, *done_, World::Clock::now() + comm_->timeout());
+      comm_->world().calls().wait(op_, *done_, detail::core::deadlineAfter(comm_->timeout()));
     } catch (...) {
     }
   }
@@ -44,12 +44,11 @@ class OpRequest final : public Request::Impl {
   }
 
   void wait(std::chrono::milliseconds timeout) override {
-    detail::args::waitTimeout(comm_->rank(), op_->name(), timeout);
+    const auto until = detail::core::waitDeadline(comm_->rank(), op_->name(), timeout, comm_->timeout());
     comm_->world().checkProcess(op_->name());
-    auto t = timeout.count() == 0 ? comm_->timeout() : timeout;
     if (!done_->isDone()) {
       try {
-        comm_->world().calls().wait(op_, *done_, World::Clock::now() + t);
+        comm_->world().calls().wait(op_, *done_, until);
       } catch (...) {
       }
     }

@@ -3,11 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <optional>
 #include <vector>
 
 #include "base/log.hpp"
 
+#include "tether/detail/core/call_frames.hpp"
 #include "tether/detail/core/failures.hpp"
 
 namespace tether {
@@ -49,18 +49,28 @@ bool SequenceGuard::begin(CollectiveSeq& seq, Op& op) {
   return false;
 }
 
+// The frames of a collective call in the mailbox, by world rank.
+namespace {
+struct OfCall {
+  const Op& op;
+  bool operator()(const match::Key& k) const {
+    return k.kind == wire::Kind::Collective && k.comm == op.comm && k.coll == op.coll;
+  }
+};
+int sourceOf(const match::Key& k) { return static_cast<int>(k.src); }
+std::string describe(const match::Stashed& s) { return wire::describe(s.header); }
+}  // namespace
+
 void SequenceGuard::checkStashed(Op& op, const match::Mailbox& mailbox) {
-  std::optional<Error> mismatch;
-  mailbox.forEachStashed([&](const match::Key& k, const match::Stashed& s) {
-    if (mismatch || k.kind != wire::Kind::Collective || k.comm != op.comm || k.coll != op.coll) return;
-    if (wire::opCodeOf(k.tag) != op.code)
-      mismatch =
-          Error(ErrorCode::Protocol,
-                failures::failure(failures::rankName(rank_), op.name(),
-                                  failures::differentCollectives(static_cast<int>(k.src), wire::describe(s.header))),
-                rank_, static_cast<int>(k.src));
-  });
-  if (mismatch) ops_.failOp(op, std::make_exception_ptr(*mismatch));
+  const auto fault =
+      detail::core::foreignFrame<match::Stashed>(mailbox, OfCall{op}, sourceOf, [&](int src, const match::Stashed& s) {
+        return wire::opCodeOf(s.header.tag) == op.code ? std::string()
+                                                       : failures::differentCollectives(src, describe(s));
+      });
+  if (fault)
+    ops_.failOp(op, std::make_exception_ptr(Error(ErrorCode::Protocol,
+                                                  failures::failure(failures::rankName(rank_), op.name(), fault.what),
+                                                  rank_, fault.source)));
 }
 
 void SequenceGuard::end(Op& op, std::exception_ptr& e, match::Mailbox& mailbox) {
@@ -89,21 +99,11 @@ void SequenceGuard::end(Op& op, std::exception_ptr& e, match::Mailbox& mailbox) 
 // Every frame of a finished collective has been consumed by a receive; one
 // left over was sent by a rank that ran a different algorithm or operation.
 void SequenceGuard::checkLeftovers(Op& op, match::Mailbox& mailbox) {
-  std::optional<Error> extra;
-  auto ofThisCall = [&](const match::Key& k) {
-    return k.kind == wire::Kind::Collective && k.comm == op.comm && k.coll == op.coll;
-  };
-  mailbox.forEachStashed([&](const match::Key& k, const match::Stashed& s) {
-    if (!extra && ofThisCall(k))
-      extra = Error(
-          ErrorCode::Protocol,
-          failures::failure(failures::rankName(rank_), op.name(),
-                            failures::neverReceives(static_cast<int>(k.src), wire::describe(s.header), op.name())),
-          rank_, static_cast<int>(k.src));
-  });
+  const auto extra = detail::core::leftoverFrame<match::Stashed>(mailbox, OfCall{op}, sourceOf, describe, op.name());
   if (!extra) return;
-  mailbox.dropStashed(ofThisCall);
-  throw *extra;
+  mailbox.dropStashed(OfCall{op});
+  throw Error(ErrorCode::Protocol, failures::failure(failures::rankName(rank_), op.name(), extra.what), rank_,
+              extra.source);
 }
 
 void SequenceGuard::reportProtocol(std::uint64_t comm, const Error& e) {

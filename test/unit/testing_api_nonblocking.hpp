@@ -194,6 +194,33 @@ inline void requestDroppedOnAnotherThread(Bootstrap& b) {
   }
 }
 
+// Request::wait(milliseconds::max()) waits until the call ends: no deadline
+// overflows (over TCP, now + max wrapped into the past and the wait gave up
+// at once, the call still pending). Rank 0 answers late so that rank 1's
+// waits are likely to block (nothing here is timed).
+inline void waitWithTheLargestTimeout(Bootstrap& b) {
+  const auto forever = std::chrono::milliseconds::max();
+  const auto late = [] { std::this_thread::sleep_for(std::chrono::milliseconds(100)); };
+  int value = -1, go = 1;
+  if (b.rank() == 1) {
+    Request r = b.irecv(&value, sizeof value, 0, 7);
+    b.send(&go, sizeof go, 0, 8);
+    r.wait(forever);
+    check(value == 42, "irecv waited with the largest timeout: got " + std::to_string(value));
+  } else {
+    b.recv(&go, sizeof go, 1, 8);
+    late();
+    value = 42;
+    b.send(&value, sizeof value, 1, 7);
+    late();
+  }
+  std::vector<int> all = {-1, -1};
+  all[static_cast<std::size_t>(b.rank())] = 10 + b.rank();
+  Request g = b.iallgather(all.data(), sizeof(int));
+  g.wait(forever);
+  check(all[0] == 10 && all[1] == 11, "iallgather waited with the largest timeout");
+}
+
 inline std::vector<Case> cases() {
   return {
       {"nonblocking: ibarrier, iallgather and ialltoall while an irecv is pending", 4, collectivesWhileIrecvPending},
@@ -203,6 +230,7 @@ inline std::vector<Case> cases() {
       {"nonblocking: invalid arguments throw before a collective id is taken", 3, invalidArgumentsFirst},
       {"nonblocking: a request dropped on another thread while the next collective starts", 3,
        requestDroppedOnAnotherThread},
+      {"nonblocking: wait with the largest timeout waits for the call", 2, waitWithTheLargestTimeout},
   };
 }
 

@@ -28,6 +28,7 @@
 #include "tether/detail/coll/settings.hpp"
 #include "tether/detail/coll/table.hpp"
 #include "tether/detail/core/collective_calls.hpp"
+#include "tether/detail/core/deadlines.hpp"
 #include "tether/detail/core/split.hpp"
 #include "tether/error.hpp"
 #include "tether/request.hpp"
@@ -178,8 +179,8 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
   void abort(const std::string& reason) override { endpoint_.world()->abortAll(endpoint_.worldRank(), reason); }
 
   void setTimeout(std::chrono::milliseconds timeout) override {
-    tether::detail::args::timeout(rank(), timeout);
-    endpoint_.setTimeout(timeout.count() == 0 ? endpoint_.world()->defaultTimeout : timeout);
+    endpoint_.setTimeout(
+        tether::detail::core::communicatorTimeout(rank(), timeout, [&] { return endpoint_.world()->defaultTimeout; }));
   }
   std::chrono::milliseconds timeout() const override { return endpoint_.timeout(); }
 

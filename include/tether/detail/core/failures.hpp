@@ -49,6 +49,12 @@ inline std::string differentCollectives(int src, const std::string& sent) {
   return rankName(src) + " is in " + sent + " — the ranks called different collectives";
 }
 
+// `src` (a rank in `call`, "broadcast#3") runs it with another root.
+inline std::string differentRoots(int src, const std::string& call, int root, int myRoot) {
+  return rankName(src) + " is in " + call + " with root " + std::to_string(root) + ", this rank's root is " +
+         std::to_string(myRoot);
+}
+
 // `src` sent a frame of this call (`call`) that no step of it receives.
 inline std::string neverReceives(int src, const std::string& sent, const std::string& call) {
   return rankName(src) + " sent " + sent + " which this rank's " + call + " never receives";

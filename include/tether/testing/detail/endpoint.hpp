@@ -6,9 +6,7 @@
 #pragma once
 
 #include <atomic>
-#include <algorithm>
 #include <chrono>
-#include <climits>
 #include <cstdint>
 #include <cstring>
 #include <deque>
@@ -18,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "tether/detail/core/call_frames.hpp"
+#include "tether/detail/core/deadlines.hpp"
 #include "tether/detail/core/failures.hpp"
 #include "tether/error.hpp"
 #include "tether/testing/detail/message.hpp"
@@ -31,7 +31,7 @@ namespace failures = ::tether::detail::core::failures;
 
 class Endpoint {
  public:
-  using Clock = std::chrono::steady_clock;
+  using Clock = ::tether::detail::core::DeadlineClock;
 
   Endpoint(std::shared_ptr<WorldState> world, std::uint64_t comm, std::vector<int> members, int rank,
            std::chrono::milliseconds timeout)
@@ -48,11 +48,8 @@ class Endpoint {
   std::chrono::milliseconds timeout() const { return std::chrono::milliseconds(timeoutMs_.load()); }
   void setTimeout(std::chrono::milliseconds timeout) { timeoutMs_.store(timeout.count()); }
 
-  // The deadline of a call starting now (clamped so that huge timeouts cannot overflow).
-  Clock::time_point deadline() const {
-    const std::chrono::milliseconds cap = std::chrono::hours(24 * 365 * 10);
-    return Clock::now() + std::min(timeout(), cap);
-  }
+  // The deadline of a call starting now (tether/detail/core/deadlines.hpp).
+  Clock::time_point deadline() const { return ::tether::detail::core::deadlineAfter(timeout()); }
 
   // "rank 1", or "rank 1 (world 3)" on a child communicator.
   std::string who() const {
@@ -211,16 +208,8 @@ class Endpoint {
     key.comm = comm_;
     std::lock_guard<std::mutex> lock(world_->mutex);
     rejectForeignCallsLocked(key, expected);
-    const Message* left = nullptr;
-    int from = INT_MAX;
-    mailbox().matching.forEachStashed([&](const ChannelKey& k, const Message& m) {
-      if (k.sameCall(key) && k.source < from) {
-        from = k.source;
-        left = &m;
-      }
-    });
-    if (!left) return;
-    fail(ErrorCode::Protocol, expected.call(), from, failures::neverReceives(from, left->describe(), expected.call()));
+    raise(expected, ::tether::detail::core::leftoverFrame<Message>(mailbox().matching, OfCall{key}, sourceOf, describe,
+                                                                   expected.call()));
   }
 
  private:
@@ -237,13 +226,11 @@ class Endpoint {
   RankMailbox& mailbox() const { return *world_->mailboxes[static_cast<std::size_t>(worldRank())]; }
 
   void throwIfAbortedLocked(const std::string& where) const {
-    const RankMailbox& box = mailbox();
-    if (!box.aborted) return;
-    if (box.abortedBy < 0) {
-      fail(ErrorCode::Aborted, where, -1, "aborted by InProcessWorld::abortAll: " + box.abortReason);
-    }
-    fail(ErrorCode::Aborted, where, box.abortedBy,
-         failures::aborted(box.abortedBy == worldRank(), box.abortedBy, box.abortReason));
+    const ::tether::detail::core::AbortState& abort = mailbox().abort;
+    if (!abort.aborted()) return;
+    if (abort.origin() < 0)
+      fail(ErrorCode::Aborted, where, -1, "aborted by InProcessWorld::abortAll: " + abort.reason());
+    throw abort.error(who(), where, rank_, worldRank());
   }
 
   // `peer` (a rank here) left, as TcpBootstrap says of a peer that closed its
@@ -275,29 +262,31 @@ class Endpoint {
     }
   }
 
-  // A message from `source` stamped with another operation, or another root.
-  void checkStamp(const Message& m, int source, const OpStamp& expected) const {
-    const std::string from = failures::rankName(source);
-    if (m.op.name != expected.name)
-      fail(ErrorCode::Protocol, expected.call(), source, failures::differentCollectives(source, m.describe()));
-    if (m.op.root != expected.root)
-      fail(ErrorCode::Protocol, expected.call(), source,
-           from + " is in " + m.op.call() + " with root " + std::to_string(m.op.root) + ", this rank's root is " +
-               std::to_string(expected.root));
+  // The frame checks of tether/detail/core/call_frames.hpp, on this mailbox.
+  struct OfCall {
+    ChannelKey key;
+    bool operator()(const ChannelKey& k) const { return k.sameCall(key); }
+  };
+  static int sourceOf(const ChannelKey& k) { return k.source; }
+  static std::string describe(const Message& m) { return m.describe(); }
+  // Why a message from `source` is not of `expected` (another operation or
+  // root); empty if it is.
+  static std::string mismatch(int source, const Message& m, const OpStamp& expected) {
+    if (m.op.name != expected.name) return failures::differentCollectives(source, m.describe());
+    if (m.op.root != expected.root) return failures::differentRoots(source, m.op.call(), m.op.root, expected.root);
+    return std::string();
   }
-
+  void raise(const OpStamp& expected, const ::tether::detail::core::FrameFault& fault) const {
+    if (fault) fail(ErrorCode::Protocol, expected.call(), fault.source, fault.what);
+  }
+  void checkStamp(const Message& m, int source, const OpStamp& expected) const {
+    raise(expected, {source, mismatch(source, m, expected)});
+  }
   // A message waiting at this call id from another operation, or with another root.
   void rejectForeignCallsLocked(const ChannelKey& key, const OpStamp& expected) const {
-    const Message* foreign = nullptr;
-    int from = INT_MAX;
-    mailbox().matching.forEachStashed([&](const ChannelKey& k, const Message& m) {
-      if (!k.sameCall(key) || k.source >= from) return;
-      if (m.op.name != expected.name || m.op.root != expected.root) {
-        foreign = &m;
-        from = k.source;
-      }
-    });
-    if (foreign) checkStamp(*foreign, from, expected);
+    raise(expected, ::tether::detail::core::foreignFrame<Message>(
+                        mailbox().matching, OfCall{key}, sourceOf,
+                        [&](int source, const Message& m) { return mismatch(source, m, expected); }));
   }
 
   std::shared_ptr<WorldState> world_;

@@ -24,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-#include "tether/detail/args.hpp"
+#include "tether/detail/core/deadlines.hpp"
 #include "tether/error.hpp"
 #include "tether/request.hpp"
 #include "tether/testing/detail/endpoint.hpp"
@@ -42,10 +42,7 @@ class RequestBase : public Request::Impl {
 
   // wait(timeout)'s deadline: 0 means the communicator's timeout.
   Endpoint::Clock::time_point until(std::chrono::milliseconds timeout) const {
-    ::tether::detail::args::waitTimeout(endpoint_.rank(), where_, timeout);
-    if (timeout.count() == 0) return endpoint_.deadline();
-    const std::chrono::milliseconds cap = std::chrono::hours(24 * 365 * 10);
-    return Endpoint::Clock::now() + std::min(timeout, cap);
+    return ::tether::detail::core::waitDeadline(endpoint_.rank(), where_, timeout, endpoint_.timeout());
   }
 
   std::shared_ptr<const void> owner_;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tether/bootstrap.hpp"
+#include "tether/detail/core/abort_state.hpp"
 #include "tether/detail/env_int.hpp"
 #include "tether/detail/match/mailbox.hpp"
 #include "tether/error.hpp"
@@ -48,9 +49,8 @@ struct RankMailbox {
   std::condition_variable wake;
   Matching matching;
 
-  bool aborted = false;
-  std::string abortReason;
-  int abortedBy = -1;  // world rank that called abort(), -1: the world itself
+  // The first abort: its world rank (-1: InProcessWorld::abortAll) and reason.
+  ::tether::detail::core::AbortState abort;
 };
 
 struct WorldState {
@@ -96,11 +96,7 @@ struct WorldState {
   void abortAll(int byWorldRank, const std::string& reason) {
     std::lock_guard<std::mutex> lock(mutex);
     for (auto& box : mailboxes) {
-      if (!box->aborted) {
-        box->aborted = true;
-        box->abortReason = reason;
-        box->abortedBy = byWorldRank;
-      }
+      box->abort.record(byWorldRank, reason);
       box->wake.notify_all();
     }
   }
