@@ -24,6 +24,7 @@
 
 #include "link/drained_read.hpp"
 #include "link/socket_stream.hpp"
+#include "read_pair.hpp"
 
 namespace {
 std::atomic<int> gWatched{-1};  // the descriptor whose receives are counted
@@ -62,56 +63,28 @@ using tcp = asio::ip::tcp;
 
 namespace {
 
-// A connected TCP stream as the link layer reads it.
-struct PairStream final : link::SocketStream<tcp::socket> {
-  using SocketStream::SocketStream;
-  asio::awaitable<void> connect(const link::Endpoint&) override { throw std::logic_error("connected already"); }
-};
-
-struct Pair {
-  explicit Pair(asio::io_context& io) : writer(io) {
+// A connected TCP pair whose reader has the drain hint on (as a link's socket).
+struct Pair : test::ReadPair<tcp::socket> {
+  explicit Pair(asio::io_context& io) : ReadPair(connected(io)) { gWatched = readerFd; }
+  ~Pair() { gWatched = -1; }
+  static std::pair<tcp::socket, tcp::socket> connected(asio::io_context& io) {
     tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::address_v4::loopback(), 0));
+    tcp::socket writer(io);
     writer.connect(acceptor.local_endpoint());
     tcp::socket reader = acceptor.accept();
     reader.non_blocking(true);
     link::enableDrainHint(reader.native_handle());
     readerFd = reader.native_handle();
-    gWatched = readerFd;
     gCalls = 0;
     gWouldBlock = 0;
-    stream = std::make_unique<PairStream>(std::move(reader), "pair");
-  }
-  ~Pair() { gWatched = -1; }
-  // One readSome into `buf`, started now; io.poll() runs it as far as it goes without waiting.
-  void start(asio::io_context& io, std::vector<unsigned char>& buf) {
-    result.reset();
-    error = nullptr;
-    asio::co_spawn(io, stream->readSome(asio::buffer(buf)), [this](std::exception_ptr e, std::size_t n) {
-      error = e;
-      result = n;
-    });
-    io.restart();  // a run that ran out of work left it stopped
-    io.poll();
-  }
-  // Runs the loop until the read ends; a read that waits for an edge that
-  // never comes fails here after 5 s instead of hanging.
-  void finish(asio::io_context& io) {
-    io.restart();
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (!result && std::chrono::steady_clock::now() < until) io.run_one_until(until);
-    if (!result) FAIL("the read never ended: it waits for a readiness edge that will not come");
-    if (error) std::rethrow_exception(error);
+    return {std::move(writer), std::move(reader)};
   }
   // Abortive close: the kernel sends a reset, not a FIN.
   void resetWriter() {
     writer.set_option(asio::socket_base::linger(true, 0));
     writer.close();
   }
-  tcp::socket writer;
-  int readerFd = -1;
-  std::unique_ptr<link::Stream> stream;
-  std::optional<std::size_t> result;
-  std::exception_ptr error;
+  static inline int readerFd = -1;
 };
 
 boost::system::error_code readError(Pair& p, asio::io_context& io, std::vector<unsigned char>& buf) {
@@ -203,30 +176,29 @@ TEST_CASE("closing the stream ends a read that waits after a draining read with 
   }
 }
 
-TEST_CASE("the peer's last bytes and its close arriving together: the read after the bytes ends with EOF",
-          "[unit][link]") {
+// The peer's last bytes and then its end (`end`), both before the reactor
+// looks: the read takes the bytes, and the next one must end with `expected`,
+// not wait for an edge that was already reported.
+void lastBytesThen(void (*end)(Pair&), boost::system::error_code expected) {
   asio::io_context io;
   Pair p(io);
   std::vector<unsigned char> buf(1024), msg(64, 3);
   p.start(io, buf);  // waits
   asio::write(p.writer, asio::buffer(msg));
-  p.writer.close();  // both before the reactor looks
+  end(p);
   p.finish(io);
   CHECK(*p.result == msg.size());
-  CHECK(readError(p, io, buf) == asio::error::eof);
+  CHECK(readError(p, io, buf) == expected);
+}
+
+TEST_CASE("the peer's last bytes and its close arriving together: the read after the bytes ends with EOF",
+          "[unit][link]") {
+  lastBytesThen([](Pair& p) { p.writer.close(); }, asio::error::eof);
 }
 
 TEST_CASE("the peer's last bytes and its reset arriving together: the read after the bytes ends with the reset",
           "[unit][link]") {
-  asio::io_context io;
-  Pair p(io);
-  std::vector<unsigned char> buf(1024), msg(64, 4);
-  p.start(io, buf);  // waits
-  asio::write(p.writer, asio::buffer(msg));
-  p.resetWriter();  // both before the reactor looks
-  p.finish(io);
-  CHECK(*p.result == msg.size());
-  CHECK(readError(p, io, buf) == asio::error::connection_reset);
+  lastBytesThen([](Pair& p) { p.resetWriter(); }, asio::error::connection_reset);
 }
 
 TEST_CASE("the peer's reset after a draining read: the waiting read ends with the reset", "[unit][link]") {

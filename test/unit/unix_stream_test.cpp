@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "link/socket_stream.hpp"
+#include "read_pair.hpp"
 #include "link/tcp_stream.hpp"
 #include "link/unix_stream.hpp"
 
@@ -157,37 +158,13 @@ using Local = asio::local::stream_protocol;
 
 // A connected Unix socket pair, one end read through the link layer's
 // SocketStream (as a TCP or host-local link reads), the other written raw.
-struct PairStream final : link::SocketStream<Local::socket> {
-  using SocketStream::SocketStream;
-  asio::awaitable<void> connect(const link::Endpoint&) override { throw std::logic_error("connected already"); }
-};
-
-struct Pair {
-  explicit Pair(asio::io_context& io) : writer(io) {
-    Local::socket reader(io);
+struct Pair : test::ReadPair<Local::socket> {
+  explicit Pair(asio::io_context& io) : ReadPair(connected(io)) {}
+  static std::pair<Local::socket, Local::socket> connected(asio::io_context& io) {
+    Local::socket writer(io), reader(io);
     asio::local::connect_pair(writer, reader);
-    stream = std::make_unique<PairStream>(std::move(reader), "pair");
+    return {std::move(writer), std::move(reader)};
   }
-  // One readSome into `buf`, run as far as it goes without waiting.
-  void start(asio::io_context& io, std::vector<unsigned char>& buf) {
-    result.reset();
-    error = nullptr;
-    asio::co_spawn(io, stream->readSome(asio::buffer(buf)), [this](std::exception_ptr e, std::size_t n) {
-      error = e;
-      result = n;
-    });
-    io.restart();
-    io.poll();
-  }
-  void finish(asio::io_context& io) {
-    io.restart();
-    while (!result) REQUIRE(io.run_one() == 1);  // 0: out of work, the read would wait forever
-    if (error) std::rethrow_exception(error);
-  }
-  Local::socket writer;
-  std::unique_ptr<link::Stream> stream;
-  std::optional<std::size_t> result;
-  std::exception_ptr error;
 };
 
 }  // namespace
