@@ -89,6 +89,9 @@ std::string rejectText(const wire::Reject& r) {
       return "has closed the connection this dial was for: " + r.reason;
     case wire::RejectCode::NotJoined:
       return "has not joined its world yet: " + r.reason;
+    case wire::RejectCode::Retry:
+      return "held our hello past its handshake deadline, our previous connection there still closing; dial again: " +
+             r.reason;
   }
   return "rejected the connection: " + r.reason;
 }
@@ -162,7 +165,8 @@ asio::awaitable<void> Connector::acceptLoop(std::shared_ptr<Listener> listener) 
 
 asio::awaitable<void> Connector::serveIncoming(std::shared_ptr<Stream> sock) {
   const std::string remote = sock->peer();
-  Watchdog watchdog(io_, sock, Clock::now() + cfg_.handshakeTimeout);
+  const auto deadline = Clock::now() + cfg_.handshakeTimeout;
+  Watchdog watchdog(io_, sock, deadline);
   std::string failure;
   int admitted = -1;  // the rank whose link this connection is to become
   std::uint32_t admittedEpoch = 0;
@@ -191,11 +195,18 @@ asio::awaitable<void> Connector::serveIncoming(std::shared_ptr<Stream> sock) {
     }
     if (reject && !observer)
       admission_.refused(Refusal{static_cast<int>(hello.rank), reject->code, remote, reject->reason});
-    else if (!reject && !observer)
-      reject = co_await admit(hello, remote, [&watchdog] { return watchdog.expired(); });
+    else if (!reject && !observer) {
+      // Admission may hold the hello until the deadline (R4); then it is
+      // answered, not cut: the dialer, alive and answering, must not read
+      // EOF and take us for lost. The answer gets one more deadline.
+      watchdog.extend(deadline + cfg_.handshakeTimeout);
+      reject = co_await admit(hello, remote, deadline, [&watchdog] { return watchdog.expired(); });
+    }
     if (reject) {
       if (reject->code == wire::RejectCode::Simultaneous || reject->code == wire::RejectCode::Stale)
         log::trace(cfg_.rank, "kept our own dial to rank {}; refused its dial from {}", hello.rank, remote);
+      else if (reject->code == wire::RejectCode::Retry)
+        log::info(cfg_.rank, "told rank {} at {} to dial again: {}", hello.rank, remote, reject->reason);
       else if (observer)
         log::warn(cfg_.rank, "refused an observer from {}: {}", remote, reject->reason);
       else
@@ -238,19 +249,23 @@ asio::awaitable<void> Connector::serveIncoming(std::shared_ptr<Stream> sock) {
 }
 
 // Admission of an authenticated hello; nullopt welcomes it. Never once the
-// handshake's deadline has passed (`expired`: the watchdog has closed the
-// stream), so no link is reserved for a connection that cannot carry it.
+// watchdog has closed the stream (`expired`), so no link is reserved for a
+// connection that cannot carry it.
 asio::awaitable<std::optional<wire::Reject>> Connector::admit(const wire::Hello& hello, const std::string& remote,
+                                                              Clock::time_point deadline,
                                                               std::function<bool()> expired) {
-  const auto deadline = Clock::now() + cfg_.handshakeTimeout;
   for (;;) {
     if (expired()) throw std::runtime_error("handshake deadline passed");
     auto verdict = admission_.admit(static_cast<int>(hello.rank), hello.epoch, remote);
     if (verdict.kind == Verdict::Kind::Reject) co_return verdict.reject;
     if (verdict.kind == Verdict::Kind::Welcome) co_return std::nullopt;
     // R4: the peer's previous connection still lingers here; its last
-    // frames must be read before anything on this one.
-    if (Clock::now() >= deadline) throw std::runtime_error("the previous connection did not close in time");
+    // frames must be read before anything on this one. Held until the
+    // handshake's deadline at most; then the dialer is told to dial again.
+    if (Clock::now() >= deadline)
+      co_return wire::Reject{wire::RejectCode::Retry,
+                             fmt::format("rank {}'s previous connection to rank {} did not close within {} ms",
+                                         hello.rank, cfg_.rank, cfg_.handshakeTimeout.count())};
     co_await admission_.predecessorClosed(static_cast<int>(hello.rank), deadline);
   }
 }
@@ -293,6 +308,16 @@ asio::awaitable<bool> Connector::dialOnce(const Dial& d, Clock::time_point deadl
       if (r.code == wire::RejectCode::Simultaneous) {
         log::trace(cfg_.rank, "rank {} keeps its own connection to us", peer);
         co_return true;  // its dial becomes the link
+      }
+      if (r.code == wire::RejectCode::Retry) {
+        // The peer is alive and answering: it held our hello for our previous
+        // connection there (R4) past its handshake deadline. Dial again, with
+        // backoff, until the dial's deadline (not only the window for streams
+        // cut without an answer): the peer is not lost.
+        failure.refused = false;
+        failure.reason = rejectText(r);
+        retriable = true;
+        co_return false;
       }
       if (r.code == wire::RejectCode::Stale) {
         log::trace(cfg_.rank, "rank {} refused our dial of connection {} as stale", peer, d.epoch);

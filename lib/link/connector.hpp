@@ -5,7 +5,8 @@
 // admitted and receives the finished streams through the Admission interface.
 // Every step runs under a watchdog that closes the stream at the handshake
 // deadline, so a silent or slow stranger costs one stream for at most that
-// long. Progress thread only.
+// long; an authenticated hello held for its sender's previous connection (R4)
+// until the deadline is answered instead: dial again. Progress thread only.
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
@@ -47,7 +48,8 @@ struct ConnectorConfig {
 // otherwise means the peer's process is gone; a reset one (or one closed
 // before the handshake ended) until `brokenUntil` as well: after the
 // rendezvous every rank is known to listen and answer, so a peer that keeps
-// cutting the handshake is lost, not slow.
+// cutting the handshake is lost, not slow. A peer that answers "dial again"
+// (it held our hello past its handshake deadline) is retried until `until`.
 struct DialPolicy {
   Clock::time_point until{};
   bool retryRefused = false;
@@ -136,7 +138,7 @@ class Connector {
   asio::awaitable<void> acceptLoop(std::shared_ptr<Listener> listener);
   asio::awaitable<void> serveIncoming(std::shared_ptr<Stream> stream);
   asio::awaitable<std::optional<wire::Reject>> admit(const wire::Hello& hello, const std::string& remote,
-                                                    std::function<bool()> expired);
+                                                    Clock::time_point deadline, std::function<bool()> expired);
   asio::awaitable<void> dialPeer(Dial d);
   // One dial attempt; true when it is finished (linked, or the peer keeps its
   // own connection), false with `failure` filled when it failed.

@@ -57,6 +57,7 @@ enum class RejectCode : std::uint16_t {
   ShuttingDown = 6,
   Stale = 7,  // the hello was dialled before a close this side has completed (R5)
   NotJoined = 8,  // an observer asked for the address table before the world had it
+  Retry = 9,      // the hello waited for the dialer's previous connection past the deadline (R4): dial again
 };
 
 // A Goodbye says whether the sender leaves (its bootstrap closes) or only

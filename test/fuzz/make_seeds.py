@@ -30,6 +30,7 @@ challenge = struct.pack('<I', 0) + bytes(range(16))
 hello = struct.pack('<IIQ', 3, 4, 0x1122334455667788) + bytes(range(16, 32)) + bytes(range(32))
 welcome = bytes(range(32))
 reject = struct.pack('<H', 1) + string('proof of the secret does not verify')
+reject_retry = struct.pack('<H', 9) + string("rank 1's previous connection to rank 0 did not close within 10000 ms")
 register = struct.pack('<I', 2) + address()
 table = struct.pack('<I', 4) + b''.join(address(port=5000 + i) for i in range(3)) + address(family=6, port=6000)
 
@@ -70,6 +71,7 @@ corpora = {
         'hello': b'\x01' + hello,
         'welcome': b'\x02' + welcome,
         'reject': b'\x03' + reject,
+        'reject_retry': b'\x03' + reject_retry,
         'register': b'\x04' + register,
         'table': b'\x05' + table,
         'stream': b'\x06' + header(KIND['challenge'], len(challenge)) + challenge + header(KIND['hello'], len(hello))

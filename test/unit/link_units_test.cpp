@@ -21,45 +21,13 @@
 #include "link/frame_reader.hpp"
 #include "link/link.hpp"
 #include "link/memory_stream.hpp"
+#include "link_test_support.hpp"
 
 using namespace tether;
 using link::Link;
+using namespace tether::testsupport;
 
 namespace {
-
-struct Frame {
-  wire::FrameHeader header;
-  std::vector<unsigned char> payload;
-};
-
-// Stashes every data frame and records what the link reports.
-struct FakeSink final : link::LinkSink {
-  std::vector<Frame> frames;
-  int headers = 0;
-  std::vector<wire::GoodbyeMode> goodbyes;
-  std::vector<std::string> downs;
-  bool graceful = false;
-  int transfersDone = 0;
-
-  link::Target onDataHeader(Link&, const wire::FrameHeader&, bool) override {
-    ++headers;
-    return link::Target{link::Target::Where::Stash, nullptr, nullptr};
-  }
-  void onDataComplete(Link&, const wire::FrameHeader& h, const link::Target&,
-                      std::vector<unsigned char>&& stashed) override {
-    frames.push_back({h, std::move(stashed)});
-  }
-  void onControlFrame(Link&, const wire::FrameHeader& h, std::vector<unsigned char>&& payload) override {
-    frames.push_back({h, std::move(payload)});
-  }
-  void onGoodbye(Link&, wire::GoodbyeMode mode) override { goodbyes.push_back(mode); }
-  void onLinkDown(Link&, const std::string& reason, bool wasGraceful) override {
-    downs.push_back(reason);
-    graceful = wasGraceful;
-  }
-  void onTransferDone(link::Owner&, bool) override { ++transfersDone; }
-  void onLinkIdle(Link&) override {}
-};
 
 // A stream that counts the reads and writes a link makes on the stream it wraps.
 struct CountingStream final : link::Stream {
@@ -87,70 +55,6 @@ struct CountingStream final : link::Stream {
 
 // An operation that owns referenced payloads.
 struct TestOwner final : link::Owner {};
-
-// Welcomes every authenticated hello and records the outcome.
-struct FakeAdmission final : link::Admission {
-  struct Connected {
-    int peer;
-    std::shared_ptr<link::Stream> stream;
-    bool dialedByUs;
-  };
-  std::vector<Connected> streams;
-  std::vector<link::ConnectFailure> failures;
-  std::vector<link::Refusal> refusals;
-
-  link::Verdict admit(int, std::uint32_t, const std::string&) override { return link::Verdict::welcome(); }
-  boost::asio::awaitable<void> predecessorClosed(int, link::Clock::time_point) override { co_return; }
-  void connected(int peer, std::uint32_t, std::shared_ptr<link::Stream> stream, bool dialedByUs) override {
-    streams.push_back({peer, std::move(stream), dialedByUs});
-  }
-  void connectFailed(int, std::uint32_t, const link::ConnectFailure& f) override { failures.push_back(f); }
-  void refused(const link::Refusal& r) override { refusals.push_back(r); }
-  bool closing() const override { return false; }
-  bool mayRetry() const override { return true; }
-  bool stillDialing(int, std::uint32_t) const override { return true; }
-};
-
-// Runs handlers until `done` holds (or 20 s pass, a failure).
-void runUntil(boost::asio::io_context& io, const std::function<bool()>& done) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (!done() && std::chrono::steady_clock::now() < deadline) {
-    io.restart();
-    io.run_one_for(std::chrono::milliseconds(50));
-  }
-  REQUIRE(done());
-}
-
-// A point-to-point frame with tag `i` and `len` bytes (i + k) % 251.
-link::OutFrame dataFrame(std::uint32_t i, std::size_t len) {
-  link::OutFrame f;
-  wire::FrameHeader h;
-  h.kind = wire::Kind::P2P;
-  h.comm = 1;
-  h.coll = i;
-  h.tag = i;
-  h.length = len;
-  wire::encodeHeader(h, f.header.data());
-  f.owned.resize(len);
-  for (std::size_t k = 0; k < len; ++k) f.owned[k] = static_cast<unsigned char>((i + k) % 251);
-  f.len = len;
-  return f;
-}
-
-// The frames arrived in order, tags 0..n-1, each with the bytes dataFrame() wrote.
-void checkInOrder(const std::vector<Frame>& frames, std::size_t n,
-                  const std::function<std::size_t(std::uint32_t)>& len) {
-  REQUIRE(frames.size() == n);
-  for (std::uint32_t i = 0; i < n; ++i) {
-    INFO("frame " << i);
-    REQUIRE(frames[i].header.tag == i);
-    REQUIRE(frames[i].payload.size() == len(i));
-    bool same = true;
-    for (std::size_t k = 0; k < frames[i].payload.size(); ++k)
-      same = same && frames[i].payload[k] == static_cast<unsigned char>((i + k) % 251);
-    CHECK(same);
-  }
-}
 
 struct LinkedPair {
   LinkedPair(boost::asio::io_context& io, link::MemoryOptions options) {
@@ -364,20 +268,6 @@ TEST_CASE("a peer that closes in the middle of a frame is reported as a lost lin
     CHECK_FALSE(l->closedAfterGoodbye());
   }
 }
-
-namespace {
-
-link::ConnectorConfig connectorConfig(int rank, unsigned char secretByte) {
-  link::ConnectorConfig c;
-  c.rank = rank;
-  c.nranks = 2;
-  c.secret.fill(secretByte);
-  c.worldId = 77;
-  c.handshakeTimeout = std::chrono::milliseconds(10000);
-  return c;
-}
-
-}  // namespace
 
 TEST_CASE("the connector's handshake over in-memory streams admits the right secret and refuses a wrong one",
           "[unit][link]") {

@@ -124,6 +124,12 @@ TEST_CASE("handshake messages round-trip and reject truncation", "[unit][wire]")
   auto rd = decodeReject(encode(r));
   CHECK(rd.code == RejectCode::DuplicateRank);
   CHECK(rd.reason == r.reason);
+  // The codes are numbers on the wire (docs/wire-protocol.md): 9 asks the dialer to dial again.
+  auto retry = encode(Reject{RejectCode::Retry, "held"});
+  REQUIRE(retry.size() >= 2);
+  CHECK(retry[0] == 9);
+  CHECK(retry[1] == 0);
+  CHECK(decodeReject(retry).code == RejectCode::Retry);
 
   std::vector<PeerAddress> table = addresses(3);
   auto t = decodeTable(encodeTable(table), 3);

@@ -1,0 +1,162 @@
+// The connector's handshake while the acceptor holds a hello for the peer's
+// previous connection (R4 of docs/ordering.md) and one side's handshake
+// deadline passes: nobody innocent is blamed. In-memory streams, one
+// io_context, one thread; the hold lasts until the test releases it.
+#include <catch2/catch.hpp>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "link/connector.hpp"
+#include "link/frame_io.hpp"
+#include "link/link.hpp"
+#include "link/memory_stream.hpp"
+#include "link_test_support.hpp"
+
+using namespace tether;
+using namespace tether::testsupport;
+using namespace std::chrono_literals;
+
+namespace {
+
+// The short handshake deadline: a hold outlasts it, the rest of the handshake
+// (a few handlers on one thread) does not, even sanitized on a loaded host
+// (20 ms did not: under ASan at load 30-40 the hello itself came late).
+constexpr auto kShort = std::chrono::milliseconds(500);
+
+// Rank 0 accepts at "rank0" and holds every hello (R4) until release(); rank
+// 1 dials it. Each with its handshake deadline.
+struct HeldDial {
+  HeldDial(std::chrono::milliseconds acceptorDeadline, std::chrono::milliseconds dialerDeadline)
+      : net(io),
+        c0(io, config(0, acceptorDeadline), root, std::make_unique<link::MemoryNetwork>(net)),
+        c1(io, config(1, dialerDeadline), member, std::make_unique<link::MemoryNetwork>(net)),
+        listener(net.listen("rank0")) {
+    c0.listen(listener);
+    root.holding = true;
+    dial();
+  }
+  ~HeldDial() { listener->close(); }
+  static link::ConnectorConfig config(int rank, std::chrono::milliseconds deadline) {
+    auto c = connectorConfig(rank, 0x11);
+    c.handshakeTimeout = deadline;
+    return c;
+  }
+  // As World::dial after the rendezvous: the call's deadline (10 s), and a
+  // stream the peer cuts is retried only within a window (1 s there) that the
+  // acceptor's 10 s handshake deadline outlasts; here it is over at once.
+  void dial() {
+    const auto now = link::Clock::now();
+    c1.dial(0, 0, link::Endpoint{"mem", "rank0"}, link::DialPolicy{now + 10s, false, now});
+  }
+  // Both sides got the stream, and a frame crosses it.
+  void linkCarriesAFrame() {
+    runUntil(io, [&] { return (!root.streams.empty() && !member.streams.empty()) || !member.failures.empty(); });
+    INFO("dialer's failure: " << (member.failures.empty() ? std::string("none") : member.failures[0].reason));
+    REQUIRE(member.failures.empty());
+    CHECK(root.failures.empty());
+    REQUIRE(root.streams.size() == 1);
+    REQUIRE(member.streams.size() == 1);
+    FakeSink sinkRoot, sinkMember;
+    auto l0 = std::make_shared<link::Link>(io, sinkRoot, 1, 0, link::LinkLimits{1ULL << 30, 0});
+    auto l1 = std::make_shared<link::Link>(io, sinkMember, 0, 0, link::LinkLimits{1ULL << 30, 1});
+    l0->attach(root.streams[0].stream, false);
+    l1->attach(member.streams[0].stream, true);
+    l1->enqueue(dataFrame(0, 33));
+    runUntil(io, [&] { return sinkRoot.frames.size() == 1 || !sinkRoot.downs.empty(); });
+    checkInOrder(sinkRoot.frames, 1, [](std::uint32_t) { return std::size_t{33}; });
+    CHECK(sinkMember.downs.empty());
+    l0->fail("test over");
+    l1->fail("test over");
+  }
+
+  boost::asio::io_context io;
+  link::MemoryNetwork net;
+  FakeAdmission root, member;
+  link::Connector c0, c1;
+  std::shared_ptr<link::Listener> listener;
+};
+
+// Runs handlers for at least `d` (a pause: what is checked after it holds whatever its length).
+void runFor(boost::asio::io_context& io, std::chrono::milliseconds d) {
+  bool over = false;
+  boost::asio::steady_timer pause(io, d);
+  pause.async_wait([&](boost::system::error_code) { over = true; });
+  runUntil(io, [&] { return over; });
+}
+
+}  // namespace
+
+TEST_CASE("an acceptor whose hold for the peer's previous connection outlasts its handshake deadline tells the "
+          "dialer to dial again, and the link comes up once that connection has closed",
+          "[unit][link][connector]") {
+  HeldDial p(kShort, 10000ms);
+  // The first hello is held past the acceptor's deadline: the dialer either
+  // retries or gives up on rank 0.
+  runUntil(p.io, [&] { return !p.c1.retrying(0).empty() || !p.member.failures.empty(); });
+  INFO("dialer's failure: " << (p.member.failures.empty() ? std::string("none") : p.member.failures[0].reason));
+  REQUIRE(p.member.failures.empty());
+  CHECK_THAT(p.c1.retrying(0), Catch::Contains("dial again"));
+  CHECK(p.root.streams.empty());
+  CHECK(p.root.failures.empty());
+  CHECK(p.root.refusals.empty());
+  p.root.release();  // the predecessor has closed
+  p.linkCarriesAFrame();
+  CHECK(p.c1.retrying(0).empty());
+}
+
+TEST_CASE("a dialer whose handshake deadline passes while the acceptor holds its hello keeps waiting for the answer "
+          "until the dial's deadline, and the link comes up once the acceptor welcomes it",
+          "[unit][link][connector]") {
+  HeldDial p(10000ms, kShort);
+  runUntil(p.io, [&] { return p.root.waits == 1 || !p.member.failures.empty(); });
+  runFor(p.io, 3 * kShort);  // past the dialer's handshake deadline
+  CHECK(p.root.waits == 1);           // one hello: the dialer did not cut it and dial again
+  CHECK(p.c1.retrying(0).empty());
+  CHECK(p.member.failures.empty());
+  p.root.release();
+  p.linkCarriesAFrame();
+  CHECK(p.root.waits == 1);
+}
+
+TEST_CASE("an acceptor that closes after the hello without answering is still a broken stream to the dialer: "
+          "retried within the dial's window for those, then the dial fails naming the peer",
+          "[unit][link][connector]") {
+  boost::asio::io_context io;
+  link::MemoryNetwork net(io);
+  FakeAdmission member;
+  link::Connector c1(io, connectorConfig(1, 0x11), member, std::make_unique<link::MemoryNetwork>(net));
+  auto listener = net.listen("silent");
+  int hellos = 0;
+  // An acceptor of an earlier version, whose deadline passed while it held the hello.
+  boost::asio::co_spawn(
+      io,
+      [&]() -> boost::asio::awaitable<void> {
+        for (;;) {
+          auto s = co_await listener->accept();
+          wire::Challenge challenge;
+          challenge.rank = 0;
+          co_await link::writeFrame(*s, wire::Kind::Challenge, wire::encode(challenge));
+          auto f = co_await link::readFrame(*s, wire::kMaxControlPayload);
+          hellos += f.header.kind == wire::Kind::Hello;
+          s->close();
+        }
+      },
+      boost::asio::detached);
+  const auto now = link::Clock::now();
+  c1.dial(0, 0, link::Endpoint{"mem", "silent"}, link::DialPolicy{now + 10s, false, now});
+  runUntil(io, [&] { return !member.failures.empty(); });
+  listener->close();
+  CHECK(hellos == 1);
+  CHECK(member.streams.empty());
+  const auto& f = member.failures[0];
+  CHECK(f.attempts == 1);
+  CHECK_FALSE(f.refused);
+  CHECK_FALSE(f.retriesExhausted);
+  CHECK_THAT(f.reason, Catch::StartsWith("cannot connect to rank 0 at silent: "));
+}
