@@ -8,8 +8,10 @@
 // handshake) answers Full before the challenge and the rank tries the next
 // group, so a leader holds at most groupMax - 1 member streams. The leader
 // hands its group's registrations to its rendezvous in batches (one when it
-// knows how many ranks the host runs) and fans the table out. docs/scale.md,
-// "Host-local aggregation". Progress thread only.
+// knows how many ranks the host runs) and fans the table out. The entry
+// (host_group.cpp) picks the group and the part; the leader
+// (host_group_leader.hpp) and the member (host_group_member.hpp) play it.
+// docs/scale.md, "Host-local aggregation". Progress thread only.
 #pragma once
 
 #include <boost/asio/io_context.hpp>

@@ -1,19 +1,41 @@
-// A member's side of a host-local group (host_group_state.hpp): find a group
-// with room (a full one answers Full: the next; one that did not answer yet:
-// again after a pause), prove the secret both ways, register, and wait for
-// the table or the leader's cause; a member that gives up first says why.
+// A host-local group's member (host_group_member.hpp): prove the secret both
+// ways, register, and wait for the table or the leader's cause; a full group
+// or one that did not answer yet goes back to the entry.
+#include "rendezvous/host_group_member.hpp"
+
 #include <fmt/format.h>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include "base/crypto.hpp"
-#include "rendezvous/host_group_state.hpp"
 #include "rendezvous/host_message.hpp"
 
 namespace tether::rdv::host {
 
-void Group::leave(ErrorCode code, const std::string& reason, int peer) {
+void Member::start() { asio::co_spawn(io_, join(shared_from_this()), asio::detached); }
+
+std::string Member::describe(int group, int leaderRank, const std::string& name) {
+  if (leaderRank >= 0)
+    return fmt::format("registered with the host leader of group {} (rank {}, {}), which has not sent the table",
+                       group, leaderRank, name);
+  return fmt::format("could not join the host leader at {}", name);
+}
+
+void Member::close() {
+  if (closed_) return;
+  closed_ = true;
+  if (stream_) stream_->close();
+}
+
+// A member registered with its leader and still waiting for the table ends
+// its rendezvous for a cause of its own: the leader reads why (Leave), then
+// EOF. Written now, as the leader's Fail is (one small message fits an
+// empty socket buffer; part of it reads as a lost member, as a close does).
+void Member::abandon(ErrorCode code, const std::string& reason, int peer) {
+  if (closed_ || abandoned_) return;
   abandoned_ = true;
   if (!awaitingTable_) return;
   awaitingTable_ = false;
@@ -21,29 +43,20 @@ void Group::leave(ErrorCode code, const std::string& reason, int peer) {
   stream_->close();
 }
 
-void Group::nextGroup() {
-  stream_->close();
-  ++probe_;
-  if (probe_ > opts_.nranks)  // more groups than ranks: something else holds the names
-    return failed(ErrorCode::System, fmt::format("rendezvous: every host-local group up to {} answered full", name_),
-                  -1);
-  begin();
-}
-
-asio::awaitable<void> Group::again(std::shared_ptr<Group> self) {
+asio::awaitable<void> Member::again(std::shared_ptr<Member> self) {
   self->stream_->close();
   asio::steady_timer t(self->io_, std::chrono::milliseconds(10));
   co_await t.async_wait(asio::use_awaitable);
-  if (!self->closed_) self->begin();
+  if (!self->closed_) self->next_.again();
 }
 
-bool Group::retryable(const boost::system::error_code& ec) {
+bool Member::retryable(const boost::system::error_code& ec) {
   const bool transient = ec == asio::error::connection_refused || ec == asio::error::eof ||
                          ec == asio::error::connection_reset || ec == asio::error::broken_pipe;
   return transient && ++attempts_ < 100;
 }
 
-asio::awaitable<void> Group::join(std::shared_ptr<Group> self) {
+asio::awaitable<void> Member::join(std::shared_ptr<Member> self) {
   const auto& o = self->opts_;
   link::UnixDialer dialer(self->io_);
   auto s = dialer.open();
@@ -63,7 +76,10 @@ asio::awaitable<void> Group::join(std::shared_ptr<Group> self) {
     if (retry) co_return co_await again(self);
     if (self->closed_) co_return;
     auto& [t, b] = first;
-    if (t == Msg::Full) co_return self->nextGroup();
+    if (t == Msg::Full) {  // the next group, from the entry
+      s->close();
+      co_return self->next_.full();
+    }
     if (t == Msg::Fail) {  // the leader failed before it served this rank: its cause
       auto cause = decodeCause(b);
       s->close();

@@ -1,5 +1,6 @@
-// The messages of the host-local streams (host_group.cpp): u32 length (of
-// what follows, little endian), u8 type, payload. Payloads are the
+// The messages of the host-local streams (host_group_leader.cpp,
+// host_group_member.cpp): u32 length (of what follows, little endian), u8
+// type, payload. Payloads are the
 // handshake's and the rendezvous' encodings (wire/handshake.hpp); Fail (the
 // leader's, to its members) and Leave (a member's, to its leader: it ends its
 // rendezvous for a cause of its own, its deadline, before the table) are a
