@@ -291,15 +291,17 @@ asio::awaitable<bool> Connector::dialOnce(const Dial& d, Clock::time_point deadl
     hello.epoch = d.epoch;
     crypto::randomBytes(hello.nonce.data(), hello.nonce.size());
     hello.proof = wire::helloProof(cfg_.secret, challenge, hello);
-    co_await writeFrame(*sock, wire::Kind::Hello, wire::encode(hello));
-    // The peer may welcome the hello and attach the stream as its link at any
-    // moment now (after holding it for its predecessor, R4): if the handshake
-    // deadline cut it after that, the peer would read EOF on a link of a
-    // healthy rank and report it lost. So the answer is awaited until the
-    // dial's own deadline (past the call's); the peer answers, refuses or
-    // closes by its own handshake deadline, and a frozen peer is the call's
-    // Timeout.
+    // Once the hello may have left, the peer may welcome it and attach the
+    // stream as its link at any moment (after holding it for its predecessor,
+    // R4): if the handshake deadline cut it after that, the peer would read
+    // EOF on a link of a healthy rank and report it lost. So from before the
+    // hello is written (its write can end after the deadline on a loaded
+    // host, the bytes long gone) the answer is awaited until the dial's own
+    // deadline (past the call's); the peer answers, refuses or closes by its
+    // own handshake deadline, and a frozen peer is the call's Timeout.
+    if (watchdog.expired()) throw boost::system::system_error(asio::error::timed_out);
     watchdog.extend(deadline);
+    co_await writeFrame(*sock, wire::Kind::Hello, wire::encode(hello));
     auto reply = co_await readFrame(*sock, wire::kMaxControlPayload);
     if (reply.header.kind == wire::Kind::Reject) {
       auto r = wire::decodeReject(reply.payload);

@@ -10,7 +10,10 @@
 #include <boost/asio/detached.hpp>
 #include <chrono>
 #include <memory>
+#include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "link/connector.hpp"
 #include "link/frame_io.hpp"
@@ -28,6 +31,28 @@ namespace {
 // (a few handlers on one thread) does not, even sanitized on a loaded host
 // (20 ms did not: under ASan at load 30-40 the hello itself came late).
 constexpr auto kShort = std::chrono::milliseconds(500);
+
+// Both sides got one stream (the dialer no failure), and a frame crosses it.
+void bothSidesLinked(boost::asio::io_context& io, FakeAdmission& root, FakeAdmission& member) {
+  runUntil(io, [&] { return (!root.streams.empty() && !member.streams.empty()) || !member.failures.empty(); });
+  INFO("dialer's failure: " << (member.failures.empty() ? std::string("none") : member.failures[0].reason));
+  REQUIRE(member.failures.empty());
+  CHECK(root.failures.empty());
+  REQUIRE(root.streams.size() == 1);
+  REQUIRE(member.streams.size() == 1);
+  FakeSink sinkRoot, sinkMember;
+  auto l0 = std::make_shared<link::Link>(io, sinkRoot, 1, 0, link::LinkLimits{1ULL << 30, 0});
+  auto l1 = std::make_shared<link::Link>(io, sinkMember, 0, 0, link::LinkLimits{1ULL << 30, 1});
+  l0->attach(root.streams[0].stream, false);
+  l1->attach(member.streams[0].stream, true);
+  l1->enqueue(dataFrame(0, 33));
+  runUntil(io, [&] { return sinkRoot.frames.size() == 1 || !sinkRoot.downs.empty(); });
+  CHECK(sinkRoot.downs.empty());
+  checkInOrder(sinkRoot.frames, 1, [](std::uint32_t) { return std::size_t{33}; });
+  CHECK(sinkMember.downs.empty());
+  l0->fail("test over");
+  l1->fail("test over");
+}
 
 // Rank 0 accepts at "rank0" and holds every hello (R4) until release(); rank
 // 1 dials it. Each with its handshake deadline.
@@ -54,26 +79,7 @@ struct HeldDial {
     const auto now = link::Clock::now();
     c1.dial(0, 0, link::Endpoint{"mem", "rank0"}, link::DialPolicy{now + 10s, false, now});
   }
-  // Both sides got the stream, and a frame crosses it.
-  void linkCarriesAFrame() {
-    runUntil(io, [&] { return (!root.streams.empty() && !member.streams.empty()) || !member.failures.empty(); });
-    INFO("dialer's failure: " << (member.failures.empty() ? std::string("none") : member.failures[0].reason));
-    REQUIRE(member.failures.empty());
-    CHECK(root.failures.empty());
-    REQUIRE(root.streams.size() == 1);
-    REQUIRE(member.streams.size() == 1);
-    FakeSink sinkRoot, sinkMember;
-    auto l0 = std::make_shared<link::Link>(io, sinkRoot, 1, 0, link::LinkLimits{1ULL << 30, 0});
-    auto l1 = std::make_shared<link::Link>(io, sinkMember, 0, 0, link::LinkLimits{1ULL << 30, 1});
-    l0->attach(root.streams[0].stream, false);
-    l1->attach(member.streams[0].stream, true);
-    l1->enqueue(dataFrame(0, 33));
-    runUntil(io, [&] { return sinkRoot.frames.size() == 1 || !sinkRoot.downs.empty(); });
-    checkInOrder(sinkRoot.frames, 1, [](std::uint32_t) { return std::size_t{33}; });
-    CHECK(sinkMember.downs.empty());
-    l0->fail("test over");
-    l1->fail("test over");
-  }
+  void linkCarriesAFrame() { bothSidesLinked(io, root, member); }
 
   boost::asio::io_context io;
   link::MemoryNetwork net;
@@ -122,6 +128,70 @@ TEST_CASE("a dialer whose handshake deadline passes while the acceptor holds its
   p.root.release();
   p.linkCarriesAFrame();
   CHECK(p.root.waits == 1);
+}
+
+namespace {
+
+// A dialer's stream whose first write (the hello) reaches the peer at once
+// but completes `lag` later: a loaded host whose handshake deadline passes
+// between the hello leaving and the dialer running again.
+class LaggedFirstWrite final : public link::Stream {
+ public:
+  LaggedFirstWrite(std::shared_ptr<link::Stream> inner, std::chrono::milliseconds lag)
+      : inner_(std::move(inner)), lag_(lag) {}
+  boost::asio::awaitable<void> connect(const link::Endpoint& to) override { return inner_->connect(to); }
+  boost::asio::awaitable<std::size_t> readSome(boost::asio::mutable_buffer b) override { return inner_->readSome(b); }
+  boost::asio::awaitable<void> read(boost::asio::mutable_buffer b) override { return inner_->read(b); }
+  std::size_t writeSomeNow(std::span<const boost::asio::const_buffer> b, boost::system::error_code& ec) override {
+    return inner_->writeSomeNow(b, ec);
+  }
+  boost::asio::awaitable<void> write(std::vector<boost::asio::const_buffer> bufs) override {
+    co_await inner_->write(std::move(bufs));
+    if (std::exchange(first_, false)) {
+      boost::asio::steady_timer t(inner_->executor(), lag_);
+      co_await t.async_wait(boost::asio::use_awaitable);
+    }
+  }
+  void close() override { inner_->close(); }
+  const std::string& peer() const override { return inner_->peer(); }
+  boost::asio::any_io_executor executor() override { return inner_->executor(); }
+
+ private:
+  std::shared_ptr<link::Stream> inner_;
+  std::chrono::milliseconds lag_;
+  bool first_ = true;
+};
+
+struct LaggedDialer final : link::Dialer {
+  LaggedDialer(link::MemoryNetwork net, std::chrono::milliseconds lag) : net_(std::move(net)), lag_(lag) {}
+  std::shared_ptr<link::Stream> open() override { return std::make_shared<LaggedFirstWrite>(net_.open(), lag_); }
+  link::MemoryNetwork net_;
+  std::chrono::milliseconds lag_;
+};
+
+}  // namespace
+
+TEST_CASE(
+    "a dialer whose handshake deadline passes while its hello is being written does not cut the stream the "
+    "acceptor may already have welcomed, and the link comes up",
+    "[unit][link][connector]") {
+  // Before: the deadline closed the stream after the hello had left, and
+  // the acceptor, having welcomed it, read EOF on a link of a healthy rank
+  // ("lost rank 1: connection closed by peer (EOF)"; collectives-short-handshake
+  // under load). 3 of 3 with this test on that connector.
+  boost::asio::io_context io;
+  link::MemoryNetwork net(io);
+  FakeAdmission root, member;
+  link::Connector c0(io, connectorConfig(0, 0x11), root, std::make_unique<link::MemoryNetwork>(net));
+  auto dialerConfig = connectorConfig(1, 0x11);
+  dialerConfig.handshakeTimeout = kShort;
+  link::Connector c1(io, dialerConfig, member, std::make_unique<LaggedDialer>(net, 3 * kShort));
+  auto listener = net.listen("rank0");
+  c0.listen(listener);
+  const auto now = link::Clock::now();
+  c1.dial(0, 0, link::Endpoint{"mem", "rank0"}, link::DialPolicy{now + 10s, false, now + 1s});
+  bothSidesLinked(io, root, member);  // one hello welcomed: the dialer did not cut it and dial again
+  listener->close();
 }
 
 TEST_CASE("an acceptor that closes after the hello without answering is still a broken stream to the dialer: "
