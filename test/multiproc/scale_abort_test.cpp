@@ -10,9 +10,11 @@
 // with the default budget. Prints the worst time from the kill to the last
 // survivor's error. TETHER_SCALE_ABORT_TRIALS=N and
 // TETHER_SCALE_ABORT_BIG_TRIALS=N change the counts; TETHER_SCALE_ABORT_RANKS=N
-// runs the big trials at N ranks.
+// runs the big trials at N ranks; TETHER_SCALE_ABORT_VICTIM=R kills rank R in
+// every 64-rank trial instead of a random one.
 #include <signal.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <random>
@@ -116,13 +118,15 @@ TEST_CASE("a rank killed in an all-gather loop at 64 ranks, link budget 4: every
   const unsigned seed =
       static_cast<unsigned>(fault::envInt("TETHER_FAULT_SEED", static_cast<int>(std::random_device{}())));
   std::mt19937 rng(seed);
+  const int victim = std::clamp(fault::envInt("TETHER_SCALE_ABORT_VICTIM", -1), -1, 63);
   ::setenv("TETHER_MAX_LINKS", "4", 1);
   // As "auto" does from 128 ranks: rank 0 is not left linked to every rank.
   ::setenv("TETHER_RENDEZVOUS", "tree", 1);
   Outcome out;
   for (int t = 0; t < trials; ++t) {
     INFO("seed " << seed << " trial " << t);
-    trial(64, std::uniform_int_distribution<int>(0, 63)(rng), std::uniform_int_distribution<int>(100, 600)(rng), out);
+    const int random = std::uniform_int_distribution<int>(0, 63)(rng);
+    trial(64, victim >= 0 ? victim : random, std::uniform_int_distribution<int>(100, 600)(rng), out);
   }
   ::unsetenv("TETHER_MAX_LINKS");
   ::unsetenv("TETHER_RENDEZVOUS");
