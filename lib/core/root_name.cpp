@@ -50,7 +50,7 @@ void waitForRootName(int rank, const char* source, const std::string& hostPort, 
                 std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count(), lastError);
       nextLog = now + std::chrono::seconds(5);
     }
-    // The dial's backoff (lib/link/connector.cpp): jitter up to half of it
+    // The dial's backoff (lib/link/connector_dial.cpp): jitter up to half of it
     // keeps a thousand ranks from asking the resolver in step.
     const auto wait = backoff + std::chrono::milliseconds(jitter() % static_cast<unsigned>(backoff.count() / 2 + 1));
     std::this_thread::sleep_for(std::min<Clock::duration>(wait, deadline - now));
