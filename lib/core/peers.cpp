@@ -174,8 +174,8 @@ void Peers::onLinkDown(Link& link, const std::string& reason, bool graceful) {
   // not a moment later (await_watch.hpp) — else p dying before it sends would
   // leave this rank waiting for its deadline.
   if (!st.gone && !p_.table.current(p) && p_.ops.awaits(p)) {
-    if (clean && false)
-      (void)0;
+    if (clean)
+      p_.awaitWatch.note(p);
     else
       linkFor(p);
   }
