@@ -48,8 +48,10 @@ struct ConnectorConfig {
 // otherwise means the peer's process is gone; a reset one (or one closed
 // before the handshake ended) until `brokenUntil` as well: after the
 // rendezvous every rank is known to listen and answer, so a peer that keeps
-// cutting the handshake is lost, not slow. A peer that answers "dial again"
-// (it held our hello past its handshake deadline) is retried until `until`.
+// cutting the handshake before it answers is lost, not slow. One that cut it
+// after its challenge (alive: its handshake deadline passed first, a loaded
+// host), or answers "dial again" (it held our hello past its handshake
+// deadline), is retried until `until`.
 struct DialPolicy {
   Clock::time_point until{};
   bool retryRefused = false;

@@ -84,6 +84,7 @@ asio::awaitable<bool> Connector::dialOnce(const Dial& d, Clock::time_point deadl
                                           bool& retriable) {
   const int peer = d.peer;
   auto sock = dialer_->open();
+  bool answered = false;  // the peer's challenge came: its process is there and answering
   Watchdog watchdog(io_, sock, std::min(deadline, Clock::now() + cfg_.handshakeTimeout));
   try {
     co_await sock->connect(d.ep);
@@ -94,6 +95,7 @@ asio::awaitable<bool> Connector::dialOnce(const Dial& d, Clock::time_point deadl
     auto challenge = wire::decodeChallenge(f.payload);
     if (challenge.rank != static_cast<std::uint32_t>(peer))
       throw std::runtime_error(fmt::format("the listener there is rank {}", challenge.rank));
+    answered = true;
     wire::Hello hello;
     hello.rank = static_cast<std::uint32_t>(cfg_.rank);
     hello.nranks = static_cast<std::uint32_t>(cfg_.nranks);
@@ -158,7 +160,11 @@ asio::awaitable<bool> Connector::dialOnce(const Dial& d, Clock::time_point deadl
     co_return true;
   } catch (const boost::system::system_error& e) {
     failure.reason = watchdog.expired() ? "no answer within the handshake deadline" : e.code().message();
-    retriable = transient(e.code(), watchdog.expired(), d.policy);
+    // A stream cut after the peer's challenge came is a busy peer (its own
+    // handshake deadline passed first), not a lost one: retried until the
+    // dial's deadline. A peer that is gone refuses the next attempt.
+    const bool cut = e.code() == asio::error::eof || e.code() == asio::error::connection_reset;
+    retriable = transient(e.code(), watchdog.expired(), d.policy) || (answered && cut);
   } catch (const std::exception& e) {
     failure.reason = e.what();
   }

@@ -194,16 +194,20 @@ TEST_CASE(
   listener->close();
 }
 
-TEST_CASE("an acceptor that closes after the hello without answering is still a broken stream to the dialer: "
-          "retried within the dial's window for those, then the dial fails naming the peer",
+TEST_CASE("an acceptor that closes after its challenge and our hello without answering is a busy peer, not a lost "
+          "one, and is dialled again until the dial's deadline, then the dial fails naming the peer",
           "[unit][link][connector]") {
+  // Its handshake deadline passed before our hello came (a loaded host, a
+  // short TETHER_HANDSHAKE_TIMEOUT_MS). Before: the dialer gave up after its
+  // 1 s window for cut streams and its rank reported a live peer lost
+  // (collectives-short-handshake in CI: "lost rank 0: cannot connect to rank
+  // 0 ...: rejected us as a duplicate rank" after rank 0's "End of file").
   boost::asio::io_context io;
   link::MemoryNetwork net(io);
   FakeAdmission member;
   link::Connector c1(io, connectorConfig(1, 0x11), member, std::make_unique<link::MemoryNetwork>(net));
   auto listener = net.listen("silent");
   int hellos = 0;
-  // An acceptor of an earlier version, whose deadline passed while it held the hello.
   boost::asio::co_spawn(
       io,
       [&]() -> boost::asio::awaitable<void> {
@@ -219,14 +223,15 @@ TEST_CASE("an acceptor that closes after the hello without answering is still a 
       },
       boost::asio::detached);
   const auto now = link::Clock::now();
-  c1.dial(0, 0, link::Endpoint{"mem", "silent"}, link::DialPolicy{now + 10s, false, now});
+  c1.dial(0, 0, link::Endpoint{"mem", "silent"}, link::DialPolicy{now + 1500ms, false, now});
   runUntil(io, [&] { return !member.failures.empty(); });
   listener->close();
-  CHECK(hellos == 1);
+  CHECK(hellos > 1);
   CHECK(member.streams.empty());
   const auto& f = member.failures[0];
-  CHECK(f.attempts == 1);
+  CHECK(f.attempts == hellos);
   CHECK_FALSE(f.refused);
-  CHECK_FALSE(f.retriesExhausted);
+  CHECK(f.retriesExhausted);
+  CHECK(link::Clock::now() >= now + 1500ms);
   CHECK_THAT(f.reason, Catch::StartsWith("cannot connect to rank 0 at silent: "));
 }
