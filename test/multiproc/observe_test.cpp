@@ -161,8 +161,16 @@ TEST_CASE("init timings are stamped in order, with a host-local meeting only und
         expect(after.firstLink && *after.firstLink >= *after.tableReceived, "the first link is stamped after the table");
       expect(after.listen == t.listen && after.total == t.total, "earlier phases are stamped once");
       const Counters c = b.counters();
-      expect(c.dials >= 1 && c.redials == 0 && c.budgetCloses == 0, "dials counted, no re-dials within the budget");
+      expect(c.redials == 0 && c.budgetCloses == 0, "no re-dials within the budget: redials " +
+                                                        std::to_string(c.redials) + ", budget closes " +
+                                                        std::to_string(c.budgetCloses));
     }
+    // Which of ranks 1 and 2 dials is a race (rank 2's receive dials rank 1
+    // unless rank 1's dial came first; 1 run in 30-40 it had): one of them did.
+    std::vector<std::uint64_t> dials(4);
+    if (b.rank() == 1 || b.rank() == 2) dials[b.rank()] = b.counters().dials;
+    b.allgather(dials.data(), sizeof(std::uint64_t));
+    expect(dials[1] + dials[2] >= 1, "ranks 1 and 2 counted their dials");
     b.barrier();
   });
 }
