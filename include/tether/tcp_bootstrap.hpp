@@ -87,6 +87,8 @@ struct InitTimings {
   std::optional<std::chrono::microseconds> listen;
   // Host-local aggregation only (TETHER_RENDEZVOUS=auto): a leader has its
   // whole host group; a member has handed its registration to its leader.
+  // Rank 0 registers itself: it may be absent there, when the table was out
+  // before rank 0 met its host's leader.
   std::optional<std::chrono::microseconds> hostLocal;
   // This rank's registration left for the root: rank 0 registers itself at
   // once; another rank when its link to the root came up with the
