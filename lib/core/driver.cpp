@@ -69,9 +69,12 @@ void Driver::backgroundLoop() {
       // after a while, backing off while calls keep coming, and so takes over
       // at most kMaxRecheck after the last call left. Frames arriving
       // meanwhile wait in the kernel's socket buffers. If one call has held
-      // the loop through a whole kMaxRecheck, this thread sleeps until that
-      // call leaves (releaseBaton wakes it), so a long wait costs no CPU.
-      if (releases_ == seenReleases && recheck == kMaxRecheck) {
+      // the loop through a whole recheck (no call left since the last look),
+      // this thread sleeps until that call leaves (releaseBaton wakes it), so
+      // a long call costs it one look, not one per doubling up to
+      // kMaxRecheck (at 1,024 ranks on 2 cores those looks outnumbered the
+      // messages: docs/benchmarks.md).
+      if (releases_ == seenReleases && recheck > kLinger) {
         sleepingUntilRelease_ = true;
         cv_.wait(lock);
         sleepingUntilRelease_ = false;
@@ -144,13 +147,16 @@ bool Driver::takeIfFree() {
 // Gives back what takeIfFree took. Not a caller leaving the loop (no release is
 // counted, the background thread is not woken): a caller that took it to
 // start a call is about to wait, or returns to its own work between tests.
-// Whoever wanted the baton meanwhile is woken as on any release.
+// Whoever wanted the baton meanwhile is woken as on any release; so is the
+// background thread if it went to sleep until a release meanwhile (a start
+// that held the loop through its back-off): else nobody would run the loop
+// until this process called in again.
 void Driver::releaseIfTaken() {
   bool wake;
   {
     std::lock_guard lock(mutex_);
     holder_ = Holder::None;
-    wake = wanting_ > 0 || waiters_ > 0;
+    wake = wanting_ > 0 || waiters_ > 0 || sleepingUntilRelease_;
     if (waiters_ > 0) wakeNow_ = true;
   }
   if (wake) cv_.notify_all();

@@ -6,7 +6,9 @@
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <atomic>
 #include <thread>
 
 #include "core/completion.hpp"
@@ -80,5 +82,38 @@ TEST_CASE("a test loop that runs no handler sleeps in the kernel between tests i
   const auto elapsed = Driver::Clock::now() - began;
   INFO(tests << " tests in " << std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count() << " us");
   CHECK(tests <= 2 + elapsed / 1ms);
+  d.stop();
+}
+
+// A call's start that finds the loop free runs inline (runIfFree) and gives
+// the loop back without counting a release. One that held it past the
+// background thread's back-off found that thread asleep until the next
+// release, and it was never woken: nobody ran the loop (a posted handler,
+// a timer, a peer's frame) until the process called in again. On the code
+// before the fix this failed with both back-offs (2 ms, and 2-64 ms before).
+TEST_CASE("the background thread serves the loop again after a call start held it through its back-off",
+          "[unit][driver]") {
+  boost::asio::io_context io;
+  auto work = boost::asio::make_work_guard(io);
+  Driver d(io, 0, [] {});
+  d.setRanksOnHost(1);
+  d.start();
+  std::this_thread::sleep_for(10ms);  // the background thread has the loop
+  bool held = false;
+  for (int i = 0; i < 100 && !held; ++i) {
+    Completion call;
+    boost::asio::post(io, [&] { call.complete(nullptr); });
+    REQUIRE(d.waitUntil(call, Driver::Clock::now() + 10s));  // a call takes the loop and releases it
+    // At once (within the background thread's 2 ms linger; tried again if
+    // this thread came back later) a call start that holds the loop for
+    // longer than every back-off.
+    held = d.runIfFree([] { std::this_thread::sleep_for(300ms); });
+  }
+  REQUIRE(held);
+  std::atomic<bool> ran{false};
+  boost::asio::post(io, [&] { ran = true; });
+  const auto until = Driver::Clock::now() + 3s;
+  while (!ran && Driver::Clock::now() < until) std::this_thread::sleep_for(1ms);
+  CHECK(ran);
   d.stop();
 }
