@@ -92,6 +92,12 @@ std::string Registration::missingText() const {
   return text;
 }
 
+void Registration::registerWithRoot(const PeerAddress& self) {
+  wire::Register reg{static_cast<std::uint32_t>(cfg_.rank), self};
+  host_.connect(0, cfg_.root);
+  host_.send(0, wire::Kind::Register, std::make_shared<const wire::Bytes>(wire::encode(reg)));  // sent once up
+}
+
 void Registration::complete(const std::string& how) {
   if (cfg_.rank == 0 && lastPeer_ >= 0)  // the straggler: its own INFO line says where its time went
     log::info(0, "rendezvous complete{}: {} ranks; the last registration came from rank {}, {:.1f} ms after the root's own", how,

@@ -33,6 +33,24 @@ class Registration : public Rendezvous {
 
   // The root registers itself first.
   void registerSelf(const PeerAddress& self);
+  // A rank other than the root dials it and queues its registration, sent
+  // once the link is up (the root star and the tree begin so).
+  void registerWithRoot(const PeerAddress& self);
+  // The frames the root star and the tree take: a rank's registration (at
+  // the root) and the address table, to `protocol`'s onRegister and
+  // onTable; false for any other kind.
+  template <class Protocol>
+  bool registrationFrame(Protocol& protocol, int peer, wire::Kind kind, wire::SharedBytes payload) {
+    if (kind == wire::Kind::Register) {
+      protocol.onRegister(peer, wire::decodeRegister(*payload));
+      return true;
+    }
+    if (kind == wire::Kind::Table) {
+      protocol.onTable(peer, wire::AddressTable(std::move(payload), static_cast<std::uint32_t>(cfg_.nranks)));
+      return true;
+    }
+    return false;
+  }
   // Records a registration; false (logged, ignored) if it is not the root,
   // the claim does not match the link's rank (unless `viaLeader`: a host
   // leader registers its host's ranks), or the rank registered already.

@@ -13,6 +13,8 @@ namespace tether::rdv {
 namespace {
 
 class RootStar final : public Registration {
+  friend class Registration;  // registrationFrame calls onRegister and onTable
+
  public:
   RootStar(Host& host, Config config) : Registration(host, std::move(config)) {}
 
@@ -25,21 +27,11 @@ class RootStar final : public Registration {
       }
       return;
     }
-    wire::Register reg{static_cast<std::uint32_t>(cfg_.rank), self};
-    host_.connect(0, cfg_.root);
-    host_.send(0, wire::Kind::Register, std::make_shared<const wire::Bytes>(wire::encode(reg)));  // sent once up
+    registerWithRoot(self);
   }
 
   bool onFrame(int peer, wire::Kind kind, wire::SharedBytes payload) override {
-    if (kind == wire::Kind::Register) {
-      onRegister(peer, wire::decodeRegister(*payload));
-      return true;
-    }
-    if (kind == wire::Kind::Table) {
-      onTable(peer, wire::AddressTable(std::move(payload), static_cast<std::uint32_t>(cfg_.nranks)));
-      return true;
-    }
-    return false;
+    return registrationFrame(*this, peer, kind, std::move(payload));
   }
 
   void onLinkUp(int peer) override {

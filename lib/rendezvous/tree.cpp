@@ -44,6 +44,8 @@ std::vector<int> treeChildren(int rank, int nranks, int radix) {
 namespace {
 
 class Tree final : public Registration {
+  friend class Registration;  // registrationFrame calls onRegister and onTable
+
  public:
   Tree(Host& host, Config config, int radix)
       : Registration(host, std::move(config)),
@@ -60,21 +62,11 @@ class Tree final : public Registration {
       }
       return;
     }
-    wire::Register reg{static_cast<std::uint32_t>(cfg_.rank), self};
-    host_.connect(0, cfg_.root);
-    host_.send(0, wire::Kind::Register, std::make_shared<const wire::Bytes>(wire::encode(reg)));
+    registerWithRoot(self);
   }
 
   bool onFrame(int peer, wire::Kind kind, wire::SharedBytes payload) override {
-    if (kind == wire::Kind::Register) {
-      onRegister(peer, wire::decodeRegister(*payload));
-      return true;
-    }
-    if (kind == wire::Kind::Table) {
-      onTable(peer, wire::AddressTable(std::move(payload), static_cast<std::uint32_t>(cfg_.nranks)));
-      return true;
-    }
-    return false;
+    return registrationFrame(*this, peer, kind, std::move(payload));
   }
 
   void onLinkUp(int peer) override {
