@@ -111,7 +111,24 @@ class SocketStream : public Stream {
   const std::string& peer() const override { return peer_; }
   asio::any_io_executor executor() override { return socket_.get_executor(); }
 
+  // The kind's socket options, on a connected or accepted socket.
+  virtual void configure() = 0;
+
  protected:
+  // A kind's connect(): opens the socket (close-on-exec) unless it is open,
+  // connects, drops the connect's write interest, sets the kind's options.
+  asio::awaitable<void> connectTo(const typename Socket::endpoint_type& ep, std::string peer) {
+    peer_ = std::move(peer);
+    if (!socket_.is_open()) {
+      boost::system::error_code ec;
+      openCloseOnExec(socket_, ep.protocol(), ec);
+      if (ec) throw boost::system::system_error(ec, "socket");
+    }
+    co_await socket_.async_connect(ep, asio::use_awaitable);
+    forgetWriteReadiness();
+    configure();
+  }
+
   // After a connect that had to wait: the connect registered the socket for
   // write readiness with Asio's reactor, for good, and every later wait for a
   // read re-arms the descriptor (EPOLL_CTL_MOD), which then reports it

@@ -20,23 +20,14 @@ class TcpStream final : public SocketStream<tcp::socket> {
   asio::awaitable<void> connect(const Endpoint& to) override {
     if (to.kind != "tcp") throw std::invalid_argument("a TCP stream cannot connect to a '" + to.kind + "' endpoint");
     auto hp = parseHostPort(to.address);
-    peer_ = to.address;
-    const tcp::endpoint ep(asio::ip::make_address(hp.host), hp.port);
-    if (!socket_.is_open()) {
-      boost::system::error_code ec;
-      openCloseOnExec(socket_, ep.protocol(), ec);
-      if (ec) throw boost::system::system_error(ec, "socket");
-    }
-    co_await socket_.async_connect(ep, asio::use_awaitable);
-    forgetWriteReadiness();
-    configure();
+    co_await connectTo(tcp::endpoint(asio::ip::make_address(hp.host), hp.port), to.address);
   }
 
   // Keepalive and TCP_USER_TIMEOUT bound how long a vanished host goes
   // unnoticed; TCP_INQ lets a read tell that it drained the socket
   // (drained_read.hpp); non-blocking mode lets Link try reads and writes directly
   // (they report would_block instead of waiting).
-  void configure() {
+  void configure() override {
     boost::system::error_code ignored;
     socket_.set_option(tcp::no_delay(true), ignored);
     socket_.set_option(asio::socket_base::keep_alive(true), ignored);

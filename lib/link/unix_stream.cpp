@@ -16,19 +16,10 @@ class UnixStream final : public SocketStream<local::socket> {
 
   asio::awaitable<void> connect(const Endpoint& to) override {
     if (to.kind != "unix") throw std::invalid_argument("a Unix stream cannot connect to a '" + to.kind + "' endpoint");
-    auto ep = unixEndpoint(to.address);
-    peer_ = to.address;
-    if (!socket_.is_open()) {
-      boost::system::error_code ec;
-      openCloseOnExec(socket_, ep.protocol(), ec);
-      if (ec) throw boost::system::system_error(ec, "socket");
-    }
-    co_await socket_.async_connect(ep, asio::use_awaitable);
-    forgetWriteReadiness();
-    configure();
+    co_await connectTo(unixEndpoint(to.address), to.address);
   }
 
-  void configure() {
+  void configure() override {
     boost::system::error_code ignored;
     socket_.non_blocking(true, ignored);
   }

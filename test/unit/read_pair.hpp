@@ -28,6 +28,7 @@ struct ReadPair {
     boost::asio::awaitable<void> connect(const link::Endpoint&) override {
       throw std::logic_error("connected already");
     }
+    void configure() override {}  // the test sets what it needs on its sockets
   };
 
   // {writer, reader}: a connected pair.
