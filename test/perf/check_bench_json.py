@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Runs a benchmark with --json and checks each line: it parses, has every key,
 and its numbers are consistent (median <= p99 <= max, all positive; tether's
-init phases in bring-up order, absent ones null; its counters match its calls).
+init phases in bring-up order, absent ones null; its counters match its calls;
+its socket peak's rank and the others' peak agree with max_fds).
 --most KEY=N (repeatable, before BENCH): every line's KEY is present and at most N.
 Usage: check_bench_json.py [--most KEY=N ...] BENCH [ARGS...]"""
 import json
@@ -52,6 +53,13 @@ def check_observed(record, line):
         sys.exit(f"no frames counted on {record['nranks']} ranks in {line}")
     if any(counters[k] < 0 for k in ("bytes_sent", "dials", "redials", "budget_closes")):
         sys.exit(f"a negative count in {line}")
+    # The rank with the peak sockets holds max_fds; every other rank at most that.
+    if not 0 <= record.get("max_fds_rank", -1) < record["nranks"] or record.get("max_fds_others", 0) > record["max_fds"]:
+        sys.exit(f"max_fds_rank missing or max_fds_others above max_fds in {line}")
+    if record["nranks"] > 1 and not record.get("max_fds_others", 0) > 0:
+        sys.exit(f"max_fds_others missing or not positive in {line}")
+    if not record.get("gather_ms", -1) >= 0:
+        sys.exit(f"gather_ms missing or negative in {line}")
 
 
 def main():

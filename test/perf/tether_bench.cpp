@@ -226,8 +226,10 @@ int runRank(int rank, const bench::Options& options, const tether::UniqueId& id)
                                   after.bytesSent - before.bytesSent, after.dials, after.redials, after.budgetCloses})
         record.push_back(static_cast<double>(count));
       record.insert(record.end(), times.end() - options.iters, times.end());
+      const auto gatherStart = Clock::now();
       auto all = gatherToRoot(b, record);
       if (rank != 0) continue;
+      const double gatherMs = std::chrono::duration<double, std::milli>(Clock::now() - gatherStart).count();
 
       bench::Result result;
       result.impl = "tether";
@@ -257,6 +259,19 @@ int runRank(int rank, const bench::Options& options, const tether::UniqueId& id)
       std::uint64_t counts[kCounts] = {};
       for (const auto& r : all)
         for (std::size_t k = 0; k < kCounts; ++k) counts[k] += static_cast<std::uint64_t>(r[8 + kPhases + k]);
+      // Which rank held the peak sockets, and the peak of the others: rank 0
+      // also takes every rank's record after each op (gatherToRoot), 1,023
+      // incoming links at 1,024 ranks, which the budget then closes.
+      std::size_t fdRank = 0;
+      long othersFds = -1;
+      for (std::size_t r = 0; r < all.size(); ++r)
+        if (all[r][2] > all[fdRank][2]) fdRank = r;
+      for (std::size_t r = 0; r < all.size(); ++r)
+        if (r != fdRank) othersFds = std::max(othersFds, static_cast<long>(all[r][2]));
+      result.extra["gather_ms"] =
+          std::round(gatherMs * 1000.0) / 1000.0;  // rank 0's point-to-point fan-in of the records
+      result.extra["max_fds_rank"] = fdRank;
+      result.extra["max_fds_others"] = othersFds;
       result.extra["counters"] = {{"calls_rank0", static_cast<std::uint64_t>(all[0][8 + kPhases])}, {"frames_sent", counts[1]},
                                   {"bytes_sent", counts[2]},         {"dials", counts[3]},
                                   {"redials", counts[4]},            {"budget_closes", counts[5]},
