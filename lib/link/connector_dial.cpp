@@ -88,6 +88,13 @@ asio::awaitable<bool> Connector::dialOnce(const Dial& d, Clock::time_point deadl
   Watchdog watchdog(io_, sock, std::min(deadline, Clock::now() + cfg_.handshakeTimeout));
   try {
     co_await sock->connect(d.ep);
+    // Connected: the peer's listener has queued us. A busy peer (its accepts
+    // paused, many handshakes at once) sends its challenge late; cutting at
+    // the handshake deadline and dialling again would only put us at the back
+    // of its queue and leave it a dead connection to drop (at 1,024 ranks,
+    // hundreds of "dropped incoming connection ... End of file" at once). A
+    // dead peer's kernel resets us at once; a frozen one is the call's Timeout.
+    watchdog.extend(deadline);
     auto f = co_await readFrame(*sock, wire::kMaxControlPayload);
     if (f.header.kind == wire::Kind::Reject) throw std::runtime_error(rejectText(wire::decodeReject(f.payload)));
     if (f.header.kind != wire::Kind::Challenge)

@@ -20,6 +20,7 @@
 #include "link/link.hpp"
 #include "link/memory_stream.hpp"
 #include "link_test_support.hpp"
+#include "tether/log.hpp"
 
 using namespace tether;
 using namespace tether::testsupport;
@@ -183,9 +184,7 @@ TEST_CASE(
   link::MemoryNetwork net(io);
   FakeAdmission root, member;
   link::Connector c0(io, connectorConfig(0, 0x11), root, std::make_unique<link::MemoryNetwork>(net));
-  auto dialerConfig = connectorConfig(1, 0x11);
-  dialerConfig.handshakeTimeout = kShort;
-  link::Connector c1(io, dialerConfig, member, std::make_unique<LaggedDialer>(net, 3 * kShort));
+  link::Connector c1(io, HeldDial::config(1, kShort), member, std::make_unique<LaggedDialer>(net, 3 * kShort));
   auto listener = net.listen("rank0");
   c0.listen(listener);
   const auto now = link::Clock::now();
@@ -234,4 +233,32 @@ TEST_CASE("an acceptor that closes after its challenge and our hello without ans
   CHECK(f.retriesExhausted);
   CHECK(link::Clock::now() >= now + 1500ms);
   CHECK_THAT(f.reason, Catch::StartsWith("cannot connect to rank 0 at silent: "));
+}
+
+TEST_CASE(
+    "a dialer queued at a busy acceptor past its handshake deadline keeps its place and is served, without "
+    "cutting the connection and dialling again",
+    "[unit][link][connector]") {
+  // Before: the dialer cut its queued connection at its handshake deadline
+  // and dialled again; the acceptor later dropped the dead one ("dropped
+  // incoming connection ... End of file"; hundreds at once at 1,024 ranks).
+  std::vector<std::string> dropped;
+  tether::setLogHandler([&](tether::LogLevel, const std::string& line) {
+    if (line.find("dropped incoming connection") != std::string::npos) dropped.push_back(line);
+  });
+  boost::asio::io_context io;
+  link::MemoryNetwork net(io);
+  FakeAdmission root, member;
+  link::Connector c0(io, connectorConfig(0, 0x11), root, std::make_unique<link::MemoryNetwork>(net));
+  link::Connector c1(io, HeldDial::config(1, kShort), member, std::make_unique<link::MemoryNetwork>(net));
+  auto listener = net.listen("rank0");  // connections queue; nobody accepts yet
+  const auto now = link::Clock::now();
+  c1.dial(0, 0, link::Endpoint{"mem", "rank0"}, link::DialPolicy{now + 10s, false, now + 1s});
+  runFor(io, 3 * kShort);  // past the dialer's handshake deadline, still queued
+  c0.listen(listener);     // the acceptor gets to its queue
+  bothSidesLinked(io, root, member);
+  runFor(io, 100ms);
+  tether::setLogHandler(nullptr);
+  listener->close();
+  CHECK(dropped.empty());
 }
