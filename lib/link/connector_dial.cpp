@@ -84,10 +84,12 @@ asio::awaitable<bool> Connector::dialOnce(const Dial& d, Clock::time_point deadl
                                           bool& retriable) {
   const int peer = d.peer;
   auto sock = dialer_->open();
-  bool answered = false;  // the peer's challenge came: its process is there and answering
+  bool connected = false;  // its listener queued us
+  bool answered = false;   // the peer's challenge came: its process is there and answering
   Watchdog watchdog(io_, sock, std::min(deadline, Clock::now() + cfg_.handshakeTimeout));
   try {
     co_await sock->connect(d.ep);
+    connected = true;
     // Connected: the peer's listener has queued us. A busy peer (its accepts
     // paused, many handshakes at once) sends its challenge late; cutting at
     // the handshake deadline and dialling again would only put us at the back
@@ -166,7 +168,9 @@ asio::awaitable<bool> Connector::dialOnce(const Dial& d, Clock::time_point deadl
     admission_.connected(peer, d.epoch, std::move(sock), /*dialedByUs=*/true);
     co_return true;
   } catch (const boost::system::system_error& e) {
-    failure.reason = watchdog.expired() ? "no answer within the handshake deadline" : e.code().message();
+    failure.reason = !watchdog.expired() ? e.code().message()
+                     : connected ? "connected, but no answer by the dial's deadline (stopped, or not making progress)"
+                                 : "not connected within the handshake deadline";
     // A stream cut after the peer's challenge came is a busy peer (its own
     // handshake deadline passed first), not a lost one: retried until the
     // dial's deadline. A peer that is gone refuses the next attempt.
