@@ -243,9 +243,14 @@ TEST_CASE(
   // and dialled again; the acceptor later dropped the dead one ("dropped
   // incoming connection ... End of file"; hundreds at once at 1,024 ranks).
   std::vector<std::string> dropped;
-  tether::setLogHandler([&](tether::LogLevel, const std::string& line) {
-    if (line.find("dropped incoming connection") != std::string::npos) dropped.push_back(line);
-  });
+  struct Capture {  // removed however the test ends: a failed REQUIRE must not leave it pointing here
+    explicit Capture(std::vector<std::string>& into) {
+      tether::setLogHandler([&into](tether::LogLevel, const std::string& line) {
+        if (line.find("dropped incoming connection") != std::string::npos) into.push_back(line);
+      });
+    }
+    ~Capture() { tether::setLogHandler(nullptr); }
+  } capture(dropped);
   boost::asio::io_context io;
   link::MemoryNetwork net(io);
   FakeAdmission root, member;
@@ -258,7 +263,6 @@ TEST_CASE(
   c0.listen(listener);     // the acceptor gets to its queue
   bothSidesLinked(io, root, member);
   runFor(io, 100ms);
-  tether::setLogHandler(nullptr);
   listener->close();
   CHECK(dropped.empty());
 }
