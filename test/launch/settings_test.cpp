@@ -185,7 +185,7 @@ TEST_CASE("TETHER_ALGO forces algorithms and tunes them by key; a bad item is re
   namespace dc = detail::coll;
   const dc::Settings unset = dc::parseAlgo(nullptr);
   CHECK(std::string(unset.forcedFor(dc::Op::Allgather)).empty());
-  CHECK(unset.tuning.radix == 64);
+  CHECK(unset.tuning.radix == 0);  // the tree rows fit their radix to the size (dc::treeRadix)
   CHECK(unset.tuning.largeBytes == 65536);
   CHECK(unset.tuning.chunk == 262144);
   const dc::Settings s = dc::parseAlgo(
@@ -200,7 +200,7 @@ TEST_CASE("TETHER_ALGO forces algorithms and tunes them by key; a bad item is re
   CHECK(s.tuning.radix == 3);
   CHECK(s.tuning.largeBytes == 8);
   CHECK(s.tuning.chunk == 4096);
-  CHECK(dc::parseAlgo("tree_radix=0").tuning.radix == 64);  // 0: the default
+  CHECK(dc::parseAlgo("tree_radix=0").tuning.radix == 0);  // 0: the default
   const std::vector<std::pair<const char*, const char*>> bad = {
       {"tree_radix=1", "TETHER_ALGO='tree_radix=1': tree_radix=1 is out of range (0 or [2, 1048576])"},
       {"large_bytes=big", "TETHER_ALGO='large_bytes=big': large_bytes='big' is not an integer"},

@@ -44,6 +44,8 @@ void addModelOptions(cxxopts::Options& spec, const Params& d) {
       "connect-us", "CPU per new link at each end (accept/dial, handshake)", dbl(d.connectUs))(
       "max-links", "the collectives' soft link budget per rank (TETHER_MAX_LINKS; 0: none)",
       cxxopts::value<int>()->default_value(std::to_string(d.maxLinks)))(
+      "tree-radix", "the tree rows' radix (TETHER_ALGO=tree_radix; 0: tether's own, fitted to N)",
+      cxxopts::value<int>()->default_value(std::to_string(d.treeRadix)))(
       "eager-bytes", "sends up to this size are not waited for",
       cxxopts::value<std::size_t>()->default_value(std::to_string(d.eagerBytes)))(
       "start-spread-us", "ranks start the rendezvous at random times in [0, this]", dbl(d.startSpreadUs))(
@@ -77,6 +79,8 @@ Params readModel(const cxxopts::ParseResult& a) {
   p.connectRtts = a["connect-rtts"].as<double>();
   p.connectUs = a["connect-us"].as<double>();
   p.maxLinks = a["max-links"].as<int>();
+  p.treeRadix = a["tree-radix"].as<int>();
+  if (p.treeRadix == 1 || p.treeRadix < 0) throw std::invalid_argument("--tree-radix must be 0 or at least 2");
   p.eagerBytes = a["eager-bytes"].as<std::size_t>();
   p.startSpreadUs = a["start-spread-us"].as<double>();
   p.seed = a["seed"].as<std::uint64_t>();

@@ -71,6 +71,9 @@ struct Params {
   // many closes its least recently used idle one with the idle goodbye. 0:
   // none. The rendezvous owns its links and is not limited.
   int maxLinks = 64;
+  // The tree rows' radix (TETHER_ALGO=tree_radix); 0: the library's own
+  // (dc::treeRadix: flat up to 64 ranks, then at most 48 links at the root).
+  int treeRadix = 0;
 
   // Sends up to eagerBytes are copied and forgotten (a settle does not wait
   // for them); larger ones are waited for until the NIC has sent them.

@@ -30,6 +30,7 @@ const dc::Settings& environmentSettings() {
 
 Planner::Planner(const CollectiveSpec& spec, int nranks, bool cpuBound)
     : spec_(spec), n_(nranks), cpuBound_(cpuBound), settings_(environmentSettings()) {
+  if (spec_.treeRadix > 0) settings_.tuning.radix = spec_.treeRadix;
   const dc::Op family = dc::familyOf(spec_.op);
   if (!spec_.forced.empty() && !spec_.build && !dc::findAlgorithm(family, spec_.forced.c_str())) {
     std::string rows;

@@ -24,6 +24,7 @@ struct CollectiveSpec {
   std::size_t bytes = 64;  // per rank (alltoallv: the mean block; blocks are bytes/2 .. 2*bytes)
   int root = 0;            // broadcast
   std::string forced;      // a table row; "" = TETHER_ALGO or the automatic choice
+  int treeRadix = 0;       // the tree rows' radix; 0 = TETHER_ALGO or dc::treeRadix's choice
   int calls = 1;           // back to back, each rank starting its next when its last returned
   Mode mode = Mode::Auto;
   // Auto runs every rank while the estimated work (plan steps recorded plus

@@ -22,6 +22,7 @@ CollectiveSpec specFor(const Scenario& s, dc::Op op) {
   spec.mode = s.mode;
   spec.budget = s.budget;
   spec.seed = s.params.seed;
+  spec.treeRadix = s.params.treeRadix;
   auto it = s.forced.find(dc::opName(op));
   if (it != s.forced.end()) spec.forced = it->second;
   return spec;

@@ -52,10 +52,7 @@ std::uint64_t knomialHeight(int n, int radix) {
 
 // Children of the k-nomial root: i * k^j < n for i = 1..k-1.
 std::uint64_t knomialRootChildren(int n, int radix) {
-  std::uint64_t c = 0;
-  for (long long level = 1; level < n; level *= radix)
-    c += static_cast<std::uint64_t>(std::min<long long>(radix - 1, (n - 1) / level));
-  return c;
+  return static_cast<std::uint64_t>(dc::knomialRootLinks(n, radix));
 }
 
 // Bruck all-to-all: blocks one rank sends in all, the set bits of 0 .. N-1
@@ -88,7 +85,7 @@ struct Counts {
 // new row fails here until its counts are written down.
 std::optional<Counts> closedForm(dc::Op family, const std::string& row, std::uint64_t n, std::uint64_t b) {
   const dc::Settings settings = dc::loadSettings();
-  const int radix = settings.tuning.radix;
+  const int radix = dc::treeRadix(static_cast<int>(n), settings.tuning.radix);
   const std::uint64_t lg = ceilLog2(n), height = knomialHeight(static_cast<int>(n), radix);
   const std::uint64_t all = n * (n - 1), tree = 2 * (n - 1);
   if (family == dc::Op::Allgather) {
@@ -367,7 +364,7 @@ TEST_CASE("the new all-to-all rows at scale: Bruck ceil(log2 N) rounds, tree 2(N
   const OpResult tree = runRow(p, dc::Op::Alltoall, "tree", 8);
   CHECK(tree.messages == 2 * (1024 - 1));
   CHECK(tree.busiestBytes == 1024ull * 1023 * 8);
-  CHECK(tree.rootMessages == 2 * knomialRootChildren(1024, dc::loadSettings().tuning.radix));
+  CHECK(tree.rootMessages == 2 * knomialRootChildren(1024, dc::treeRadix(1024, dc::loadSettings().tuning.radix)));
 }
 
 TEST_CASE("local copies, Copy and CopyBlocks alike, cost their bytes at the copy rate", "[sim]") {

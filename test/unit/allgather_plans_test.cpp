@@ -4,6 +4,7 @@
 // leaders row costs what its formula says. No sockets.
 #include <catch2/catch.hpp>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -107,4 +108,41 @@ TEST_CASE(
   // At 1,024 no group fits 48 links: 31 members and 31 leaders, 2,976 messages against the tree's 2,046.
   CHECK(pick(1024, true) == "tree");
   CHECK(pick(256, false) == "bruck");
+}
+
+// dc::treeRadix. Radix 64 gave rank 0 of 1,024 ranks 78 links, past the
+// default link budget of 64: it closed and dialled again some of them in
+// every call (250-355 budget closes over six all-gathers; 2,800 at 256 ranks
+// over 110 calls, at twice the latency; docs/benchmarks.md).
+TEST_CASE(
+    "the tree rows' default radix keeps the root within 48 links past 64 ranks, flat up to 64, a given radix as given",
+    "[unit][allgather]") {
+  for (int n : {49, 64}) {
+    const Stats flat = runAllgather("tree", n, 1, 0);
+    CHECK(flat.peers[0].size() == static_cast<std::size_t>(n - 1));
+    CHECK(flat.mostPeers() == static_cast<std::size_t>(n - 1));
+  }
+  for (int n : {65, 256, 1024}) {
+    INFO("N=" << n);
+    const Stats st = runAllgather("tree", n, 1, 0);
+    CHECK(st.mostPeers() <= 48);
+    CHECK(st.mostPeers() >= 40);  // still as wide as it may be: no needless extra level
+  }
+  CHECK(dc::treeRadix(256) == 44);   // two levels, as radix 64
+  CHECK(dc::treeRadix(1024) == 24);  // three levels: no radix of two levels keeps 48
+  CHECK(dc::knomialRootLinks(1024, 64) == 78);
+  CHECK(dc::treeRadix(1024, 64) == 64);  // TETHER_ALGO=tree_radix=64: as given
+  CHECK(runAllgather("tree", 1024, 1, 64).peers[0].size() == 78);
+
+  // The barrier's tree too.
+  dc::Shape s;
+  s.size = 1024;
+  dc::Call c;
+  c.op = dc::Op::Barrier;
+  const dc::Algorithm* barrier = dc::findAlgorithm(dc::Op::Barrier, "tree");
+  REQUIRE(barrier != nullptr);
+  std::set<int> peers;
+  for (const auto& step : dc::record(*barrier, s, c).steps())
+    if (step.peer >= 0) peers.insert(step.peer);
+  CHECK(peers.size() <= 48);
 }

@@ -5,6 +5,7 @@
 // call picks the same algorithm everywhere. Header-only, C++17.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -30,7 +31,7 @@ struct Shape {
   // A host runs more ranks than it has cores: total system calls and wake-ups,
   // not rounds, then decide latency, and the tree variants win.
   bool cpuBound = false;
-  int radix = 64;                      // of the tree all-gather and barrier
+  int radix = 0;                       // of the tree rows (TETHER_ALGO=tree_radix); 0: treeRadix's choice
   std::size_t largeBytes = 64 * 1024;  // a block at least this large is "large"
   std::size_t chunk = 256 * 1024;      // pipeline broadcast chunk
 };
@@ -114,10 +115,40 @@ inline int knomialHeight(int size, int radix) {
   return height;
 }
 
+// Links the root of the k-nomial tree of `radix` over `size` ranks holds: its children.
+inline int knomialRootLinks(int size, int radix) {
+  radix = radix < 2 ? 2 : radix;
+  int links = 0;
+  for (long long level = 1; level < size; level *= radix)
+    links += static_cast<int>(std::min<long long>(radix - 1, (size - 1) / level));
+  return links;
+}
+
+// The widest tree radix: up to this many ranks the tree is flat.
+constexpr int kTreeRadix = 64;
+
+// The tree rows' radix: the one given (TETHER_ALGO=tree_radix); else up to
+// kTreeRadix ranks the flat tree (N - 1 links at the root, within the default
+// link budget of 64; flat beat radix 2-8 at N = 8-32, docs/design.md), and
+// past it the largest radix up to kTreeRadix whose root holds at most
+// kLeaderLinks links, the bound the leaders row keeps. Radix 64 gave rank 0
+// 78 children at 1,024 ranks: over the budget, it closed and dialled again
+// some of them in every call (250-355 budget closes over six all-gathers, the
+// slowest call 8-13 s; with radix 24, the one chosen there: none, 2.0-3.6 s;
+// docs/benchmarks.md).
+inline int treeRadix(int size, int given = 0) {
+  if (given > 0) return given;
+  if (size <= kTreeRadix) return kTreeRadix;
+  int radix = kTreeRadix;
+  while (radix > 2 && knomialRootLinks(size, radix) > kLeaderLinks) --radix;
+  return radix;
+}
+inline int treeRadix(const Shape& s) { return treeRadix(s.size, s.radix); }
+
 // The counts of the tree and leaders rows (test/unit: allgather-plans,
 // alltoall-plans check them against the plans).
 inline Counts treeCounts(const Shape& s, const Call& c) {
-  const double n = s.size, b = static_cast<double>(c.bytes), h = knomialHeight(s.size, s.radix);
+  const double n = s.size, b = static_cast<double>(c.bytes), h = knomialHeight(s.size, treeRadix(s));
   // all-gather: every rank receives the whole buffer; all-to-all: every block
   // goes up and down the tree.
   const double bytes = c.op == Op::Alltoall ? 2 * h * n * n * b : n * n * b;
@@ -132,7 +163,7 @@ inline Counts leadersCounts(const Shape& s, const Call& c) {
 }
 
 // When ranks outnumber cores: the leaders row where the model puts it under
-// the tree (from 65 ranks at small blocks: the radix-64 tree gets a second level).
+// the tree (from 65 ranks at small blocks: the tree gets a second level).
 inline bool leadersBeatTree(const Shape& s, const Call& c) {
   return s.size > 2 && cpuBoundUs(s, leadersCounts(s, c)) < cpuBoundUs(s, treeCounts(s, c));
 }
@@ -146,7 +177,7 @@ inline const Algorithm kAlgorithms[] = {
     {Op::Allgather, "ring", [](const Shape& s, const Call& c) { return c.bytes >= s.largeBytes; },
      [](Plan& p, const Shape&, const Call& c) { allgatherRing(p, c.bytes); }},
     {Op::Allgather, "tree", [](const Shape& s, const Call& c) { return s.cpuBound && !leadersBeatTree(s, c); },
-     [](Plan& p, const Shape& s, const Call& c) { allgatherTree(p, c.bytes, s.radix); }},
+     [](Plan& p, const Shape& s, const Call& c) { allgatherTree(p, c.bytes, treeRadix(s)); }},
     {Op::Allgather, "leaders", [](const Shape& s, const Call&) { return s.cpuBound; },
      [](Plan& p, const Shape&, const Call& c) { allgatherLeaders(p, c.bytes); }},
     {Op::Allgather, "linear", never, [](Plan& p, const Shape&, const Call& c) { allgatherLinear(p, c.bytes); }},
@@ -166,7 +197,7 @@ inline const Algorithm kAlgorithms[] = {
      },
      [](Plan& p, const Shape& s, const Call& c) {
        if (c.op == Op::Alltoall)
-         alltoallTree(p, c.bytes, s.radix);
+         alltoallTree(p, c.bytes, treeRadix(s));
        else
          alltoallWindowed(p, c.blocks, p.size());
      }},
@@ -196,7 +227,7 @@ inline const Algorithm kAlgorithms[] = {
      [](Plan& p, const Shape&, const Call& c) { broadcastBinomial(p, c.bytes, c.root); }},
 
     {Op::Barrier, "tree", [](const Shape& s, const Call&) { return s.cpuBound; },
-     [](Plan& p, const Shape& s, const Call&) { barrierTree(p, s.radix); }},
+     [](Plan& p, const Shape& s, const Call&) { barrierTree(p, treeRadix(s)); }},
     {Op::Barrier, "dissemination", always, [](Plan& p, const Shape&, const Call&) { barrierDissemination(p); }},
 };
 
