@@ -141,8 +141,9 @@ TEST_CASE(
   c.op = dc::Op::Barrier;
   const dc::Algorithm* barrier = dc::findAlgorithm(dc::Op::Barrier, "tree");
   REQUIRE(barrier != nullptr);
+  dc::Plan plan = dc::record(*barrier, s, c);  // named: steps() refers into it
   std::set<int> peers;
-  for (const auto& step : dc::record(*barrier, s, c).steps())
+  for (const auto& step : plan.steps())
     if (step.peer >= 0) peers.insert(step.peer);
   CHECK(peers.size() <= 48);
 }

@@ -257,7 +257,7 @@ TEST_CASE(
   CHECK(pick(16, true, 64) == "tree");
   CHECK(pick(64, true, 64) == "tree");
   // From the cost model (table.hpp): the leaders row's three rounds beat the
-  // tree's four past one level of radix 64, while a leader's 3 G N blocks fit
+  // tree's four past one level (from 65 ranks), while a leader's 3 G N blocks fit
   // 4 MiB; then the tree while rank 0's N^2 blocks fit 16 MiB; then Bruck.
   CHECK(pick(256, true, 64) == "leaders");
   CHECK(pick(512, true, 64) == "leaders");
