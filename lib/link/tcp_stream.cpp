@@ -21,6 +21,19 @@ class TcpStream final : public SocketStream<tcp::socket> {
     if (to.kind != "tcp") throw std::invalid_argument("a TCP stream cannot connect to a '" + to.kind + "' endpoint");
     auto hp = parseHostPort(to.address);
     co_await connectTo(tcp::endpoint(asio::ip::make_address(hp.host), hp.port), to.address);
+    if (connectedToItself()) {
+      // Nothing listened at a port of this host's ephemeral range, and the
+      // kernel gave the dial that very port as its own: TCP's simultaneous
+      // open connected the socket to itself. Kept, it would wait for a
+      // challenge nobody sends and hold the port its listener needs (the root
+      // then fails "address in use" and this rank times out). Reset it (no
+      // TIME_WAIT left on the port) and report it refused, as it is: nothing
+      // listens there yet.
+      boost::system::error_code ignored;
+      socket_.set_option(asio::socket_base::linger(true, 0), ignored);
+      socket_.close(ignored);
+      throw boost::system::system_error(asio::error::connection_refused, "connected to itself: nothing listens there");
+    }
   }
 
   // Keepalive and TCP_USER_TIMEOUT bound how long a vanished host goes
@@ -44,6 +57,12 @@ class TcpStream final : public SocketStream<tcp::socket> {
   }
 
  private:
+  bool connectedToItself() {
+    boost::system::error_code a, b;
+    const auto local = socket_.local_endpoint(a), remote = socket_.remote_endpoint(b);
+    return !a && !b && local == remote;
+  }
+
   const TcpOptions options_;
 };
 

@@ -6,25 +6,21 @@
 // No traffic leaves the namespace. Needs root; exits 77 with the reason
 // otherwise.
 #define CATCH_CONFIG_RUNNER
-#include <sched.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
-#include <functional>
 #include <string>
 #include <vector>
 
 #include "base/endpoint.hpp"
+#include "netns.hpp"
 #include "tether/tether.hpp"
 
 using namespace tether;
+using test::firstLine;
+using test::inNamespace;
 
 namespace {
-
-bool sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0; }
 
 // Decoys that must never be chosen, created before the real interfaces so that
 // "the first interface that is up" would pick one of them.
@@ -58,50 +54,6 @@ std::vector<std::string> operator+(std::vector<std::string> a, const std::vector
   return a;
 }
 
-struct Outcome {
-  int code = -1;       // 0: body returned; 2: body threw; 3: setup failed
-  std::string output;  // the body's result or the reason
-};
-
-// Runs `body` in a child inside a new network namespace built by `setup`;
-// returns what body returned, with every log line (INFO and up) appended.
-Outcome inNamespace(const std::vector<std::string>& setup, const std::function<std::string()>& body) {
-  int p[2];
-  if (::pipe(p) != 0) return {-1, "pipe failed"};
-  pid_t pid = ::fork();
-  if (pid < 0) return {-1, "fork failed"};
-  if (pid == 0) {
-    ::close(p[0]);
-    auto report = [&](int code, const std::string& text) {
-      (void)!::write(p[1], text.data(), text.size());
-      ::_exit(code);
-    };
-    if (::unshare(CLONE_NEWNET) != 0) report(3, "unshare(CLONE_NEWNET) failed");
-    for (const auto& cmd : setup)
-      if (!sh(cmd)) report(3, "setup failed: " + cmd);
-    std::string logs;
-    setLogLevel(LogLevel::Info);
-    setLogHandler([&](LogLevel, const std::string& line) { logs += line + "\n"; });
-    try {
-      auto result = body();
-      report(0, result + "\n" + logs);
-    } catch (const std::exception& e) {
-      report(2, std::string("threw: ") + e.what() + "\n" + logs);
-    }
-  }
-  ::close(p[1]);
-  Outcome out;
-  char buf[4096];
-  ssize_t got;
-  while ((got = ::read(p[0], buf, sizeof buf)) > 0) out.output.append(buf, static_cast<std::size_t>(got));
-  ::close(p[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  out.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
-}
-
-std::string firstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 std::string rootOfNewId() {
@@ -205,15 +157,11 @@ TEST_CASE("TETHER_SOCKET_IFNAME that matches no interface: the error names the r
 }
 
 int main(int argc, char** argv) {
-  if (::geteuid() != 0) {
-    std::printf("SKIP: needs root to create network namespaces\n");
-    return 77;
-  }
   // Can this machine build what the scenarios need?
-  auto probe = inNamespace(nic("eth0", "10.99.0.2/24") + std::vector<std::string>{"ip link add br9 type bridge"},
-                           [] { return std::string("ok"); });
-  if (probe.code != 0) {
-    std::printf("SKIP: cannot build a test namespace here (%s)\n", firstLine(probe.output).c_str());
+  const auto unusable =
+      test::namespacesUnusable(nic("eth0", "10.99.0.2/24") + std::vector<std::string>{"ip link add br9 type bridge"});
+  if (!unusable.empty()) {
+    std::printf("SKIP: %s\n", unusable.c_str());
     return 77;
   }
   return Catch::Session().run(argc, argv);
