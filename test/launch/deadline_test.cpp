@@ -26,7 +26,8 @@ long long msSince(Clock::time_point t) {
 
 TEST_CASE("a rank whose root never comes up fails no earlier than its deadline", "[launch][deadline]") {
   test::EnvGuard env;
-  const std::string root = "127.0.0.1:" + std::to_string(test::freeLoopbackPort());
+  const test::ReservedLoopbackPort reserved;
+  const std::string root = reserved.address();
   for (auto timeout : {1000ms, 2500ms}) {
     auto began = Clock::now();
     try {
@@ -45,7 +46,8 @@ TEST_CASE("a rank whose root never comes up fails no earlier than its deadline",
 }
 
 TEST_CASE("a root that comes up in the last fifth of the deadline is still reached", "[launch][deadline]") {
-  const std::string root = "127.0.0.1:" + std::to_string(test::freeLoopbackPort());
+  const test::ReservedLoopbackPort reserved;
+  const std::string root = reserved.address();
   const auto id = TcpBootstrap::uniqueIdFromRoot(root);
   // Rank 1 starts now with an 8 s deadline; rank 0 (the root) at 6.4 s, which
   // leaves 1.6 s for a loaded host to start it.

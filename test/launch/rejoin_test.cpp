@@ -16,7 +16,8 @@ using namespace std::chrono_literals;
 
 TEST_CASE("500 back-to-back re-inits of 4 ranks at one fixed root address all join", "[launch][rejoin]") {
   test::EnvGuard env;
-  const std::string root = "127.0.0.1:" + std::to_string(test::freeLoopbackPort());
+  const test::ReservedLoopbackPort reserved;
+  const std::string root = reserved.address();
   constexpr int kRanks = 4, kRounds = 500;
   auto res = test::runRanks(
       kRanks,

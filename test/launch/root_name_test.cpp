@@ -22,6 +22,7 @@
 #include <string>
 #include <thread>
 
+#include "free_port.hpp"
 #include "multiproc.hpp"
 #include "tether/tether.hpp"
 
@@ -46,18 +47,6 @@ bool privateResolver(const std::string& hosts, const std::string& lines) {
 
 std::string tempPath(const char* what) {
   return std::string("/tmp/tether-") + what + "-" + std::to_string(::getpid());
-}
-
-int freePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
 }
 
 void setRank(int rank, int nranks, const std::string& root, const char* timeoutMs) {
@@ -115,7 +104,8 @@ TEST_CASE("ranks whose root name starts resolving after 2 s start once it does",
   const int code = test::inChild(
       [&] {
         if (!privateResolver(hosts, "127.0.0.1 localhost\n")) return kSkipped;
-        const std::string root = "tether-late-root:" + std::to_string(freePort());
+        const test::ReservedLoopbackPort reserved;
+        const std::string root = "tether-late-root:" + std::to_string(reserved.port());
         pid_t ranks[2];
         for (int r = 0; r < 2; ++r) {
           std::fflush(stdout);

@@ -51,7 +51,8 @@ TEST_CASE("two jobs at one root address never exchange data: each completes or f
     int completedJobs = 0, failedRanks = 0;
     for (int trial = 0; trial < 20; ++trial) {
       INFO(launch.name << ", trial " << trial);
-      const std::string port = std::to_string(test::freeLoopbackPort());
+      const test::ReservedLoopbackPort reserved;
+      const std::string port = std::to_string(reserved.port());
       // Processes 0 and 1 are job 0's ranks 0 and 1; processes 2 and 3 job 1's.
       auto res = test::runRanks(
           4,
