@@ -30,6 +30,15 @@ PeerAddress openListener(asio::io_context& io, const link::TcpOptions& options, 
     reserved::release(toPeerAddress(cfg.root, 0));  // an inherited reservation is rank 0's, not ours
     at = tcp::endpoint(chooseListenAddress(cfg.root.address(), cfg.listenHost, cfg.interfaces, cfg.rank), 0);
     listener = link::TcpListener::open(io, options, at, /*reuseAddress=*/false, std::nullopt, ec);
+    if (!ec && listener->localEndpoint() == cfg.root) {
+      // The kernel's free port is the root's, on the root's own address: the
+      // root is not listening yet (a port of the ephemeral range, this rank
+      // started first). Kept, the root could not listen there. Take another
+      // while holding this one, which closes when it is replaced.
+      log::info(cfg.rank, "the port given to this rank's listener is the root's ({}): taking another",
+                toString(cfg.root));
+      listener = link::TcpListener::open(io, options, at, /*reuseAddress=*/false, std::nullopt, ec);
+    }
   }
   if (ec) {
     // Another process listens on the root's port: another job given the same

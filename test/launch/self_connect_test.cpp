@@ -4,6 +4,7 @@
 // simultaneous open then connects the socket to itself. Before the fix the
 // dialer kept it, waiting for a challenge nobody sends: the root failed "address
 // in use" and the rank timed out (the two-jobs launch test's rare failure).
+// Likewise a rank's listener, bound to port 0, may be given the root's port.
 // Each scenario runs in a fresh network namespace whose ephemeral range is
 // narrowed so that the kernel's choice is forced. Needs root; exits 77 with
 // the reason otherwise.
@@ -104,6 +105,35 @@ TEST_CASE("a rank that dials its root before it listens joins once it does, at a
   CHECK(contains(o.output, "rank 0: joined\n"));
   CHECK(contains(o.output, "rank 1: joined\n"));
   CHECK_FALSE(contains(o.output, "connected, but no answer"));
+}
+
+TEST_CASE("a rank whose listener is given its root's free port takes another, so that the root can listen",
+          "[netns][self-connect]") {
+  // Two ephemeral ports: bind(0) gives the odd one, 40001, the root's port.
+  auto o = test::inNamespace(portRange(40000, 40001), [] {
+    std::string rank1 = "did not run";
+    std::thread early([&] {
+      try {
+        TcpBootstrap b(1, 2, TcpBootstrap::uniqueIdFromRoot("127.0.0.1:40001"), TcpOptions{1500ms, {}, {}, {}});
+      } catch (const std::exception& e) {
+        rank1 = e.what();  // this test's root only listens
+      }
+    });
+    std::this_thread::sleep_for(500ms);  // rank 1 listens by now
+    asio::io_context io;
+    boost::system::error_code ec;
+    auto root = link::TcpListener::open(io, {}, {asio::ip::make_address("127.0.0.1"), 40001}, true, std::nullopt, ec);
+    const std::string listened = ec ? ec.message() : "ok";
+    root.reset();
+    early.join();
+    return "root listens: " + listened + "\nrank 1: " + rank1;
+  });
+  INFO(o.output);
+  REQUIRE(o.code == 0);
+  CHECK(test::firstLine(o.output) == "root listens: ok");
+  CHECK_FALSE(contains(o.output, "the listener there is rank 1"));  // rank 1 dialled its own listener
+  CHECK(contains(o.output, "the port given to this rank's listener is the root's (127.0.0.1:40001): taking another"));
+  CHECK(contains(o.output, "listening on 127.0.0.1:40000"));
 }
 
 int main(int argc, char** argv) {
