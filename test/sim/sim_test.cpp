@@ -50,11 +50,6 @@ std::uint64_t knomialHeight(int n, int radix) {
   return most;
 }
 
-// Children of the k-nomial root: i * k^j < n for i = 1..k-1.
-std::uint64_t knomialRootChildren(int n, int radix) {
-  return static_cast<std::uint64_t>(dc::knomialRootLinks(n, radix));
-}
-
 // Bruck all-to-all: blocks one rank sends in all, the set bits of 0 .. N-1
 // (test/unit/alltoall_plans_test.cpp).
 std::uint64_t bruckBlocksSent(std::uint64_t n) {
@@ -92,7 +87,9 @@ std::optional<Counts> closedForm(dc::Op family, const std::string& row, std::uin
     if (row == "bruck") return Counts{n * lg, lg, (n - 1) * b};
     if (row == "ring") return Counts{all, n - 1, (n - 1) * b};
     if (row == "linear") return Counts{all, n > 1 ? 1u : 0u, (n - 1) * b};
-    if (row == "tree") return Counts{tree, 2 * height, knomialRootChildren(static_cast<int>(n), radix) * n * b};
+    if (row == "tree")
+      return Counts{tree, 2 * height,
+                    static_cast<std::uint64_t>(dc::knomialRootLinks(static_cast<int>(n), radix)) * n * b};
     // Rank 0 sends its group's blocks to M - 1 leaders and everything to its G - 1 members.
     const Leaders l(n, dc::leadersGroup(static_cast<int>(n)));
     if (row == "leaders") return Counts{l.messages(n), l.rounds(n), n > 1 ? (l.G * (l.M - 1) + (l.G - 1) * n) * b : 0};
@@ -364,7 +361,7 @@ TEST_CASE("the new all-to-all rows at scale: Bruck ceil(log2 N) rounds, tree 2(N
   const OpResult tree = runRow(p, dc::Op::Alltoall, "tree", 8);
   CHECK(tree.messages == 2 * (1024 - 1));
   CHECK(tree.busiestBytes == 1024ull * 1023 * 8);
-  CHECK(tree.rootMessages == 2 * knomialRootChildren(1024, dc::treeRadix(1024, dc::loadSettings().tuning.radix)));
+  CHECK(tree.rootMessages == 2u * dc::knomialRootLinks(1024, dc::treeRadix(1024, dc::loadSettings().tuning.radix)));
 }
 
 TEST_CASE("local copies, Copy and CopyBlocks alike, cost their bytes at the copy rate", "[sim]") {
