@@ -57,7 +57,7 @@ class TcpStream final : public SocketStream<tcp::socket> {
   }
 
  private:
-  bool connectedToItself() {
+  bool connectedToItself() const {
     boost::system::error_code a, b;
     const auto local = socket_.local_endpoint(a), remote = socket_.remote_endpoint(b);
     return !a && !b && local == remote;

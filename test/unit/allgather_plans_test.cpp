@@ -112,8 +112,8 @@ TEST_CASE(
 
 // dc::treeRadix. Radix 64 gave rank 0 of 1,024 ranks 78 links, past the
 // default link budget of 64: it closed and dialled again some of them in
-// every call (250-355 budget closes over six all-gathers; 2,800 at 256 ranks
-// over 110 calls, at twice the latency; docs/benchmarks.md).
+// every call (325-407 budget closes over six all-gathers; 2,808-2,873 at 256
+// ranks over 110 calls, at twice the latency; docs/benchmarks.md).
 TEST_CASE(
     "the tree rows' default radix keeps the root within 48 links past 64 ranks, flat up to 64, a given radix as given",
     "[unit][allgather]") {

@@ -133,9 +133,9 @@ constexpr int kTreeRadix = 64;
 // past it the largest radix up to kTreeRadix whose root holds at most
 // kLeaderLinks links, the bound the leaders row keeps. Radix 64 gave rank 0
 // 78 children at 1,024 ranks: over the budget, it closed and dialled again
-// some of them in every call (250-355 budget closes over six all-gathers, the
-// slowest call 8-13 s; with radix 24, the one chosen there: none, 2.0-3.6 s;
-// docs/benchmarks.md).
+// some of them in every call (325-407 budget closes over six all-gathers, the
+// slowest call 8.5 s; with radix 24, the one chosen there, in the same
+// sitting: none, 3.4-5.4 s; docs/benchmarks.md).
 inline int treeRadix(int size, int given = 0) {
   if (given > 0) return given;
   if (size <= kTreeRadix) return kTreeRadix;
