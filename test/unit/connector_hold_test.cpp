@@ -206,17 +206,23 @@ TEST_CASE("an acceptor that closes after its challenge and our hello without ans
   FakeAdmission member;
   link::Connector c1(io, connectorConfig(1, 0x11), member, std::make_unique<link::MemoryNetwork>(net));
   auto listener = net.listen("silent");
-  int hellos = 0;
+  int hellos = 0, accepted = 0, handled = 0;
   boost::asio::co_spawn(
       io,
       [&]() -> boost::asio::awaitable<void> {
         for (;;) {
           auto s = co_await listener->accept();
-          wire::Challenge challenge;
-          challenge.rank = 0;
-          co_await link::writeFrame(*s, wire::Kind::Challenge, wire::encode(challenge));
-          auto f = co_await link::readFrame(*s, wire::kMaxControlPayload);
-          hellos += f.header.kind == wire::Kind::Hello;
+          ++accepted;
+          try {
+            wire::Challenge challenge;
+            challenge.rank = 0;
+            co_await link::writeFrame(*s, wire::Kind::Challenge, wire::encode(challenge));
+            auto f = co_await link::readFrame(*s, wire::kMaxControlPayload);
+            hellos += f.header.kind == wire::Kind::Hello;
+          } catch (const std::exception&) {
+            // the dialer closed first: no hello on this stream
+          }
+          ++handled;
           s->close();
         }
       },
@@ -224,11 +230,19 @@ TEST_CASE("an acceptor that closes after its challenge and our hello without ans
   const auto now = link::Clock::now();
   c1.dial(0, 0, link::Endpoint{"mem", "silent"}, link::DialPolicy{now + 1500ms, false, now});
   runUntil(io, [&] { return !member.failures.empty(); });
+  runUntil(io, [&] { return handled == accepted; });  // a hello still on its way is counted
   listener->close();
   CHECK(hellos > 1);
   CHECK(member.streams.empty());
   const auto& f = member.failures[0];
-  CHECK(f.attempts == hellos);
+  INFO(f.reason);
+  // Every attempt wrote its hello, but a last one that the dial's deadline cut
+  // before the challenge came (the acceptor ran late on a loaded host: 1 in 20
+  // runs under CI's TSan stage, ASan CI on f8a7047 '15 == 14').
+  if (f.attempts != hellos) {
+    CHECK(f.attempts == hellos + 1);
+    CHECK_THAT(f.reason, Catch::Contains("connected, but no answer by the dial's deadline"));
+  }
   CHECK_FALSE(f.refused);
   CHECK(f.retriesExhausted);
   CHECK(link::Clock::now() >= now + 1500ms);
