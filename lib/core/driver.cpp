@@ -1,6 +1,11 @@
 #include "core/driver.hpp"
 
 #include <sched.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <system_error>
 
 #include <algorithm>
 #include <thread>
@@ -43,7 +48,14 @@ void Driver::runUntil(Completion& done, Clock::time_point deadline) {
   }
 }
 
+Driver::~Driver() {
+  stop();
+  if (timer_ >= 0) ::close(timer_);
+}
+
 void Driver::start() {
+  timer_ = ::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);  // steady_clock's clock
+  if (timer_ < 0) throw std::system_error(errno, std::generic_category(), "timerfd_create");
   thread_ = std::thread([this] { backgroundLoop(); });
 }
 
@@ -53,53 +65,85 @@ void Driver::stop() {
     std::lock_guard lock(mutex_);
     stopping_ = true;
     if (holder_ == Holder::Background) io_.stop();
+    setTimer(Clock::time_point::min());
   }
-  cv_.notify_all();
   thread_.join();
+}
+
+void Driver::setTimer(Clock::time_point when) {
+  itimerspec spec{};
+  const auto ns = std::max<std::int64_t>(
+      1, std::chrono::duration_cast<std::chrono::nanoseconds>(when.time_since_epoch()).count());  // 0 would clear it
+  spec.it_value.tv_sec = static_cast<time_t>(ns / 1000000000);
+  spec.it_value.tv_nsec = static_cast<long>(ns % 1000000000);
+  ::timerfd_settime(timer_, TFD_TIMER_ABSTIME, &spec, nullptr);  // cannot fail on a valid timerfd and time
+}
+
+void Driver::clearTimer() {
+  const itimerspec none{};
+  ::timerfd_settime(timer_, 0, &none, nullptr);
+}
+
+void Driver::sleepOnTimer() {
+  std::uint64_t expirations;
+  // Returns when the timer fires; one that was set again or cleared before
+  // this read sleeps on (timerfd_settime resets the count); EINTR: look again.
+  (void)!::read(timer_, &expirations, sizeof expirations);
+}
+
+// Under mutex_, after each wake-up of the background thread (the timer fired,
+// or it just left the loop).
+bool Driver::backgroundShouldTake(Clock::time_point now) {
+  looks_.fetch_add(1, std::memory_order_relaxed);
+  if (holder_ != Holder::None || wanting_ > 0) {
+    // A caller runs the event loop (or is about to). Frames arriving
+    // meanwhile wait in the kernel's socket buffers.
+    if (watch_ == Watch::UntilRelease) return false;  // a late wake-up: the timer is clear
+    if (watch_ == Watch::BackOff && releases_ == seenReleases_ && recheck_ > kLinger) {
+      // One call held the loop through a whole back-off: sleep until it
+      // leaves, so a long call costs one look, not one per doubling.
+      watch_ = Watch::UntilRelease;
+      clearTimer();
+      return false;
+    }
+    // Calls come and go (or one held the loop since this thread left it):
+    // look again after a while, backing off while they keep coming.
+    watch_ = Watch::BackOff;
+    seenReleases_ = releases_;
+    setTimer(now + recheck_);
+    recheck_ = std::min(recheck_ * 2, kMaxRecheck);
+    return false;
+  }
+  if (!wakeNow_ && now < notBefore_) {  // a caller just left; it is likely back soon
+    setTimer(notBefore_);
+    return false;
+  }
+  return true;
 }
 
 void Driver::backgroundLoop() {
   std::unique_lock lock(mutex_);
-  auto recheck = kLinger;  // how long to sleep while callers are busy
-  std::uint64_t seenReleases = releases_;
   while (!stopping_) {
-    if (holder_ != Holder::None || wanting_ > 0) {
-      // A caller runs the event loop. Releasing the baton does not wake this
-      // thread (that would cost every call a context switch): it looks again
-      // after a while, backing off while calls keep coming, and so takes over
-      // at most kMaxRecheck after the last call left. Frames arriving
-      // meanwhile wait in the kernel's socket buffers. If one call has held
-      // the loop through a whole recheck (no call left since the last look),
-      // this thread sleeps until that call leaves (releaseBaton wakes it), so
-      // a long call costs it one look, not one per doubling up to
-      // kMaxRecheck (at 1,024 ranks on 2 cores: 10-12 % fewer context
-      // switches, docs/benchmarks.md).
-      if (releases_ == seenReleases && recheck > kLinger) {
-        sleepingUntilRelease_ = true;
-        cv_.wait(lock);
-        sleepingUntilRelease_ = false;
-      } else {
-        seenReleases = releases_;
-        cv_.wait_for(lock, recheck);
-        recheck = std::min(recheck * 2, kMaxRecheck);
-      }
+    if (!backgroundShouldTake(Clock::now())) {
+      lock.unlock();
+      sleepOnTimer();
+      lock.lock();
       continue;
     }
-    if (!wakeNow_) {
-      auto due = lastRelease_ + kLinger;
-      if (Clock::now() < due) {  // a caller just left; it is likely back soon
-        cv_.wait_until(lock, due);
-        continue;
-      }
-    }
     holder_ = Holder::Background;
+    takes_.fetch_add(1, std::memory_order_relaxed);
+    watch_ = Watch::Holding;
     wakeNow_ = false;
-    recheck = kLinger;
     io_.restart();  // under the lock: a caller's stop() cannot come before it
     lock.unlock();
     while (io_.run_one()) between_();  // until a caller (or stop) calls io_.stop()
     lock.lock();
     holder_ = Holder::None;
+    // The caller that stopped it is about to run the loop: first look after
+    // the shortest back-off.
+    watch_ = Watch::BackOff;
+    recheck_ = kLinger;
+    seenReleases_ = releases_;
     cv_.notify_all();
   }
 }
@@ -112,6 +156,11 @@ bool Driver::takeBaton(std::unique_lock<std::mutex>& lock) {
     if (holder_ == Holder::None) {
       --wanting_;
       holder_ = Holder::Caller;
+      takenAt_ = Clock::now();
+      if (watch_ == Watch::AfterRelease) {  // back within the linger of a long call: no look needed
+        watch_ = Watch::UntilRelease;
+        clearTimer();
+      }
       return true;
     }
     if (holder_ == Holder::Caller) {
@@ -125,16 +174,32 @@ bool Driver::takeBaton(std::unique_lock<std::mutex>& lock) {
 }
 
 void Driver::releaseBaton() {
-  bool wakeBackground;
-  {
-    std::lock_guard lock(mutex_);
-    holder_ = Holder::None;
-    lastRelease_ = Clock::now();
-    ++releases_;
-    if (waiters_ > 0) wakeNow_ = true;  // their operations still need progress now
-    wakeBackground = waiters_ > 0 || sleepingUntilRelease_;
+  std::lock_guard lock(mutex_);
+  const auto now = Clock::now();
+  holder_ = Holder::None;
+  ++releases_;
+  if (waiters_ > 0) {  // their operations still need progress now
+    wakeNow_ = true;
+    setTimer(now);
+    return;
   }
-  if (wakeBackground) cv_.notify_all();
+  if (watch_ != Watch::UntilRelease) {  // its timer is set: it looks then
+    notBefore_ = now + kLinger;
+    return;
+  }
+  if (now - takenAt_ >= kMaxRecheck) {
+    // A long call (a large world on few cores): the next one likely starts
+    // within the longest back-off, and clears the timer then.
+    watch_ = Watch::AfterRelease;
+    notBefore_ = now + kMaxRecheck;
+  } else {
+    // Shorter calls: a look after the linger (has this process gone idle?),
+    // then the back-off where it was; that look sees a release since the
+    // last one, so it does not go back to sleep until the next release.
+    watch_ = Watch::BackOff;
+    notBefore_ = now + kLinger;
+  }
+  setTimer(notBefore_);
 }
 
 bool Driver::takeIfFree() {
@@ -145,21 +210,28 @@ bool Driver::takeIfFree() {
 }
 
 // Gives back what takeIfFree took. Not a caller leaving the loop (no release is
-// counted, the background thread is not woken): a caller that took it to
-// start a call is about to wait, or returns to its own work between tests.
-// Whoever wanted the baton meanwhile is woken as on any release; so is the
-// background thread if it went to sleep until a release meanwhile (a start
-// that held the loop through its back-off): else nobody would run the loop
-// until this process called in again.
+// counted): a caller that took it to start a call is about to wait, or returns
+// to its own work between tests. Whoever wanted the baton meanwhile is woken
+// as on any release; so is the background thread if it went to sleep until a
+// release meanwhile (a start that held the loop through its back-off): else
+// nobody would run the loop until this process called in again.
 void Driver::releaseIfTaken() {
-  bool wake;
+  bool wakeCallers;
   {
     std::lock_guard lock(mutex_);
     holder_ = Holder::None;
-    wake = wanting_ > 0 || waiters_ > 0 || sleepingUntilRelease_;
-    if (waiters_ > 0) wakeNow_ = true;
+    wakeCallers = wanting_ > 0;
+    if (waiters_ > 0) {
+      wakeNow_ = true;
+      setTimer(Clock::time_point::min());
+    } else if (watch_ == Watch::UntilRelease) {
+      watch_ = Watch::BackOff;
+      recheck_ = kLinger;
+      seenReleases_ = releases_;
+      setTimer(Clock::now() + kLinger);  // the call it started takes the loop before, if it waits
+    }
   }
-  if (wake) cv_.notify_all();
+  if (wakeCallers) cv_.notify_all();
 }
 
 bool Driver::waitUntil(Completion& done, Clock::time_point deadline) {
