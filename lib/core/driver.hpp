@@ -7,8 +7,8 @@
 //
 // The background thread sleeps on a timer (a timerfd), not on a condition
 // variable, so that a caller can say when it should look next without waking
-// it: a call that leaves after a long call (64 ms or more: 1,024 ranks on 2
-// cores) sets the timer to 64 ms later, and the next call, if it starts
+// it: a call that leaves after holding the loop 64 ms or more (1,024 ranks on
+// 2 cores) sets the timer to 64 ms later, and the next call, if it starts
 // before then, clears it again; the background thread sleeps through the
 // whole sequence of calls. Short calls leave the timer alone; the thread then
 // looks with a back-off (2 ms doubling to 64 ms) and, once a look finds that
