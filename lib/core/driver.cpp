@@ -131,7 +131,6 @@ void Driver::backgroundLoop() {
       continue;
     }
     holder_ = Holder::Background;
-    takes_.fetch_add(1, std::memory_order_relaxed);
     watch_ = Watch::Holding;
     wakeNow_ = false;
     io_.restart();  // under the lock: a caller's stop() cannot come before it

@@ -100,9 +100,8 @@ class Driver {
   // Turns on polling (pollUs) when they are at most its online cores.
   void setRanksOnHost(int ranks);
   // How often the background thread has woken to look (its timer fired, or
-  // it left the loop to a caller) and how often it took the loop (any thread).
+  // it left the loop to a caller); any thread.
   std::uint64_t backgroundLooks() const { return looks_.load(std::memory_order_relaxed); }
-  std::uint64_t backgroundTakes() const { return takes_.load(std::memory_order_relaxed); }
   // How long a caller polls before it sleeps; 0 until setRanksOnHost allows it.
   std::chrono::microseconds pollBudget() const {
     return std::chrono::microseconds(pollUs_.load(std::memory_order_relaxed));
@@ -160,7 +159,7 @@ class Driver {
   std::uint64_t seenReleases_ = 0;       // releases_ at the background thread's last look
   std::chrono::milliseconds recheck_ = kLinger;  // its next back-off
   Clock::time_point lastProgress_{};             // when a test last ran a handler
-  std::atomic<std::uint64_t> looks_{0}, takes_{0};
+  std::atomic<std::uint64_t> looks_{0};
   std::thread thread_;
 };
 
