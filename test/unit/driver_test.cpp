@@ -9,6 +9,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <atomic>
+#include <memory>
 #include <thread>
 
 #include "core/completion.hpp"
@@ -20,6 +21,16 @@ using namespace std::chrono_literals;
 namespace {
 
 int cores() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
+// Whether a handler posted now runs within `within` while no call is made:
+// someone (the background thread) serves the loop.
+bool servedWithin(boost::asio::io_context& io, std::chrono::seconds within) {
+  auto ran = std::make_shared<std::atomic<bool>>(false);  // the handler may run after a false answer
+  boost::asio::post(io, [ran] { *ran = true; });
+  const auto until = Driver::Clock::now() + within;
+  while (!*ran && Driver::Clock::now() < until) std::this_thread::sleep_for(1ms);
+  return *ran;
+}
 
 }  // namespace
 
@@ -109,11 +120,7 @@ TEST_CASE("the background thread serves the loop again after a call start held i
     std::this_thread::sleep_for(300ms);  // longer than every back-off (2 + 4 ms, then asleep until a release)
   });
   REQUIRE(held);
-  std::atomic<bool> ran{false};
-  boost::asio::post(io, [&] { ran = true; });
-  const auto until = Driver::Clock::now() + 3s;
-  while (!ran && Driver::Clock::now() < until) std::this_thread::sleep_for(1ms);
-  CHECK(ran);
+  CHECK(servedWithin(io, 3s));
   d.stop();
 }
 
@@ -170,11 +177,7 @@ TEST_CASE("the background thread serves the loop after the last of a run of long
   d.setRanksOnHost(1);
   d.start();
   for (int i = 0; i < 3; ++i) callFor(io, d, 80ms);
-  std::atomic<bool> ran{false};
-  boost::asio::post(io, [&] { ran = true; });
-  const auto until = Driver::Clock::now() + 5s;
-  while (!ran && Driver::Clock::now() < until) std::this_thread::sleep_for(1ms);
-  CHECK(ran);
+  CHECK(servedWithin(io, 5s));
   d.stop();
 }
 
