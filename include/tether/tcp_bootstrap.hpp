@@ -59,8 +59,9 @@ struct TcpOptions {
   // probes, unanswered probes before a peer is lost; 0: from
   // TETHER_LIVENESS_S (16 s: 10, 2, 3).
   int keepaliveIdleS = 0, keepaliveIntervalS = 0, keepaliveCount = 0;
-  // Sends up to this many bytes are copied and return at once; larger ones
-  // are sent from the caller's buffer (0: 64 KiB; no variable). Either waits
+  // Sends up to this many bytes return at once (written, or copied when they
+  // must wait behind other frames); larger ones are sent from the caller's
+  // buffer, which the call holds until they are written (0: 64 KiB; no variable). Either waits
   // while the peer has not received TETHER_P2P_WINDOW_BYTES of this rank's
   // messages (docs/design.md, "Bounded point-to-point").
   std::size_t eagerBytes = 0;

@@ -29,17 +29,22 @@ void Calls::sendFrame(Op& op, int dst, const wire::FrameHeader& h, const void* p
   link::OutFrame f;
   wire::encodeHeader(h, f.header.data());
   f.len = h.length;
-  if (reference && h.length > cfg_.eagerBytes) {
+  // Past the window (dst has not received enough of our messages), a
+  // point-to-point frame waits here, not in the stream, so collective and
+  // control frames pass it; the send waits with it until dst returns credit.
+  const bool held = h.kind == wire::Kind::P2P && !p_.window.admit(dst, h.length);
+  // A large payload is referenced (the op waits until it is written), and so
+  // is a small one the link takes at once (written, or its rest copied, before
+  // enqueue returns); a small one that would wait in the queue is copied, so
+  // the call need not wait for the frames ahead of it.
+  if (reference && (h.length > cfg_.eagerBytes || (!held && link->takesAtOnce(h.length)))) {
     f.ref = payload;
     f.owner = &op;
     ++op.outstanding;
   } else if (h.length) {
     f.shared = p_.payloads.copy(static_cast<const unsigned char*>(payload), h.length);
   }
-  if (h.kind == wire::Kind::P2P && !p_.window.admit(dst, h.length)) {
-    // Past the window (dst has not received enough of our messages): the
-    // frame waits here, not in the stream, so collective and control frames
-    // pass it; the send waits with it until dst returns credit.
+  if (held) {
     if (!f.owner) {
       f.owner = &op;
       ++op.outstanding;

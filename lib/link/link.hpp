@@ -68,6 +68,10 @@ class Link : public std::enable_shared_from_this<Link> {
   bool dialedByUs() const { return dialedByUs_; }
   // Queues a frame. Not after a goodbye was sent or read (R1).
   void enqueue(OutFrame frame);
+  // A frame of `len` payload bytes enqueued now is off the caller's buffer
+  // when enqueue returns (written, or its unwritten rest copied): its payload
+  // may be referenced instead of copied (Calls::sendFrame).
+  bool takesAtOnce(std::size_t len) const { return writing() && writer_.takesAtOnce(len); }
   // Queues a Goodbye behind everything queued; nothing may follow it. An Up
   // link becomes Closing at once; a Dialing one when it attaches.
   void sendGoodbye(wire::GoodbyeMode mode);

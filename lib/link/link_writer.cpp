@@ -13,10 +13,7 @@
 namespace tether::link {
 namespace {
 constexpr auto kBrokenGrace = std::chrono::milliseconds(200);  // LinkWriter::broken
-constexpr std::size_t kMaxGather = 64;                        // frames per sendmsg
-// The most of a partial write that is copied rather than written later from
-// the owners' buffers: a few frames of any size, not a large block twice.
-constexpr std::size_t kCopyLimit = 64 * 1024;
+constexpr std::size_t kMaxGather = 64;                         // frames per sendmsg
 }  // namespace
 
 OutFrame controlFrame(wire::Kind kind, const std::vector<unsigned char>& payload) {
@@ -126,14 +123,16 @@ asio::awaitable<void> LinkWriter::writeRest(std::shared_ptr<Link>, std::vector<a
 void LinkWriter::finish(bool ackOnWire) {
   // Take the frames off the queue before telling their owners: a woken owner
   // may queue more frames or fail (and prune the queue) right away.
-  std::vector<std::pair<Owner*, bool>> done;
+  // At most kMaxGather frames are in flight: their owners fit on the stack.
+  std::array<std::pair<Owner*, bool>, kMaxGather> done;
+  std::size_t owners = 0;
   for (std::size_t i = 0; i < inFlight_; ++i) {
-    if (queue_.front().owner) done.emplace_back(queue_.front().owner, queue_.front().abandoned);
+    if (queue_.front().owner) done[owners++] = {queue_.front().owner, queue_.front().abandoned};
     if (queue_.front().ack && ackOnWire) link_.close_.ackWritten();
     queue_.pop_front();
   }
   inFlight_ = 0;
-  for (auto [owner, abandoned] : done) link_.sink_.onTransferDone(*owner, abandoned);
+  for (std::size_t i = 0; i < owners; ++i) link_.sink_.onTransferDone(*done[i].first, done[i].second);
   link_.closeIfDone();
 }
 

@@ -27,6 +27,11 @@ class Link;
 
 class LinkWriter {
  public:
+  // The most of a partial write that is copied rather than written later from
+  // the owners' buffers: a few frames of any size, or one frame of the default
+  // eager size (64 KiB) with its header, not a large block twice.
+  static constexpr std::size_t kCopyLimit = 64 * 1024 + wire::kHeaderBytes;
+
   LinkWriter(Link& link, boost::asio::io_context& io) : link_(link), brokenTimer_(io) {}
   void push(OutFrame frame) { queue_.push_back(std::move(frame)); }
   // Writes what is queued unless a write is outstanding; tells the sink when idle.
@@ -34,6 +39,10 @@ class LinkWriter {
   // A write is outstanding.
   bool busy() const { return inFlight_ != 0 || !tail_.empty(); }
   bool idle() const { return queue_.empty() && !busy(); }
+  // A frame of `len` payload bytes pushed now is written by start(), or what
+  // the kernel does not take of it copied, before start() returns: nothing is
+  // queued or being written, no write failed, and the frame fits kCopyLimit.
+  bool takesAtOnce(std::size_t len) const { return idle() && !broken_ && wire::kHeaderBytes + len <= kCopyLimit; }
   // Drops the owner's queued frames; returns how many of its frames are being
   // written from its buffer (each ends with onTransferDone(abandoned = true)).
   int abandon(Owner* owner);

@@ -166,6 +166,36 @@ TEST_CASE("when the stream takes only part of a gathered write the rest is copie
   p.endHealthy();
 }
 
+TEST_CASE(
+    "a link takes a frame at once only while nothing is queued or being written and the frame fits the copy "
+    "limit; a frame it takes is off the caller's buffer when enqueue returns",
+    "[unit][link]") {
+  boost::asio::io_context io;
+  LinkedPair p(io, link::MemoryOptions{0, 1000, 13});  // 1,000 bytes in flight, then the writer waits
+  constexpr std::size_t kMost = link::LinkWriter::kCopyLimit - wire::kHeaderBytes;  // 64 KiB
+  CHECK_FALSE(p.a->takesAtOnce(1));                                                 // dialing: queued until attached
+  p.a->attach(p.streamA, true);
+  CHECK(p.a->takesAtOnce(0));
+  CHECK(p.a->takesAtOnce(kMost));
+  CHECK_FALSE(p.a->takesAtOnce(kMost + 1));  // its unwritten rest would stay on the caller's buffer
+
+  auto f = dataFrame(0, kMost);
+  std::vector<unsigned char> caller = std::move(f.owned);
+  f.owned.clear();
+  f.ref = caller.data();
+  TestOwner owner;
+  f.owner = &owner;
+  p.a->enqueue(std::move(f));
+  CHECK(p.sinkA.transfersDone == 1);  // the stream took 1,000 bytes, the rest was copied
+  std::fill(caller.begin(), caller.end(), static_cast<unsigned char>(0xEE));
+  CHECK_FALSE(p.a->takesAtOnce(1));  // the copied rest is being written
+  p.b->attach(p.streamB, false);
+  runUntil(io, [&] { return p.sinkB.frames.size() == 1 && p.a->idle(); });
+  checkInOrder(p.sinkB.frames, 1, [](std::uint32_t) { return kMost; });
+  CHECK(p.a->takesAtOnce(kMost));  // idle again
+  p.endHealthy();
+}
+
 TEST_CASE("the frame reader lands a small payload through its read-ahead and a large one straight in its destination",
           "[unit][link]") {
   // The bytes of two frames, as a stream would deliver them.
