@@ -1,4 +1,4 @@
-// Heap allocations of a steady-state all-gather (issue 24): 8 ranks on
+// Heap allocations of a steady-state all-gather and all-to-all (issue 24): 8 ranks on
 // threads of this process, each a TcpBootstrap over real loopback TCP. The
 // global operator new is replaced by a counting one (every thread), and after
 // a warm-up the allocations of the next calls are counted, all ranks
@@ -69,9 +69,12 @@ constexpr int kWarmup = 200;
 // (ReusedCall then gives it a pair of its own), a few in 16,000.
 constexpr double kMostPerRankPerCall = 0.05;
 
-// Heap allocations per rank per call of `counted` steady-state all-gathers of
-// `bytes` per rank, all ranks together, after kWarmup calls.
-double allocationsPerRankPerCall(std::size_t bytes, int counted) {
+enum class Kind { Allgather, Alltoall };
+
+// Heap allocations per rank per call of `counted` steady-state all-gathers
+// (or all-to-alls) of `bytes` per rank and block, all ranks together, after
+// kWarmup calls.
+double allocationsPerRankPerCall(std::size_t bytes, int counted, Kind kind = Kind::Allgather) {
   const tether::UniqueId id = tether::TcpBootstrap::createUniqueId("127.0.0.1:0");
   std::barrier<> sync(kRanks);
   std::uint64_t before = 0, after = 0;
@@ -83,7 +86,7 @@ double allocationsPerRankPerCall(std::size_t bytes, int counted) {
         tether::TcpOptions o;
         o.timeout = std::chrono::milliseconds(120000);
         tether::TcpBootstrap b(r, kRanks, id, o);
-        std::vector<unsigned char> data(bytes * kRanks);
+        std::vector<unsigned char> data(bytes * kRanks), in(kind == Kind::Alltoall ? bytes * kRanks : 0);
         auto check = [&](int call) {
           for (int p = 0; p < kRanks; ++p) {
             const auto* block = &data[static_cast<std::size_t>(p) * bytes];
@@ -91,10 +94,19 @@ double allocationsPerRankPerCall(std::size_t bytes, int counted) {
               throw std::runtime_error("rank " + std::to_string(r) + ": wrong block from rank " + std::to_string(p));
           }
         };
+        // Rank r's block (to every rank): first byte r + call, last byte r.
         auto call = [&](int i) {
-          data[static_cast<std::size_t>(r) * bytes] = static_cast<unsigned char>(r + i);
-          data[static_cast<std::size_t>(r + 1) * bytes - 1] = static_cast<unsigned char>(r);
-          b.allgather(data.data(), bytes);
+          if (kind == Kind::Allgather) {
+            data[static_cast<std::size_t>(r) * bytes] = static_cast<unsigned char>(r + i);
+            data[static_cast<std::size_t>(r + 1) * bytes - 1] = static_cast<unsigned char>(r);
+            b.allgather(data.data(), bytes);
+            return;
+          }
+          for (int q = 0; q < kRanks; ++q) {
+            in[static_cast<std::size_t>(q) * bytes] = static_cast<unsigned char>(r + i);
+            in[static_cast<std::size_t>(q + 1) * bytes - 1] = static_cast<unsigned char>(r);
+          }
+          b.alltoall(in.data(), data.data(), bytes);
         };
         for (int i = 0; i < kWarmup; ++i) call(i);
         check(kWarmup - 1);
@@ -115,8 +127,9 @@ double allocationsPerRankPerCall(std::size_t bytes, int counted) {
   for (auto& t : ranks) t.join();
   for (const auto& e : errors) REQUIRE(e.empty());
   const double perRankPerCall = static_cast<double>(after - before) / (kRanks * counted);
-  std::printf("heap allocations per rank per %zu B all-gather at %d ranks: %.2f (%llu over %d calls)\n", bytes, kRanks,
-              perRankPerCall, static_cast<unsigned long long>(after - before), counted);
+  std::printf("heap allocations per rank per %zu B %s at %d ranks: %.2f (%llu over %d calls)\n", bytes,
+              kind == Kind::Allgather ? "all-gather" : "all-to-all", kRanks, perRankPerCall,
+              static_cast<unsigned long long>(after - before), counted);
   return perRankPerCall;
 }
 
@@ -132,4 +145,10 @@ TEST_CASE("a steady-state 64-byte all-gather at 8 ranks allocates at most once p
 TEST_CASE("a steady-state all-gather of 8 KiB blocks (64 KiB results) at 8 ranks allocates nothing per frame",
           "[multiproc][allocations]") {
   CHECK(allocationsPerRankPerCall(8192, 500) <= kMostPerRankPerCall);
+}
+
+// The uniform all-to-all's plan is cached like the all-gather's (its blocks
+// follow from the size; no count and displacement arrays per call).
+TEST_CASE("a steady-state 64-byte all-to-all at 8 ranks allocates nothing per call", "[multiproc][allocations]") {
+  CHECK(allocationsPerRankPerCall(64, 2000, Kind::Alltoall) <= kMostPerRankPerCall);
 }

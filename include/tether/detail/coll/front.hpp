@@ -20,13 +20,13 @@ namespace tether {
 namespace detail {
 namespace coll {
 
-// A collective call built from public arguments. It owns what `call.blocks`
-// and `in` point to (moving it keeps them valid; copying is not allowed).
+// A collective call built from public arguments. It owns what `in` points to
+// for an in-place all-to-all (moving it keeps that valid; copying is not
+// allowed); an all-to-all(v)'s `call.blocks` are the caller's arrays.
 struct Prepared {
   Call call;
   const void* in = nullptr;  // the caller's send data (may equal `out`)
   void* out = nullptr;       // the caller's receive buffer
-  std::vector<std::size_t> counts, displs;
   // In-place all-to-all: the blocks to send, copied before any is
   // overwritten by an arriving block. A nonblocking call keeps it until it ends.
   std::vector<unsigned char> keep;
@@ -51,17 +51,13 @@ inline Prepared alltoallCall(int rank, int size, const char* op, const void* sen
                              std::size_t bytesPerRank) {
   args::alltoall(rank, size, send, recv, bytesPerRank, op);
   const auto n = static_cast<std::size_t>(size);
-  Prepared p(Op::Alltoall);
-  p.counts.assign(n, bytesPerRank);
-  p.displs.resize(n);
-  for (std::size_t i = 0; i < n; ++i) p.displs[i] = i * bytesPerRank;
+  Prepared p(Op::Alltoall);  // uniform: call.blocks stays null (alltoall.hpp)
   if (send == recv && bytesPerRank) {
     auto* begin = static_cast<const unsigned char*>(send);
     p.keep.assign(begin, begin + n * bytesPerRank);
     send = p.keep.data();
   }
   p.call.bytes = bytesPerRank;
-  p.call.blocks = Blocks{p.counts.data(), p.displs.data(), p.counts.data(), p.displs.data()};
   p.in = send;
   p.out = recv;
   return p;

@@ -189,7 +189,7 @@ inline const Algorithm kAlgorithms[] = {
     // block, which ranks may disagree on: safe because pairwise and linear
     // post the same frames.
     {Op::Alltoall, "pairwise", [](const Shape& s, const Call& c) { return c.bytes >= s.largeBytes; },
-     [](Plan& p, const Shape&, const Call& c) { alltoallWindowed(p, c.blocks, 1); }},
+     [](Plan& p, const Shape&, const Call& c) { alltoallWindowed(p, c.blocks, c.bytes, 1); }},
     {Op::Alltoall, "tree",
      [](const Shape& s, const Call& c) {
        return c.op == Op::Alltoall && s.cpuBound && alltoallTreeFits(s.size, c.bytes) &&
@@ -199,7 +199,7 @@ inline const Algorithm kAlgorithms[] = {
        if (c.op == Op::Alltoall)
          alltoallTree(p, c.bytes, treeRadix(s));
        else
-         alltoallWindowed(p, c.blocks, p.size());
+         alltoallWindowed(p, c.blocks, c.bytes, p.size());
      }},
     {Op::Alltoall, "leaders",
      [](const Shape& s, const Call& c) {
@@ -209,17 +209,17 @@ inline const Algorithm kAlgorithms[] = {
        if (c.op == Op::Alltoall)
          alltoallLeaders(p, c.bytes);
        else
-         alltoallWindowed(p, c.blocks, p.size());
+         alltoallWindowed(p, c.blocks, c.bytes, p.size());
      }},
     {Op::Alltoall, "bruck", [](const Shape&, const Call& c) { return c.op == Op::Alltoall; },
      [](Plan& p, const Shape&, const Call& c) {
        if (c.op == Op::Alltoall)
          alltoallBruck(p, c.bytes);
        else
-         alltoallWindowed(p, c.blocks, p.size());
+         alltoallWindowed(p, c.blocks, c.bytes, p.size());
      }},
     {Op::Alltoall, "linear", always,
-     [](Plan& p, const Shape&, const Call& c) { alltoallWindowed(p, c.blocks, p.size()); }},
+     [](Plan& p, const Shape&, const Call& c) { alltoallWindowed(p, c.blocks, c.bytes, p.size()); }},
 
     {Op::Broadcast, "pipeline", [](const Shape& s, const Call& c) { return c.bytes >= 4 * s.largeBytes && s.size > 2; },
      [](Plan& p, const Shape& s, const Call& c) { broadcastPipeline(p, c.bytes, c.root, s.chunk); }},
