@@ -105,18 +105,24 @@ void CollectiveRun::finish(std::exception_ptr e) {
 }
 
 const std::vector<dc::Step>& CollectiveRun::plan() {
-  const bool cached = plan_ && !call_.blocks.sendCounts && !planCall_.blocks.sendCounts && planAlgo_ == algo_ &&
-                      sameShape(planShape_, shape_) && planCall_.op == call_.op && planCall_.bytes == call_.bytes &&
-                      planCall_.root == call_.root;
-  if (!cached) {
-    plan_.reset();
-    plan_.emplace(dc::record(*algo_, shape_, call_));
-    planAlgo_ = algo_;
-    planShape_ = shape_;
-    planCall_ = call_;
-    if (scratch_.size() < plan_->scratchBytes()) scratch_.resize(plan_->scratchBytes());
-  }
-  return plan_->steps();
+  ++uses_;
+  if (!call_.blocks.sendCounts)
+    for (CachedPlan& c : plans_)
+      if (c.plan && !c.call.blocks.sendCounts && c.algo == algo_ && sameShape(c.shape, shape_) &&
+          c.call.op == call_.op && c.call.bytes == call_.bytes && c.call.root == call_.root) {
+        c.lastUse = uses_;
+        return c.plan->steps();
+      }
+  CachedPlan& c = *std::min_element(plans_.begin(), plans_.end(),
+                                    [](const CachedPlan& a, const CachedPlan& b) { return a.lastUse < b.lastUse; });
+  c.plan.reset();
+  c.plan.emplace(dc::record(*algo_, shape_, call_));
+  c.algo = algo_;
+  c.shape = shape_;
+  c.call = call_;
+  c.lastUse = uses_;
+  if (scratch_.size() < c.plan->scratchBytes()) scratch_.resize(c.plan->scratchBytes());
+  return c.plan->steps();
 }
 
 // A frame larger than TETHER_MAX_PAYLOAD_BYTES (the largest a receiver

@@ -7,6 +7,7 @@
 // allocates none of them.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -51,7 +52,8 @@ class CollectiveRun final : public Resumable, public std::enable_shared_from_thi
   // Posts until a settle that must wait; finishes the op at the plan's end.
   void step();
   void finish(std::exception_ptr e);
-  // This call's plan (recorded, or the cached one), with scratch_ sized for it.
+  // This call's plan (a cached one, or recorded into the least recently used
+  // entry), with scratch_ sized for it.
   const std::vector<detail::coll::Step>& plan();
   template <class F>
   void forEachPart(std::size_t bytes, F&& f);
@@ -71,12 +73,21 @@ class CollectiveRun final : public Resumable, public std::enable_shared_from_thi
   const void* in_ = nullptr;
   void* out_ = nullptr;
   std::optional<detail::coll::Execution> exec_;
-  // The cached plan: recorded for (planAlgo_, planShape_, planCall_), a call without blocks.
-  const detail::coll::Algorithm* planAlgo_ = nullptr;
-  detail::coll::Shape planShape_;
-  detail::coll::Call planCall_;
-  std::optional<detail::coll::Plan> plan_;
-  std::vector<unsigned char> scratch_;
+  // The plans of the last kPlans kinds of call (algorithm, shape, operation,
+  // size, root), so that calls that alternate (an all-gather and a barrier)
+  // each find theirs; an all-to-all(v)'s is recorded each call (its arrays
+  // may change) and never found.
+  struct CachedPlan {
+    const detail::coll::Algorithm* algo = nullptr;
+    detail::coll::Shape shape;
+    detail::coll::Call call;
+    std::optional<detail::coll::Plan> plan;
+    std::uint64_t lastUse = 0;
+  };
+  static constexpr std::size_t kPlans = 4;
+  std::array<CachedPlan, kPlans> plans_;
+  std::uint64_t uses_ = 0;
+  std::vector<unsigned char> scratch_;  // the largest any of them needs
   std::vector<std::size_t> sendCounts_, sendDispls_, recvCounts_, recvDispls_;
   PostSlot slot_;
 };

@@ -69,6 +69,7 @@ bool OpTable::takeStashed(Op& op, const match::Key& key, void* buf, std::size_t 
   if (key.kind == wire::Kind::P2P) links_.p2pReceived(static_cast<int>(key.src), s->header.length);
   if (s->header.length != len) throw lengthMismatch(rank_, op, static_cast<int>(key.src), s->header, len);
   if (len) std::memcpy(buf, s->payload.data(), len);
+  buffers_.give(std::move(s->payload));
   return true;
 }
 
@@ -108,6 +109,7 @@ bool OpTable::deliver(int src, const wire::FrameHeader& h, std::vector<unsigned 
   if (auto c = claim(src, h)) {  // a receive was posted while the payload was arriving
     if (!c->op) return true;
     if (h.length) std::memcpy(c->buf, payload.data(), h.length);
+    buffers_.give(std::move(payload));
     received(*c->op);
     return true;
   }

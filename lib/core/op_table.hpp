@@ -13,6 +13,7 @@
 #include "base/layer.hpp"
 #include "core/op.hpp"
 #include "core/sequence_guard.hpp"
+#include "core/stash_buffers.hpp"
 #include "match/mailbox.hpp"
 #include "wire/frame.hpp"
 
@@ -79,6 +80,9 @@ class OpTable final : public OpFailer {
   // A referenced send of `op` was written, or (`abandoned`) a transfer it gave up on ended.
   void transferDone(Op& op, bool abandoned);
   match::Mailbox& mailbox() { return mailbox_; }
+  // A buffer for a payload headed for the stash (LinkSink::stashBuffer): one
+  // a receive has emptied, when one is kept.
+  std::vector<unsigned char> stashBuffer(std::size_t length) { return buffers_.take(length); }
 
   // ---- waiting and ending ----
   // Waits until everything the op posted is done, or rethrows its error.
@@ -105,6 +109,7 @@ class OpTable final : public OpFailer {
   const int rank_;
   TransferView& links_;
   match::Mailbox mailbox_;
+  StashBuffers buffers_;     // emptied stash payloads, for the next ones
   std::vector<Op*> active_;  // a few at a time: a vector, no node per call
   // Operations whose wait ended, with their result; resumeWoken swaps them
   // into resuming_, so neither is regrown in steady state.

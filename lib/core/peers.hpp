@@ -119,6 +119,7 @@ class Peers final : public link::LinkSink, public NoticeLinks {
   link::Target onDataHeader(link::Link& link, const wire::FrameHeader& h, bool mayWait) override {
     return p_.traffic.onDataHeader(link, h, mayWait);
   }
+  std::vector<unsigned char> stashBuffer(std::size_t length) override { return p_.ops.stashBuffer(length); }
   void onDataComplete(link::Link& link, const wire::FrameHeader& h, const link::Target& t,
                       std::vector<unsigned char>&& stashed) override {
     p_.traffic.onDataComplete(link, h, t, std::move(stashed));

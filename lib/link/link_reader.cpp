@@ -44,7 +44,7 @@ int LinkReader::abandon(Owner* owner) {
 void LinkReader::place(const Target& t, std::size_t length) {
   target_ = t;
   payload_.clear();
-  if (t.where == Target::Where::Stash) payload_.resize(length);
+  if (t.where == Target::Where::Stash) payload_ = link_.sink_.stashBuffer(length);
   frames_.expect(t.where == Target::Where::Posted  ? static_cast<unsigned char*>(t.buf)
                  : t.where == Target::Where::Stash ? payload_.data()
                                                    : nullptr);

@@ -36,6 +36,10 @@ class LinkSink {
   // A data frame's header arrived; its payload follows. Wait is allowed only
   // with `mayWait`; after unpark() the link asks again.
   virtual Target onDataHeader(Link& link, const wire::FrameHeader& h, bool mayWait) = 0;
+  // A buffer of `length` bytes for the payload of a frame headed for the
+  // stash (Target::Stash); it comes back in onDataComplete's `stashed`. The
+  // owner may hand out a buffer it kept from an earlier stashed payload.
+  virtual std::vector<unsigned char> stashBuffer(std::size_t length) { return std::vector<unsigned char>(length); }
   // The payload is in place (Posted), in `stashed` (Stash), or was dropped.
   virtual void onDataComplete(Link& link, const wire::FrameHeader& h, const Target& t,
                               std::vector<unsigned char>&& stashed) = 0;
