@@ -61,9 +61,10 @@ struct TcpOptions {
   int keepaliveIdleS = 0, keepaliveIntervalS = 0, keepaliveCount = 0;
   // Sends up to this many bytes return at once (written, or copied when they
   // must wait behind other frames); larger ones are sent from the caller's
-  // buffer, which the call holds until they are written (0: 64 KiB; no variable). Either waits
-  // while the peer has not received TETHER_P2P_WINDOW_BYTES of this rank's
-  // messages (docs/design.md, "Bounded point-to-point").
+  // buffer, which the call holds until they are written (0: 64 KiB; no
+  // variable). Either waits while the peer has not received
+  // TETHER_P2P_WINDOW_BYTES of this rank's messages (docs/design.md,
+  // "Bounded point-to-point").
   std::size_t eagerBytes = 0;
   // Where this host runs no more ranks of the world than it has cores, a
   // blocking call polls the event loop this many microseconds before it

@@ -1,9 +1,9 @@
 // Buffers for the copies of small frames (a send that must wait behind other
 // frames on its link, copied instead of referenced, Calls::sendFrame), reused
 // once the link that wrote one has dropped it: a copied send allocates
-// nothing in steady state. At most
-// kBuffers of at most kMaxBytes are kept; a larger copy, or one while all
-// are queued, gets a buffer of its own. Progress thread only.
+// nothing in steady state. At most kBuffers of at most kMaxBytes are kept; a
+// larger copy, or one while all are queued, gets a buffer of its own.
+// Progress thread only.
 #pragma once
 
 #include <cstddef>

@@ -1,8 +1,8 @@
 // Buffers for stashed payloads (a data frame that arrived before its
 // receive was posted), kept for the next one once a receive has taken the
 // payload out: a steady state of early frames (a broadcast's, a gather's)
-// allocates nothing. Buffers of at most kMaxBytes are kept, at most
-// kKeptBytes of them in all; a larger one, or one past that, is freed.
+// allocates nothing. Buffers of at most kMaxBytes are kept, at most kBuffers
+// of them and kKeptBytes in all; a larger one, or one past either, is freed.
 // Progress thread only.
 #pragma once
 
@@ -20,6 +20,7 @@ class StashBuffers {
  public:
   static constexpr std::size_t kMaxBytes = 64 * 1024;
   static constexpr std::size_t kKeptBytes = 1024 * 1024;
+  static constexpr std::size_t kBuffers = 256;  // so that take() looks at a few hundred at most
 
   // A buffer of `length` bytes: the most recently kept one large enough
   // (the frames of a run of calls have the same sizes), else a new one.
@@ -40,7 +41,7 @@ class StashBuffers {
   // A payload taken out of its buffer: kept for take() if there is room.
   void give(std::vector<unsigned char>&& b) {
     const std::size_t bytes = b.capacity();
-    if (bytes == 0 || bytes > kMaxBytes || keptBytes_ + bytes > kKeptBytes) return;
+    if (bytes == 0 || bytes > kMaxBytes || keptBytes_ + bytes > kKeptBytes || kept_.size() == kBuffers) return;
     b.clear();
     kept_.push_back(std::move(b));
     keptBytes_ += bytes;

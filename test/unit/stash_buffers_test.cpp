@@ -26,7 +26,7 @@ TEST_CASE("an emptied stash buffer holds the next payload it is large enough for
   CHECK(buffers.take(0).capacity() == 0);  // an empty payload takes nothing
 }
 
-TEST_CASE("stash buffers keep at most 1 MiB, and none larger than 64 KiB", "[unit][core]") {
+TEST_CASE("stash buffers keep at most 1 MiB and 256 buffers, and none larger than 64 KiB", "[unit][core]") {
   StashBuffers buffers;
   buffers.give(std::vector<unsigned char>(StashBuffers::kMaxBytes + 1));
   CHECK(buffers.keptBytes() == 0);
@@ -35,4 +35,8 @@ TEST_CASE("stash buffers keep at most 1 MiB, and none larger than 64 KiB", "[uni
   CHECK(buffers.keptBytes() >= StashBuffers::kKeptBytes - StashBuffers::kMaxBytes);
   for (int i = 0; i < 100; ++i) buffers.give(std::vector<unsigned char>(64));
   CHECK(buffers.keptBytes() <= StashBuffers::kKeptBytes);
+
+  StashBuffers small;
+  for (int i = 0; i < 1000; ++i) small.give(std::vector<unsigned char>(8));
+  CHECK(small.keptBytes() == StashBuffers::kBuffers * 8);
 }
