@@ -1,4 +1,5 @@
-// Heap allocations of a steady-state all-gather and all-to-all (issue 24): 8 ranks on
+// Heap allocations of steady-state collectives (issue 24): all-gathers of
+// small and 8 KiB blocks, an all-to-all, a broadcast with a barrier. 8 ranks on
 // threads of this process, each a TcpBootstrap over real loopback TCP. The
 // global operator new is replaced by a counting one (every thread), and after
 // a warm-up the allocations of the next calls are counted, all ranks
@@ -154,7 +155,7 @@ TEST_CASE("a steady-state 64-byte all-gather at 8 ranks allocates at most once p
 }
 
 // Blocks of 8 KiB: every frame (a block, or the 64 KiB result) is larger than
-// the small-copy buffers and still copied-and-forgotten in size (eagerBytes).
+// the 4 KiB copy buffers and no larger than eagerBytes (a send not waited for).
 TEST_CASE("a steady-state all-gather of 8 KiB blocks (64 KiB results) at 8 ranks allocates nothing per frame",
           "[multiproc][allocations]") {
   CHECK(allocationsPerRankPerCall(8192, 500) <= kMostPerRankPerCall);
