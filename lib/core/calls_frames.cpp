@@ -36,8 +36,8 @@ void Calls::sendFrame(Op& op, int dst, const wire::FrameHeader& h, const void* p
   // A large payload is referenced (the op waits until it is written), and so
   // is a small one the link takes at once (written, or its rest copied, before
   // enqueue returns); a small one that would wait in the queue is copied, so
-  // the call need not wait for the frames ahead of it.
-  if (reference && (h.length > cfg_.eagerBytes || (!held && link->takesAtOnce(h.length)))) {
+  // the call need not wait for the frames ahead of it. An empty one is neither.
+  if (reference && h.length && (h.length > cfg_.eagerBytes || (!held && link->takesAtOnce(h.length)))) {
     f.ref = payload;
     f.owner = &op;
     ++op.outstanding;
