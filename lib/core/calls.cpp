@@ -5,8 +5,6 @@
 #include <unistd.h>
 
 #include <boost/asio/bind_allocator.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <algorithm>
@@ -29,7 +27,7 @@ void Calls::checkProcess(const std::string& opName) const {
 }
 
 void Calls::checkStart(const Op& op) const {
-  checkProcess(op.name());
+  checkProcess(op);
   if (p_.closed.load())
     throw Error(ErrorCode::InvalidArgument, fmt::format("rank {}: {}: the bootstrap was closed", rank(), op.name()),
                 rank());
@@ -37,21 +35,6 @@ void Calls::checkStart(const Op& op) const {
     if (op.counters) op.counters->aborts.fetch_add(1, std::memory_order_relaxed);
     throw p_.abort.abortedError(op.name());
   }
-}
-
-std::shared_ptr<Completion> Calls::start(const std::shared_ptr<Op>& op, Body body) {
-  checkStart(*op);
-  auto done = std::make_shared<Completion>();
-  op->began = Clock::now();
-  asio::post(p_.io, [this, op, body = std::move(body), done]() mutable {
-    if (p_.abort.handled()) {
-      if (op->counters) op->counters->aborts.fetch_add(1, std::memory_order_relaxed);
-      return done->complete(std::make_exception_ptr(p_.abort.abortedError(op->name())));
-    }
-    p_.ops.add(*op);
-    asio::co_spawn(p_.io, runOp(op, std::move(body), done), asio::detached);
-  });
-  return done;
 }
 
 void Calls::startRun(Op& op, Resumable& run, PostSlot& slot) {
@@ -68,20 +51,6 @@ void Calls::startRun(Op& op, Resumable& run, PostSlot& slot) {
   // At once on this thread when no thread runs the loop (no epoll_wait(0)
   // before it, as a posted start has), else posted.
   if (!p_.driver.runIfFree(begin)) asio::post(p_.io, asio::bind_allocator(slot.allocator(), begin));
-}
-
-// The op ends inside its own coroutine, not in co_spawn's completion handler:
-// the driver resumes operations between handlers, outside the io_context's
-// run(), where that handler would be posted (one more trip through the
-// event loop, an extra epoll_wait per call) instead of run at once.
-asio::awaitable<void> Calls::runOp(std::shared_ptr<Op> op, Body body, std::shared_ptr<Completion> done) {
-  std::exception_ptr e;
-  try {
-    co_await body(*op);
-  } catch (...) {
-    e = std::current_exception();
-  }
-  finishOp(*op, e, done);
 }
 
 void Calls::finishOp(Op& op, std::exception_ptr e, const std::shared_ptr<Completion>& done) {
@@ -101,7 +70,7 @@ std::chrono::milliseconds probeBudget(Calls::Clock::duration callTime) {
 }  // namespace
 
 void Calls::wait(const std::shared_ptr<Op>& op, Completion& done, Clock::time_point deadline) {
-  checkProcess(op->name());
+  checkProcess(*op);
   if (!p_.driver.waitUntil(done, deadline)) {
     const auto budget = probeBudget(deadline - op->began);
     asio::post(p_.io, [this, op, budget] { p_.probe.timeOut(op, p_.ops, p_.life.joined() && !p_.life.closing(), budget); });
@@ -122,7 +91,7 @@ void Calls::expireAt(const std::shared_ptr<Op>& op, Clock::time_point deadline) 
 }
 
 bool Calls::cancel(const std::shared_ptr<Op>& op) {
-  checkProcess(op->name());
+  checkProcess(*op);
   auto answer = std::make_shared<Completion>();
   auto cancelled = std::make_shared<bool>(false);
   asio::post(p_.io, [this, op, answer, cancelled] {
@@ -145,8 +114,8 @@ bool Calls::cancel(const std::shared_ptr<Op>& op) {
   return *cancelled;
 }
 
-// The op's coroutine returned (e == nullptr) or threw. A coroutine that
-// returned has had every frame it posted delivered; a failure recorded after
+// The op's run reached its end (e == nullptr) or failed. A run that reached
+// its end has had every frame it posted delivered; a failure recorded after
 // its last settle completed (an abort notice read from the same socket right
 // behind its last frame, while its resumption was queued) does not undo that.
 void Calls::endOp(Op& op, std::exception_ptr& e) {

@@ -1,15 +1,15 @@
 // Calls: the engine's glue, one job: a call's operation from its start to its
-// end. It starts an operation on the progress thread (a coroutine, or a
-// CollectiveRun), waits for it with its deadline, cancels it, and ends it;
+// end. It starts an operation's run on the progress thread (OpRun: a
+// CollectiveRun or a PointRun), waits for it with its deadline, cancels it,
+// and ends it;
 // in between the operation sends frames (through the point-to-point window,
 // SendWindow, onto the link Peers gives) and posts receives (OpTable), and
 // a lost peer's operations fail here. It is the OpTable's TransferView and
 // Peers' PeerTraffic (the data frames the links read). Calling threads use
-// start, startRun, wait, poll, expireAt and cancel; the rest runs on the
-// progress thread.
+// startRun, wait, poll, expireAt and cancel; the rest runs on the progress
+// thread.
 #pragma once
 
-#include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <atomic>
 #include <chrono>
@@ -46,7 +46,6 @@ namespace tether {
 class Calls final : public TransferView, public PeerTraffic {
  public:
   using Clock = std::chrono::steady_clock;
-  using Body = std::function<boost::asio::awaitable<void>(Op&)>;
   // What Calls needs of the other units; held by reference.
   struct Parts {
     boost::asio::io_context& io;
@@ -74,14 +73,16 @@ class Calls final : public TransferView, public PeerTraffic {
   bool forked() const { return fds::processId() != creator_; }
   // Throws Error{InvalidArgument} naming both processes when forked().
   void checkProcess(const std::string& opName) const;
+  // The same for `op`, whose name is built only then.
+  void checkProcess(const Op& op) const {
+    if (forked()) checkProcess(op.name());
+  }
 
   // ---- calling threads ----
-  // Starts `body` as the op's coroutine; its end is reported on the result.
-  std::shared_ptr<Completion> start(const std::shared_ptr<Op>& op, Body body);
-  // start() for an operation without a coroutine (CollectiveRun): on the
-  // progress thread the op is registered and `run` resumed with nullptr, or,
-  // if the world aborted meanwhile, with that error (the op not registered).
-  // The post's memory is `slot`'s.
+  // Starts an operation's run (OpRun::launch): on the progress thread the op
+  // is registered and `run` resumed with nullptr, or, if the world aborted
+  // meanwhile, with that error (the op not registered). The post's memory is
+  // `slot`'s. Throws when the call cannot start (forked, closed, aborted).
   void startRun(Op& op, Resumable& run, PostSlot& slot);
   // The op's work returned (e == nullptr) or threw: it ends, and `done`
   // completes with e once no link uses its buffers.
@@ -111,9 +112,8 @@ class Calls final : public TransferView, public PeerTraffic {
   void sendFrame(Op& op, int dst, const wire::FrameHeader& h, const void* payload, bool reference);
   // Posts a receive under `key` (key.src is a world rank).
   void postRecv(Op& op, const match::Key& key, void* buf, std::size_t len);
-  // Waits until everything the op posted is done, or rethrows its error.
-  boost::asio::awaitable<void> settle(Op& op) { return p_.ops.settle(op); }
-  // settle() for a run without a coroutine (OpTable::settleOrResume).
+  // True if everything the op posted is done (rethrows its error), else
+  // `run` is resumed once it is (OpTable::settleOrResume).
   bool settleOrResume(Op& op, Resumable& run) { return p_.ops.settleOrResume(op, run); }
   // The op starts as collective op.coll of `seq`'s communicator.
   void beginCollective(CollectiveSeq& seq, Op& op);
@@ -140,7 +140,6 @@ class Calls final : public TransferView, public PeerTraffic {
  private:
   int rank() const { return cfg_.rank; }
   void checkStart(const Op& op) const;
-  boost::asio::awaitable<void> runOp(std::shared_ptr<Op> op, Body body, std::shared_ptr<Completion> done);
   void endOp(Op& op, std::exception_ptr& e);
 
   const WorldConfig& cfg_;

@@ -74,7 +74,9 @@ void Calls::onCredit(int peer, std::uint64_t bytes) {
 void Calls::p2pReceived(int src, std::uint64_t bytes) {
   if (src == rank()) return;
   const std::uint64_t credit = p_.window.received(src, bytes);
-  if (credit > 0 && !p_.life.closing()) p_.peers.sendControlTo(src, wire::Kind::Credit, wire::encodeCredit(credit));
+  if (credit == 0 || p_.life.closing()) return;
+  const auto b = wire::encodeCredit(credit);  // into a reused buffer: no allocation per credit
+  p_.peers.sendControlTo(src, wire::Kind::Credit, p_.payloads.copy(b.data(), b.size()));
 }
 
 std::string Calls::windowNote(const Op& op) const {

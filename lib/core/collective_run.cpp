@@ -24,7 +24,6 @@ bool sameShape(const dc::Shape& a, const dc::Shape& b) {
 void CollectiveRun::start(World& w, const Group& g, std::shared_ptr<Op> op, std::shared_ptr<Completion> done,
                           const dc::Algorithm& algo, const dc::Shape& shape, const dc::Call& call, const void* in,
                           void* out) {
-  calls_ = &w.calls();
   maxPayload_ = std::max<std::uint64_t>(1, w.config().maxPayload);
   g_ = &g;
   algo_ = &algo;
@@ -42,66 +41,13 @@ void CollectiveRun::start(World& w, const Group& g, std::shared_ptr<Op> op, std:
     recvDispls_.assign(call.blocks.recvDispls, call.blocks.recvDispls + n);
     call_.blocks = dc::Blocks{sendCounts_.data(), sendDispls_.data(), recvCounts_.data(), recvDispls_.data()};
   }
-  op_ = std::move(op);
-  done_ = std::move(done);
-  begun_ = false;
-  busy_.store(true, std::memory_order_relaxed);
-  self_ = shared_from_this();
-  try {
-    calls_->startRun(*op_, *this, slot_);
-  } catch (...) {
-    op_.reset();
-    done_.reset();
-    busy_.store(false, std::memory_order_release);
-    self_.reset();  // the caller holds another reference
-    throw;
-  }
+  launch(w.calls(), std::move(op), std::move(done), shared_from_this());
 }
 
-void CollectiveRun::resume(std::exception_ptr e) {
-  if (!begun_) {
-    begun_ = true;
-    if (e) {  // the world aborted before the op was registered
-      auto done = std::move(done_);
-      op_.reset();
-      auto self = std::move(self_);
-      busy_.store(false, std::memory_order_release);
-      done->complete(e);
-      return;
-    }
-    try {
-      calls_->beginCollective(*op_->seq, *op_);
-      const auto& steps = plan();  // sizes scratch_ first
-      exec_.emplace(steps, in_, out_, scratch_.data());
-    } catch (...) {
-      return finish(std::current_exception());
-    }
-    return step();
-  }
-  if (e) return finish(e);
-  step();
-}
-
-void CollectiveRun::step() {
-  try {
-    while (exec_->next(*this))
-      if (!calls_->settleOrResume(*op_, *this)) return;  // resume() goes on
-  } catch (...) {
-    return finish(std::current_exception());
-  }
-  finish(nullptr);
-}
-
-// Releases the call's objects before its caller learns the result: the
-// caller may start the next call on this run at once.
-void CollectiveRun::finish(std::exception_ptr e) {
-  exec_.reset();
-  Calls* calls = calls_;
-  auto op = std::move(op_);
-  auto done = std::move(done_);
-  auto self = std::move(self_);
-  busy_.store(false, std::memory_order_release);
-  calls->finishOp(*op, e, done);
+void CollectiveRun::begin() {
+  calls_->beginCollective(*op_->seq, *op_);
+  const auto& steps = plan();  // sizes scratch_ first
+  exec_.emplace(steps, in_, out_, scratch_.data());
 }
 
 const std::vector<dc::Step>& CollectiveRun::plan() {

@@ -1,25 +1,19 @@
-// One collective call driven without a coroutine: the plan's steps are
-// posted up to each settle, and the run resumes when the op's wait ends
-// (OpTable::wake, then resumeWoken between handlers). A communicator keeps
-// one run and reuses it call after call (its Op and Completion leased from
-// the communicator's ReusedCall), with the recorded plan (cached per
-// algorithm, shape and size) and the scratch memory, so a steady-state call
-// allocates none of them.
+// One collective call driven without a coroutine (OpRun): the plan's steps
+// are posted up to each settle. A communicator keeps one run and reuses it
+// call after call (its Op and Completion leased from the communicator's
+// ReusedCall), with the recorded plans (cached per algorithm, shape and size)
+// and the scratch memory, so a steady-state call allocates none of them.
 #pragma once
 
 #include <array>
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <exception>
 #include <memory>
 #include <optional>
 #include <vector>
 
 #include "base/layer.hpp"
-#include "core/completion.hpp"
-#include "core/op.hpp"
-#include "core/post_slot.hpp"
+#include "core/op_run.hpp"
 #include "tether/detail/coll/execute.hpp"
 #include "tether/detail/coll/table.hpp"
 
@@ -27,45 +21,34 @@ TETHER_LAYER(6, "core");
 
 namespace tether {
 
-class Calls;
 class World;
 struct Group;
 
-class CollectiveRun final : public Resumable, public std::enable_shared_from_this<CollectiveRun> {
+class CollectiveRun final : public OpRun, public std::enable_shared_from_this<CollectiveRun> {
  public:
   // Starts `op` (a collective of `g`, registered by the caller) running
   // `algo` for `call` on the progress thread; `done` completes when it ends.
-  // `call.blocks` is copied. Throws as Calls::start does.
+  // `call.blocks` is copied. Throws as Calls::startRun does.
   void start(World& w, const Group& g, std::shared_ptr<Op> op, std::shared_ptr<Completion> done,
              const detail::coll::Algorithm& algo, const detail::coll::Shape& shape, const detail::coll::Call& call,
              const void* in, void* out);
-  // Idle: its last call has ended (it may start the next). Any thread.
-  bool idle() const { return !busy_.load(std::memory_order_acquire); }
-
-  void resume(std::exception_ptr e) override;
-
   // The plan executor's transport (tether/detail/coll/execute.hpp).
   void postSend(int peer, std::uint32_t step, const void* data, std::size_t bytes);
   void postRecv(int peer, std::uint32_t step, void* data, std::size_t bytes);
 
  private:
-  // Posts until a settle that must wait; finishes the op at the plan's end.
-  void step();
-  void finish(std::exception_ptr e);
+  // Sequences the collective, records or finds its plan.
+  void begin() override;
+  bool next() override { return exec_->next(*this); }
+  void ended() override { exec_.reset(); }
   // This call's plan (a cached one, or recorded into the least recently used
   // entry), with scratch_ sized for it.
   const std::vector<detail::coll::Step>& plan();
   template <class F>
   void forEachPart(std::size_t bytes, F&& f);
 
-  Calls* calls_ = nullptr;        // w.calls()
   std::uint64_t maxPayload_ = 1;  // w.config().maxPayload: larger frames are sent in parts
   const Group* g_ = nullptr;
-  std::shared_ptr<Op> op_;
-  std::shared_ptr<Completion> done_;
-  std::shared_ptr<CollectiveRun> self_;  // alive until the call ends
-  std::atomic<bool> busy_{false};
-  bool begun_ = false;
   // This call's.
   const detail::coll::Algorithm* algo_ = nullptr;
   detail::coll::Shape shape_;
@@ -89,7 +72,6 @@ class CollectiveRun final : public Resumable, public std::enable_shared_from_thi
   std::uint64_t uses_ = 0;
   std::vector<unsigned char> scratch_;  // the largest any of them needs
   std::vector<std::size_t> sendCounts_, sendDispls_, recvCounts_, recvDispls_;
-  PostSlot slot_;
 };
 
 }  // namespace tether

@@ -23,20 +23,6 @@ namespace tether {
 namespace asio = boost::asio;
 namespace dc = detail::coll;
 
-namespace {
-
-asio::awaitable<void> sendBody(Calls* w, Op* op, int dst, wire::FrameHeader h, const void* data) {
-  w->sendFrame(*op, dst, h, data, /*reference=*/true);
-  co_await w->settle(*op);
-}
-
-asio::awaitable<void> recvBody(Calls* w, Op* op, match::Key key, void* data, std::size_t bytes) {
-  w->postRecv(*op, key, data, bytes);
-  co_await w->settle(*op);
-}
-
-}  // namespace
-
 Communicator::Communicator(std::shared_ptr<World> world)
     : world_(std::move(world)), timeoutMs_(world_->config().timeout.count()) {
   const World& w = *world_;
@@ -83,60 +69,65 @@ void Communicator::setTimeout(std::chrono::milliseconds t) {
 
 World::Clock::time_point Communicator::deadline() const { return detail::core::deadlineAfter(timeout()); }
 
-namespace {
+// A point-to-point call's op and completion: the kept pair of `kept`, with
+// the kept `run`, once nothing else holds them (an earlier call's request or
+// stall probe may), or a pair and run of its own.
+Communicator::PointCall Communicator::leasePoint(ReusedCall& kept, const std::shared_ptr<PointRun>& run, Op::Kind kind,
+                                                 int peer, int tag) {
+  PointCall c;
+  if (auto lease = kept.lease(kind, group_.comm, peer, tag)) {
+    c.op = std::move(lease->op);
+    c.done = std::move(lease->done);
+    c.run = run;  // its last call ended before its op was let go
+  } else {
+    c.op = std::make_shared<Op>(kind, group_.comm, peer, tag);
+    c.done = std::make_shared<Completion>();
+    c.run = std::make_shared<PointRun>();
+  }
+  c.op->counters = counters_;
+  counters_->call(kind == Op::Kind::Send ? CommCounters::kSend : CommCounters::kRecv);
+  return c;
+}
 
-std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> launchSend(World& world, const Group& g,
-                                                                       const std::shared_ptr<CommCounters>& counters,
-                                                                       const void* data, std::size_t bytes, int peer,
-                                                                       int tag) {
+Communicator::PointCall Communicator::launchSend(const void* data, std::size_t bytes, int peer, int tag) {
   wire::FrameHeader h;
   h.kind = wire::Kind::P2P;
-  h.comm = g.comm;
+  h.comm = group_.comm;
   h.tag = static_cast<std::uint32_t>(tag);
   h.length = bytes;
-  auto op = std::make_shared<Op>(Op::Kind::Send, g.comm, peer, tag);
-  op->counters = counters;
-  counters->call(CommCounters::kSend);
-  Calls* w = &world.calls();
-  int dst = g.worldRanks[peer];
-  auto done = w->start(op, [w, dst, h, data](Op& o) { return sendBody(w, &o, dst, h, data); });
-  return {op, done};
+  PointCall c = leasePoint(*sendCall_, sendRun_, Op::Kind::Send, peer, tag);
+  c.run->startSend(world_->calls(), c.op, c.done, group_.worldRanks[peer], h, data);
+  return c;
 }
 
-std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> launchRecv(World& world, const Group& g,
-                                                                       const std::shared_ptr<CommCounters>& counters,
-                                                                       void* data, std::size_t bytes, int peer,
-                                                                       int tag) {
-  match::Key key{
-      static_cast<std::uint32_t>(g.worldRanks[peer]), g.comm, wire::Kind::P2P, 0, 0, static_cast<std::uint32_t>(tag)};
-  auto op = std::make_shared<Op>(Op::Kind::Recv, g.comm, peer, tag);
-  op->counters = counters;
-  counters->call(CommCounters::kRecv);
-  Calls* w = &world.calls();
-  auto done = w->start(op, [w, key, data, bytes](Op& o) { return recvBody(w, &o, key, data, bytes); });
-  return {op, done};
+Communicator::PointCall Communicator::launchRecv(void* data, std::size_t bytes, int peer, int tag) {
+  match::Key key;  // kind P2P, collective id and step 0
+  key.src = static_cast<std::uint32_t>(group_.worldRanks[peer]);
+  key.comm = group_.comm;
+  key.tag = static_cast<std::uint32_t>(tag);
+  PointCall c = leasePoint(*recvCall_, recvRun_, Op::Kind::Recv, peer, tag);
+  c.run->startRecv(world_->calls(), c.op, c.done, key, data, bytes);
+  return c;
 }
-
-}  // namespace
 
 void Communicator::send(const void* data, std::size_t bytes, int peer, int tag) {
-  auto [op, done] = launchSend(*world_, group_, counters_, data, bytes, peer, tag);
-  world_->calls().wait(op, *done, deadline());
+  PointCall c = launchSend(data, bytes, peer, tag);
+  world_->calls().wait(c.op, *c.done, deadline());
 }
 
 void Communicator::recv(void* data, std::size_t bytes, int peer, int tag) {
-  auto [op, done] = launchRecv(*world_, group_, counters_, data, bytes, peer, tag);
-  world_->calls().wait(op, *done, deadline());
+  PointCall c = launchRecv(data, bytes, peer, tag);
+  world_->calls().wait(c.op, *c.done, deadline());
 }
 
 std::unique_ptr<Request::Impl> Communicator::startSend(const void* data, std::size_t bytes, int peer, int tag) {
-  auto [op, done] = launchSend(*world_, group_, counters_, data, bytes, peer, tag);
-  return makeRequest(shared_from_this(), op, done, {});
+  PointCall c = launchSend(data, bytes, peer, tag);
+  return makeRequest(shared_from_this(), c.op, c.done, {});
 }
 
 std::unique_ptr<Request::Impl> Communicator::startRecv(void* data, std::size_t bytes, int peer, int tag) {
-  auto [op, done] = launchRecv(*world_, group_, counters_, data, bytes, peer, tag);
-  return makeRequest(shared_from_this(), op, done, {});
+  PointCall c = launchRecv(data, bytes, peer, tag);
+  return makeRequest(shared_from_this(), c.op, c.done, {});
 }
 
 std::unique_ptr<Request::Impl> Communicator::startCollective(dc::Prepared call) {

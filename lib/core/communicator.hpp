@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/layer.hpp"
+#include "core/point_run.hpp"
 #include "core/reused_call.hpp"
 #include "core/world.hpp"
 #include "tether/detail/call_slot.hpp"
@@ -87,6 +88,16 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
                                                                                detail::coll::Call call, const void* in,
                                                                                void* out);
   World::Clock::time_point deadline() const;
+  // A send's or a receive's op, completion and run (communicator.cpp).
+  struct PointCall {
+    std::shared_ptr<Op> op;
+    std::shared_ptr<Completion> done;
+    std::shared_ptr<PointRun> run;
+  };
+  PointCall leasePoint(ReusedCall& kept, const std::shared_ptr<PointRun>& run, Op::Kind kind, int peer, int tag);
+  // Starts the send (receive); throws as Calls::startRun does.
+  PointCall launchSend(const void* data, std::size_t bytes, int peer, int tag);
+  PointCall launchRecv(void* data, std::size_t bytes, int peer, int tag);
 
   std::shared_ptr<World> world_;
   Group group_;
@@ -107,6 +118,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // call once nothing else holds them (launchCollective).
   ReusedCall::Kept call_ = ReusedCall::make();
   std::shared_ptr<CollectiveRun> run_;
+  // The same for blocking and nonblocking sends, and receives: one of each
+  // kept (concurrent calls beyond that get their own).
+  ReusedCall::Kept sendCall_ = ReusedCall::make(), recvCall_ = ReusedCall::make();
+  const std::shared_ptr<PointRun> sendRun_ = std::make_shared<PointRun>(), recvRun_ = std::make_shared<PointRun>();
 };
 
 }  // namespace tether

@@ -3,14 +3,12 @@
 // a reference for cancellation.
 #pragma once
 
-#include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdint>
 #include <exception>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,8 +22,8 @@ TETHER_LAYER(6, "core");
 namespace tether {
 
 struct CommCounters;  // observe.hpp
-// An operation driven without a coroutine (CollectiveRun): resumed, with
-// the op's error or nullptr, once the wait it began has ended.
+// An operation's run (OpRun: a collective, a send or a receive): resumed,
+// with the op's error or nullptr, once the wait it began has ended.
 class Resumable {
  public:
   virtual void resume(std::exception_ptr e) = 0;
@@ -36,8 +34,6 @@ class Resumable {
 
 class Op : public link::Owner {
  public:
-  using Waiter = boost::asio::any_completion_handler<void(std::exception_ptr)>;
-
   enum class Kind { Collective, Send, Recv };
 
   // A collective: `code` is its wire::OpCode, `coll` its collective id;
@@ -56,30 +52,30 @@ class Op : public link::Owner {
   // A finished collective's op, ready for the next call of its communicator
   // (its memory kept): collective `coll` of wire::OpCode `code`.
   void restart(std::uint64_t nextColl, std::uint32_t nextCode) {
+    clear();
     coll = nextColl;
     code = nextCode;
-    outstanding = draining = 0;
-    error = nullptr;
-    waiter.reset();
-    resumer = nullptr;
-    posted.clear();
-    active = false;
-    afterDrain = nullptr;
-    deadline.reset();
+  }
+  // A finished point-to-point op, ready for the next send or receive (`kind`)
+  // of its communicator.
+  void restart(Kind kind, int peer, int tag) {
+    clear();
+    kind_ = kind;
+    peer_ = peer;
+    tag_ = tag;
   }
 
   const std::uint64_t comm;
   std::uint64_t coll;  // 0 for point-to-point
   std::uint32_t code;  // wire::OpCode of a collective, 0 for point-to-point
 
-  // When the call started (Calls::start; set before the progress thread sees the op).
+  // When the call started (Calls::startRun; set before the progress thread sees the op).
   std::chrono::steady_clock::time_point began{};
 
   // Progress-thread state.
   int outstanding = 0;             // receives posted + referenced sends unwritten
   std::exception_ptr error;        // first failure; ends the operation
-  std::optional<Waiter> waiter;    // the coroutine waiting in settle(), or
-  Resumable* resumer = nullptr;    // the run waiting (CollectiveRun)
+  Resumable* resumer = nullptr;    // the run waiting in settleOrResume
   std::vector<match::Key> posted;  // receives still in the mailbox
   bool active = false;             // registered with the world
   // A collective's group as world ranks (empty for point-to-point): losing any
@@ -98,9 +94,19 @@ class Op : public link::Owner {
   std::unique_ptr<boost::asio::steady_timer> deadline;
 
  private:
-  const Kind kind_;
+  void clear() {
+    outstanding = draining = 0;
+    error = nullptr;
+    resumer = nullptr;
+    posted.clear();
+    active = false;
+    afterDrain = nullptr;
+    deadline.reset();
+  }
+
+  Kind kind_;
   const bool child_ = false;
-  const int peer_ = -1, tag_ = -1;
+  int peer_ = -1, tag_ = -1;
 };
 
 }  // namespace tether

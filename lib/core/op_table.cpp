@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <boost/asio/async_result.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <algorithm>
 #include <cstring>
 #include <utility>
@@ -13,8 +11,6 @@
 namespace tether {
 
 namespace failures = detail::core::failures;
-
-namespace asio = boost::asio;
 
 std::string Op::name() const {
   switch (kind_) {
@@ -133,26 +129,14 @@ void OpTable::transferDone(Op& op, bool abandoned) {
   received(op);
 }
 
-asio::awaitable<void> OpTable::settle(Op& op) {
-  if (op.error) std::rethrow_exception(op.error);
-  if (op.outstanding == 0) co_return;
-  co_await asio::async_initiate<const asio::use_awaitable_t<>&, void(std::exception_ptr)>(
-      [&op](auto handler) { op.waiter.emplace(std::move(handler)); }, asio::use_awaitable);
-}
-
-// Schedules the operation's coroutine to resume once the handler running now
+// Schedules the operation's run to resume once the handler running now
 // (a link's read or write completion, a timer) has returned: the driver runs
 // resumeWoken between handlers. Never on a link's stack or in the middle of a
 // frame, and without a trip through the event loop's queue (which would cost
 // an extra epoll_wait per message).
 void OpTable::wake(Op& op) {
-  if ((!op.waiter && !op.resumer) || (!op.error && op.outstanding > 0)) return;
-  if (op.resumer) {
-    woken_.push_back(Woken{Op::Waiter(), std::exchange(op.resumer, nullptr), op.error});
-    return;
-  }
-  woken_.push_back(Woken{std::move(*op.waiter), nullptr, op.error});
-  op.waiter.reset();
+  if (!op.resumer || (!op.error && op.outstanding > 0)) return;
+  woken_.push_back(Woken{std::exchange(op.resumer, nullptr), op.error});
 }
 
 bool OpTable::settleOrResume(Op& op, Resumable& r) {
@@ -171,12 +155,7 @@ void OpTable::resumeWoken() {
   } done{inResume_};
   while (!woken_.empty()) {
     resuming_.swap(woken_);
-    for (auto& w : resuming_) {
-      if (w.resumer)
-        w.resumer->resume(w.error);
-      else
-        std::move(w.waiter)(w.error);
-    }
+    for (auto& w : resuming_) w.resumer->resume(w.error);
     resuming_.clear();
   }
 }

@@ -3,7 +3,6 @@
 // Progress thread only.
 #pragma once
 
-#include <boost/asio/awaitable.hpp>
 #include <exception>
 #include <optional>
 #include <string>
@@ -85,12 +84,10 @@ class OpTable final : public OpFailer {
   std::vector<unsigned char> stashBuffer(std::size_t length) { return buffers_.take(length); }
 
   // ---- waiting and ending ----
-  // Waits until everything the op posted is done, or rethrows its error.
-  boost::asio::awaitable<void> settle(Op& op);
-  // Waits like settle() for a run without a coroutine: true if the op is
-  // done (or failed: rethrows) now, else `r` is resumed once it is.
+  // Waits until everything the op posted is done: true if it is (or it
+  // failed: rethrows) now, else run `r` is resumed once it is.
   bool settleOrResume(Op& op, Resumable& r);
-  // Queues the op's waiter if its wait ended; resumeWoken runs them (the
+  // Queues the op's run if its wait ended; resumeWoken resumes them (the
   // driver calls it between handlers: never on a link's stack).
   void wake(Op& op);
   void resumeWoken();
@@ -114,8 +111,7 @@ class OpTable final : public OpFailer {
   // Operations whose wait ended, with their result; resumeWoken swaps them
   // into resuming_, so neither is regrown in steady state.
   struct Woken {
-    Op::Waiter waiter;              // a coroutine's, or
-    Resumable* resumer = nullptr;  // a run's
+    Resumable* resumer = nullptr;
     std::exception_ptr error;
   };
   std::vector<Woken> woken_, resuming_;

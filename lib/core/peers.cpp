@@ -77,12 +77,22 @@ void Peers::sendControl(Link& link, wire::Kind kind, const std::vector<unsigned 
   link.enqueue(link::controlFrame(kind, payload));
 }
 
-bool Peers::sendControlTo(int peer, wire::Kind kind, const std::vector<unsigned char>& payload) {
-  if (peer < 0 || peer >= cfg_.nranks || peer == cfg_.rank) return false;
+std::shared_ptr<Link> Peers::controlLink(int peer) {
+  if (peer < 0 || peer >= cfg_.nranks || peer == cfg_.rank) return nullptr;
   auto l = linkFor(peer);
-  if (!l || l->goodbyeSent()) return false;
-  sendControl(*l, kind, payload);
-  return true;
+  return l && !l->goodbyeSent() ? l : nullptr;
+}
+
+bool Peers::sendControlTo(int peer, wire::Kind kind, const std::vector<unsigned char>& payload) {
+  auto l = controlLink(peer);
+  if (l) sendControl(*l, kind, payload);
+  return l != nullptr;
+}
+
+bool Peers::sendControlTo(int peer, wire::Kind kind, wire::SharedBytes payload) {
+  auto l = controlLink(peer);
+  if (l) l->enqueue(link::controlFrame(kind, std::move(payload)));
+  return l != nullptr;
 }
 
 void Peers::goodbyeFinal(Link& link) {

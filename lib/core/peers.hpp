@@ -89,6 +89,8 @@ class Peers final : public link::LinkSink, public NoticeLinks {
   void enforceBudget();
   // To `peer` over its current link, dialling if needed; false if it is gone.
   bool sendControlTo(int peer, wire::Kind kind, const std::vector<unsigned char>& payload);
+  // The same with a payload shared (a reused buffer, PayloadPool's).
+  bool sendControlTo(int peer, wire::Kind kind, wire::SharedBytes payload);
   // Goodbye on every current link (close()); a link still dialling is failed
   // instead when `failDialing(peer)`.
   void sayGoodbye(const std::function<bool(int peer)>& failDialing);
@@ -109,6 +111,9 @@ class Peers final : public link::LinkSink, public NoticeLinks {
   bool departed(int peer) const override;
 
  private:
+  // The current link to `peer` for a control frame (dialled if needed); null
+  // if `peer` is this rank, out of range, gone, or told goodbye.
+  std::shared_ptr<link::Link> controlLink(int peer);
   void dial(int peer);
   void sendControl(link::Link& link, wire::Kind kind, const std::vector<unsigned char>& payload);
   // A peer's stall probe asks where this rank is.

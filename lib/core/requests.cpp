@@ -37,7 +37,7 @@ class OpRequest final : public Request::Impl {
   }
 
   bool test() override {
-    comm_->world().checkProcess(op_->name());
+    comm_->world().calls().checkProcess(*op_);
     if (!comm_->world().calls().poll(*done_, deadline_)) return false;
     finish();
     return true;
@@ -45,7 +45,7 @@ class OpRequest final : public Request::Impl {
 
   void wait(std::chrono::milliseconds timeout) override {
     const auto until = detail::core::waitDeadline(comm_->rank(), op_->name(), timeout, comm_->timeout());
-    comm_->world().checkProcess(op_->name());
+    comm_->world().calls().checkProcess(*op_);
     if (!done_->isDone()) {
       try {
         comm_->world().calls().wait(op_, *done_, until);

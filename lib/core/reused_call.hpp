@@ -1,6 +1,6 @@
-// A communicator's collective call — its Op and Completion — kept and handed
-// out call after call without allocating, and reused only when no other
-// thread can still touch it.
+// A communicator's call — a collective's, a send's or a receive's: its Op and
+// Completion — kept and handed out call after call without allocating, and
+// reused only when no other thread can still touch it.
 //
 // Each call leases the pair as two shared_ptrs (the op, and the completion
 // aliasing the same owner) whose one control block lives inside this object
@@ -50,18 +50,21 @@ class ReusedCall {
   // `comm`, `child` as Op's), or nothing while an earlier lease is out (the
   // caller then allocates a pair of its own).
   std::optional<Lease> lease(std::uint64_t comm, std::uint64_t coll, std::uint32_t code, bool child) {
-    State expected = State::Free;
-    if (!state_.compare_exchange_strong(expected, State::Leased, std::memory_order_acquire,
-                                        std::memory_order_relaxed))
-      return std::nullopt;
+    if (!take()) return std::nullopt;
     if (op_)
       op_->restart(coll, code);
     else
       op_.emplace(comm, coll, code, child);
-    done_.reset();
-    std::shared_ptr<Op> op(&*op_, [](Op*) {}, InPlace<Op>{this});
-    std::shared_ptr<Completion> done(op, &done_);  // the same control block
-    return Lease{std::move(op), std::move(done)};
+    return pair();
+  }
+  // The same for a send or a receive (`kind`) of communicator `comm`.
+  std::optional<Lease> lease(Op::Kind kind, std::uint64_t comm, int peer, int tag) {
+    if (!take()) return std::nullopt;
+    if (op_)
+      op_->restart(kind, peer, tag);
+    else
+      op_.emplace(kind, comm, peer, tag);
+    return pair();
   }
 
  private:
@@ -69,6 +72,19 @@ class ReusedCall {
 
   ReusedCall() = default;
   ~ReusedCall() = default;
+
+  bool take() {
+    State expected = State::Free;
+    return state_.compare_exchange_strong(expected, State::Leased, std::memory_order_acquire,
+                                          std::memory_order_relaxed);
+  }
+  Lease pair() {
+    done_.reset();
+    std::shared_ptr<Op> op(
+        &*op_, [](Op*) {}, InPlace<Op>{this});
+    std::shared_ptr<Completion> done(op, &done_);  // the same control block
+    return Lease{std::move(op), std::move(done)};
+  }
 
   // The control block's storage; deallocate() is the block's last access.
   template <class T>

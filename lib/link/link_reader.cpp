@@ -55,9 +55,12 @@ void LinkReader::deliver(const wire::FrameHeader& h) {
   if (isData(h)) {
     const Target t = std::exchange(target_, Target{});
     l.sink_.onDataComplete(l, h, t, std::move(payload_));
-  } else if (h.kind == wire::Kind::Goodbye) {
+    payload_.clear();
+    return;
+  }
+  if (h.kind == wire::Kind::Goodbye) {
     try {
-      l.onGoodbyeFrame(payload_);
+      l.onGoodbyeFrame(control_);
     } catch (const std::invalid_argument& e) {
       l.fail(std::string("malformed goodbye: ") + e.what());
     }
@@ -65,9 +68,9 @@ void LinkReader::deliver(const wire::FrameHeader& h) {
     l.close_.ackRead();
     l.closeIfDone();
   } else {
-    l.sink_.onControlFrame(l, h, std::move(payload_));
+    l.sink_.onControlFrame(l, h, std::move(control_));  // moved out only by the rendezvous' frames
   }
-  payload_.clear();
+  control_.clear();
 }
 
 asio::awaitable<void> LinkReader::run(std::shared_ptr<Link>) {
@@ -84,8 +87,8 @@ asio::awaitable<void> LinkReader::run(std::shared_ptr<Link>) {
         if (s == FrameReader::Step::Payload) {
           deliver(h);
         } else if (!isData(h)) {
-          payload_.resize(h.length);
-          frames_.expect(payload_.data());
+          control_.resize(h.length);
+          frames_.expect(control_.data());
         } else {
           Target t = l.sink_.onDataHeader(l, h, true);
           // A large frame whose receive is not posted yet may be parked

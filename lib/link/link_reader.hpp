@@ -51,7 +51,10 @@ class LinkReader {
   Link& link_;
   FrameReader frames_;
   Target target_;                       // the data frame's payload's place
-  std::vector<unsigned char> payload_;  // a control frame's payload, or a stashed one
+  std::vector<unsigned char> payload_;  // a stashed data frame's payload
+  // A control frame's payload: kept for the next one (a credit, a heartbeat),
+  // since payload_'s buffer goes to the stash with each stashed frame.
+  std::vector<unsigned char> control_;
   Owner* draining_ = nullptr;           // abandoned owner whose buffer a running read uses
   std::optional<wire::FrameHeader> parked_;
   bool unparked_ = false, stashParked_ = false;

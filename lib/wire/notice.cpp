@@ -86,10 +86,9 @@ StatusAnswer decodeStatusAnswer(const std::vector<unsigned char>& b) {
   return m;
 }
 
-std::vector<unsigned char> encodeCredit(std::uint64_t bytes) {
-  std::vector<unsigned char> out;
-  ByteWriter w(out);
-  w.u64(bytes);
+std::array<unsigned char, kCreditBytes> encodeCredit(std::uint64_t bytes) {
+  std::array<unsigned char, kCreditBytes> out{};
+  le::store(out.data(), bytes);
   return out;
 }
 

@@ -6,6 +6,8 @@
 // docs/wire-protocol.md.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -63,7 +65,9 @@ std::vector<unsigned char> encode(const AbortNotice& m);
 std::vector<unsigned char> encode(const StatusQuery& m);
 std::vector<unsigned char> encode(const StatusAnswer& m);
 // Credit: the cost (payload + per-message cost) of point-to-point messages received.
-std::vector<unsigned char> encodeCredit(std::uint64_t bytes);
+// Fixed size, so that a credit is encoded without a vector.
+constexpr std::size_t kCreditBytes = 8;
+std::array<unsigned char, kCreditBytes> encodeCredit(std::uint64_t bytes);
 // Throw std::out_of_range / std::invalid_argument on malformed input.
 AbortNotice decodeAbortNotice(const std::vector<unsigned char>& b);
 StatusQuery decodeStatusQuery(const std::vector<unsigned char>& b);

@@ -1,5 +1,6 @@
-// Heap allocations of steady-state collectives (issue 24): all-gathers of
-// small and 8 KiB blocks, an all-to-all, a broadcast with a barrier. 8 ranks on
+// Heap allocations of steady-state calls (issue 24): all-gathers of small and
+// 8 KiB blocks, an all-to-all, a broadcast with a barrier, blocking sends and
+// receives around a ring. 8 ranks on
 // threads of this process, each a TcpBootstrap over real loopback TCP. The
 // global operator new is replaced by a counting one (every thread), and after
 // a warm-up the allocations of the next calls are counted, all ranks
@@ -70,12 +71,13 @@ constexpr int kWarmup = 200;
 // (ReusedCall then gives it a pair of its own), a few in 16,000.
 constexpr double kMostPerRankPerCall = 0.05;
 
-enum class Kind { Allgather, Alltoall, Broadcast };
+enum class Kind { Allgather, Alltoall, Broadcast, Ring };
 
 // Heap allocations per rank per call of `counted` steady-state all-gathers
 // (all-to-alls, broadcasts from rank 0 of kRanks blocks each followed by a
-// barrier) of `bytes` per rank and block, all ranks together, after kWarmup
-// calls.
+// barrier; blocking sends of one block to the next rank and receives from the
+// previous one) of `bytes` per rank and block, all ranks together, after
+// kWarmup calls.
 double allocationsPerRankPerCall(std::size_t bytes, int counted, Kind kind = Kind::Allgather) {
   const tether::UniqueId id = tether::TcpBootstrap::createUniqueId("127.0.0.1:0");
   std::barrier<> sync(kRanks);
@@ -91,6 +93,7 @@ double allocationsPerRankPerCall(std::size_t bytes, int counted, Kind kind = Kin
         std::vector<unsigned char> data(bytes * kRanks), in(kind == Kind::Alltoall ? bytes * kRanks : 0);
         auto check = [&](int call) {
           for (int p = 0; p < kRanks; ++p) {
+            if (kind == Kind::Ring && p != r && p != (r + kRanks - 1) % kRanks) continue;  // not sent here
             const auto* block = &data[static_cast<std::size_t>(p) * bytes];
             if (block[0] != static_cast<unsigned char>(p + call) || block[bytes - 1] != static_cast<unsigned char>(p))
               throw std::runtime_error("rank " + std::to_string(r) + ": wrong block from rank " + std::to_string(p));
@@ -102,6 +105,14 @@ double allocationsPerRankPerCall(std::size_t bytes, int counted, Kind kind = Kin
             data[static_cast<std::size_t>(r) * bytes] = static_cast<unsigned char>(r + i);
             data[static_cast<std::size_t>(r + 1) * bytes - 1] = static_cast<unsigned char>(r);
             b.allgather(data.data(), bytes);
+            return;
+          }
+          if (kind == Kind::Ring) {  // block r goes to rank r + 1; block r - 1 comes from rank r - 1
+            const int next = (r + 1) % kRanks, prev = (r + kRanks - 1) % kRanks;
+            data[static_cast<std::size_t>(r) * bytes] = static_cast<unsigned char>(r + i);
+            data[static_cast<std::size_t>(r + 1) * bytes - 1] = static_cast<unsigned char>(r);
+            b.send(&data[static_cast<std::size_t>(r) * bytes], bytes, next, i % 3);
+            b.recv(&data[static_cast<std::size_t>(prev) * bytes], bytes, prev, i % 3);
             return;
           }
           if (kind == Kind::Broadcast) {
@@ -140,9 +151,10 @@ double allocationsPerRankPerCall(std::size_t bytes, int counted, Kind kind = Kin
   for (const auto& e : errors) REQUIRE(e.empty());
   const double perRankPerCall = static_cast<double>(after - before) / (kRanks * counted);
   std::printf("heap allocations per rank per %zu B %s at %d ranks: %.2f (%llu over %d calls)\n", bytes,
-              kind == Kind::Allgather  ? "all-gather"
-              : kind == Kind::Alltoall ? "all-to-all"
-                                       : "broadcast",
+              kind == Kind::Allgather   ? "all-gather"
+              : kind == Kind::Alltoall  ? "all-to-all"
+              : kind == Kind::Broadcast ? "broadcast"
+                                        : "send and receive",
               kRanks, perRankPerCall, static_cast<unsigned long long>(after - before), counted);
   return perRankPerCall;
 }
@@ -175,4 +187,12 @@ TEST_CASE("a steady-state 64-byte all-to-all at 8 ranks allocates nothing per ca
 TEST_CASE("a steady-state broadcast of 512 bytes and a barrier at 8 ranks allocate nothing per call",
           "[multiproc][allocations]") {
   CHECK(allocationsPerRankPerCall(64, 2000, Kind::Broadcast) <= kMostPerRankPerCall);
+}
+
+// A blocking send and receive run without a coroutine, their op and
+// completion reused call after call (PointRun, ReusedCall), as a
+// collective's are. Three tags in turn: each is a key of its own.
+TEST_CASE("a steady-state blocking send and receive of 2 KiB around a ring of 8 ranks allocate nothing per call",
+          "[multiproc][allocations]") {
+  CHECK(allocationsPerRankPerCall(2048, 2000, Kind::Ring) <= kMostPerRankPerCall);
 }

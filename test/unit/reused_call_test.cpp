@@ -2,9 +2,11 @@
 // Completion are leased to one call at a time, without allocating, and taken
 // again only after the last holder released them; an owner destroyed while a
 // lease is out leaves the deletion to that last holder (ASan checks the
-// memory in the sanitized builds).
+// memory in the sanitized builds). A send's or receive's kept op is restarted
+// with the next call's kind, peer and tag.
 #include <catch2/catch.hpp>
 
+#include <stdexcept>
 #include <thread>
 
 #include "core/reused_call.hpp"
@@ -40,4 +42,29 @@ TEST_CASE("an owner gone while a lease is out: the last holder deletes the kept 
   lease->done->complete(nullptr);
   std::thread([l = std::move(lease)]() mutable { l.reset(); }).join();
   SUCCEED("no leak, no use after free (ASan)");
+}
+
+TEST_CASE("a kept send or receive is leased again as the next call's, named for its peer and tag", "[unit][core]") {
+  using Kind = tether::Op::Kind;
+  auto kept = ReusedCall::make();
+  auto first = kept->lease(Kind::Send, 7, 1, 2);
+  REQUIRE(first);
+  CHECK(first->op->kind() == Kind::Send);
+  CHECK(first->op->comm == 7);
+  CHECK(first->op->name() == "send to rank 1 tag 2");
+  CHECK(!kept->lease(Kind::Send, 7, 3, 4));  // still out
+  first->op->posted.push_back(tether::match::Key{});
+  first->op->outstanding = 1;
+  first->op->error = std::make_exception_ptr(std::runtime_error("the last call failed"));
+  tether::Op* const where = first->op.get();
+  first.reset();
+  auto second = kept->lease(Kind::Recv, 7, 3, 4);
+  REQUIRE(second);
+  CHECK(second->op.get() == where);
+  CHECK(second->op->kind() == Kind::Recv);
+  CHECK(second->op->name() == "recv from rank 3 tag 4");
+  CHECK(second->op->posted.empty());  // nothing of the last call is left
+  CHECK(second->op->outstanding == 0);
+  CHECK(!second->op->error);
+  CHECK(!second->done->isDone());
 }
