@@ -13,7 +13,6 @@
 namespace tether::link {
 namespace {
 constexpr auto kBrokenGrace = std::chrono::milliseconds(200);  // LinkWriter::broken
-constexpr std::size_t kMaxGather = 64;                         // frames per sendmsg
 }  // namespace
 
 OutFrame controlFrame(wire::Kind kind, const std::vector<unsigned char>& payload) {
@@ -45,7 +44,12 @@ void LinkWriter::start() {
     bool ack = false;
     for (std::size_t i = 0; i < n; ++i) {
       const auto& f = queue_[i];
-      bufs[nbufs++] = asio::const_buffer(f.header.data(), f.header.size());
+      // The header is written from the writer's own copy: a frame's slot in
+      // the queue moves when the queue grows, which it may while the rest of
+      // this write is written from the frames (writeRest). Its payload does
+      // not move (the caller's buffer, a shared or owned vector's storage).
+      headers_[i] = f.header;
+      bufs[nbufs++] = asio::const_buffer(headers_[i].data(), headers_[i].size());
       if (f.len)
         bufs[nbufs++] = asio::const_buffer(f.ref ? f.ref : f.shared ? f.shared->data() : f.owned.data(), f.len);
       total += f.header.size() + f.len;

@@ -11,6 +11,7 @@
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <array>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,6 +32,7 @@ class LinkWriter {
   // the owners' buffers: a few frames of any size, or one frame of the default
   // eager size (64 KiB) with its header, not a large block twice.
   static constexpr std::size_t kCopyLimit = 64 * 1024 + wire::kHeaderBytes;
+  static constexpr std::size_t kMaxGather = 64;  // frames per sendmsg
 
   LinkWriter(Link& link, boost::asio::io_context& io) : link_(link), brokenTimer_(io) {}
   void push(OutFrame frame) { queue_.push_back(std::move(frame)); }
@@ -62,6 +64,7 @@ class LinkWriter {
   Link& link_;
   FrameQueue queue_;
   std::size_t inFlight_ = 0;          // frames at the front of queue_ being written now
+  std::array<wire::HeaderBytes, kMaxGather> headers_{};  // their headers, where the write reads them
   std::vector<unsigned char> tail_;   // the copied rest of a partial write, being written
   bool tailHasAck_ = false;           // the GoodbyeAck ends tail_
   bool broken_ = false;               // a write failed; the read side ends the link (or brokenTimer_ does)

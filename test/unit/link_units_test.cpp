@@ -166,6 +166,33 @@ TEST_CASE("when the stream takes only part of a gathered write the rest is copie
   p.endHealthy();
 }
 
+// The rest of a gathered write past the copy limit is written later from the
+// frames themselves; frames queued meanwhile grow the queue, which moves the
+// frames' slots. Before 2026-12-06 the write read the headers from those
+// slots: freed memory went on the wire (a peer's "bad magic", or EFAULT from
+// sendmsg once the old slots were unmapped), found by a broadcast root
+// running 64 MiB ahead of its peer.
+TEST_CASE("frames queued while the rest of a large gathered write is written from the frames, growing the queue, "
+          "arrive intact and in order",
+          "[unit][link]") {
+  boost::asio::io_context io;
+  LinkedPair p(io, link::MemoryOptions{0, 1000, 17});  // 1,000 bytes in flight, then the writer waits
+  constexpr std::size_t kLen = 2048;
+  constexpr std::uint32_t kFirst = 64, kMore = 1000;
+  p.a->attach(p.streamA, true);
+  p.b->attach(p.streamB, false);
+  // The first frame is written at once (its rest copied); the next 63 wait,
+  // then go as one gathered write of ~130 KiB, past the copy limit.
+  for (std::uint32_t i = 0; i < kFirst; ++i) p.a->enqueue(dataFrame(i, kLen));
+  runUntil(io, [&] { return p.sinkB.frames.size() >= 2; });  // that write is under way
+  REQUIRE(p.sinkB.frames.size() < kFirst);
+  for (std::uint32_t i = kFirst; i < kFirst + kMore; ++i) p.a->enqueue(dataFrame(i, kLen));
+  runUntil(io, [&] { return p.sinkB.frames.size() >= kFirst + kMore || !p.sinkB.downs.empty(); });
+  REQUIRE(p.sinkB.downs.empty());
+  checkInOrder(p.sinkB.frames, kFirst + kMore, [](std::uint32_t) { return kLen; });
+  p.endHealthy();
+}
+
 TEST_CASE(
     "a link takes a frame at once only while nothing is queued or being written and the frame fits the copy "
     "limit; a frame it takes is off the caller's buffer when enqueue returns",
