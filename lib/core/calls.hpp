@@ -2,8 +2,8 @@
 // end. It starts an operation's run on the progress thread (OpRun: a
 // CollectiveRun or a PointRun), waits for it with its deadline, cancels it,
 // and ends it;
-// in between the operation sends frames (through the point-to-point window,
-// SendWindow, onto the link Peers gives) and posts receives (OpTable), and
+// in between the operation sends frames (through the send windows,
+// SendWindows, onto the link Peers gives) and posts receives (OpTable), and
 // a lost peer's operations fail here. It is the OpTable's TransferView and
 // Peers' PeerTraffic (the data frames the links read). Calling threads use
 // startRun, wait, poll, expireAt and cancel; the rest runs on the progress
@@ -52,7 +52,7 @@ class Calls final : public TransferView, public PeerTraffic {
     Driver& driver;
     OpTable& ops;
     SequenceGuard& sequences;
-    SendWindow& window;
+    SendWindows& windows;
     PayloadPool& payloads;
     LinkTable& table;
     Peers& peers;
@@ -126,7 +126,7 @@ class Calls final : public TransferView, public PeerTraffic {
   link::Target onDataHeader(link::Link& link, const wire::FrameHeader& h, bool mayWait) override;
   void onDataComplete(link::Link& link, const wire::FrameHeader& h, const link::Target& t,
                       std::vector<unsigned char>&& stashed) override;
-  void onCredit(int peer, std::uint64_t bytes) override;
+  void onCredit(int peer, wire::Kind data, std::uint64_t comm, std::uint64_t bytes) override;
   void failOpsOfPeer(int peer, bool gone, bool graceful, link::Link& link) override;
 
   // TransferView
@@ -134,13 +134,15 @@ class Calls final : public TransferView, public PeerTraffic {
   void unparkAll() override;
   int queuedFor(const Op& op) const override;
   std::string windowNote(const Op& op) const override;
-  void p2pReceived(int src, std::uint64_t bytes) override;
+  void frameReceived(int src, const wire::FrameHeader& h) override;
   std::string describeRank(int worldRank) const override { return p_.peers.describeRank(worldRank); }
 
  private:
   int rank() const { return cfg_.rank; }
   void checkStart(const Op& op) const;
   void endOp(Op& op, std::exception_ptr& e);
+  // The window that counts a data frame of `h` to or from `peer`, and its lane.
+  std::pair<SendWindow*, Lane> windowOf(int peer, const wire::FrameHeader& h) const;
 
   const WorldConfig& cfg_;
   Parts p_;

@@ -1,5 +1,5 @@
 // Calls (calls.hpp): where operations meet links: sending a frame (through
-// the point-to-point window), posting a receive, the data frames the links
+// the send windows), posting a receive, the data frames the links
 // read (handed to the operation table and the sequence guard), failing the
 // operations of a lost peer, and the OpTable's view of the transfers.
 #include <fmt/format.h>
@@ -29,10 +29,12 @@ void Calls::sendFrame(Op& op, int dst, const wire::FrameHeader& h, const void* p
   link::OutFrame f;
   wire::encodeHeader(h, f.header.data());
   f.len = h.length;
-  // Past the window (dst has not received enough of our messages), a
-  // point-to-point frame waits here, not in the stream, so collective and
-  // control frames pass it; the send waits with it until dst returns credit.
-  const bool held = h.kind == wire::Kind::P2P && !p_.window.admit(dst, h.length);
+  // Past its window (dst has not received enough of our point-to-point
+  // messages, or of this communicator's collective frames), a frame waits
+  // here, not in the stream, so other frames pass it; its call waits with it
+  // until dst returns credit.
+  const auto [window, lane] = windowOf(dst, h);
+  const bool held = window && !window->admit(lane, h.length);
   // A large payload is referenced (the op waits until it is written), and so
   // is a small one the link takes at once (written, or its rest copied, before
   // enqueue returns); a small one that would wait in the queue is copied, so
@@ -49,16 +51,24 @@ void Calls::sendFrame(Op& op, int dst, const wire::FrameHeader& h, const void* p
       f.owner = &op;
       ++op.outstanding;
     }
-    log::trace(rank(), "hold {} to rank {}: {} bytes not received there", h, dst, p_.window.unreceived(dst));
-    p_.window.hold(dst, std::move(f));
+    log::trace(rank(), "hold {} to rank {}: {} bytes not received there", h, dst, window->unreceived(lane));
+    window->hold(lane, std::move(f));
     return;
   }
   link->enqueue(std::move(f));
 }
 
-void Calls::onCredit(int peer, std::uint64_t bytes) {
+std::pair<SendWindow*, Lane> Calls::windowOf(int peer, const wire::FrameHeader& h) const {
+  if (peer == rank()) return {nullptr, Lane(peer)};
+  if (h.kind == wire::Kind::P2P) return {&p_.windows.p2p, Lane(peer)};
+  if (h.kind == wire::Kind::Collective) return {&p_.windows.coll, Lane(peer, h.comm)};
+  return {nullptr, Lane(peer)};
+}
+
+void Calls::onCredit(int peer, wire::Kind data, std::uint64_t comm, std::uint64_t bytes) {
   if (p_.life.closing()) return;  // the sends it held have failed
-  auto ready = p_.window.credit(peer, bytes);
+  auto& window = data == wire::Kind::Collective ? p_.windows.coll : p_.windows.p2p;
+  auto ready = window.credit(Lane(peer, comm), bytes);
   if (ready.empty()) return;
   auto link = p_.peers.linkFor(peer);
   for (auto& f : ready) {
@@ -71,32 +81,53 @@ void Calls::onCredit(int peer, std::uint64_t bytes) {
   }
 }
 
-void Calls::p2pReceived(int src, std::uint64_t bytes) {
-  if (src == rank()) return;
-  const std::uint64_t credit = p_.window.received(src, bytes);
+void Calls::frameReceived(int src, const wire::FrameHeader& h) {
+  const auto [window, lane] = windowOf(src, h);
+  if (!window) return;
+  const std::uint64_t credit = window->received(lane, h.length);
   if (credit == 0 || p_.life.closing()) return;
-  const auto b = wire::encodeCredit(credit);  // into a reused buffer: no allocation per credit
-  p_.peers.sendControlTo(src, wire::Kind::Credit, p_.payloads.copy(b.data(), b.size()));
+  // Into a reused buffer: no allocation per credit.
+  if (h.kind == wire::Kind::P2P) {
+    const auto b = wire::encodeCredit(credit);
+    p_.peers.sendControlTo(src, wire::Kind::Credit, p_.payloads.copy(b.data(), b.size()));
+  } else {
+    const auto b = wire::encode(wire::CollectiveCredit{h.comm, credit});
+    p_.peers.sendControlTo(src, wire::Kind::CollectiveCredit, p_.payloads.copy(b.data(), b.size()));
+  }
 }
 
 std::string Calls::windowNote(const Op& op) const {
-  const int peer = p_.window.heldFor(&op);
-  if (peer < 0) return "";
-  return fmt::format(": it has not yet received {} bytes of this rank's point-to-point messages, the most it may "
-                     "hold (TETHER_P2P_WINDOW_BYTES={}, counting each message's payload plus {} bytes)",
-                     p_.window.unreceived(peer), p_.window.bytes(), SendWindow::kMessageCost);
+  if (const auto lane = p_.windows.p2p.heldFor(&op))
+    return fmt::format(
+        ": it has not yet received {} bytes of this rank's point-to-point messages, the most it may "
+        "hold (TETHER_P2P_WINDOW_BYTES={}, counting each message's payload plus {} bytes)",
+        p_.windows.p2p.unreceived(*lane), p_.windows.p2p.bytes(), SendWindow::kMessageCost);
+  if (const auto lane = p_.windows.coll.heldFor(&op))
+    return fmt::format(
+        ": it has not yet received {} bytes of this rank's collective frames on this communicator, "
+        "the most it may hold ({} bytes, counting each frame's payload plus {} bytes): it has not "
+        "yet entered the collectives this rank ran ahead into",
+        p_.windows.coll.unreceived(*lane), p_.windows.coll.bytes(), SendWindow::kMessageCost);
+  return "";
 }
 
 void Calls::failHeldSends() {
-  for (link::Owner* o : p_.window.ownersHeld()) {
-    Op& op = *static_cast<Op*>(o);
-    p_.ops.failOp(op, std::make_exception_ptr(Error(
-                        ErrorCode::InvalidArgument,
-                        fmt::format("rank {}: {}: the bootstrap was closed while the send waited for its peer to "
-                                    "receive earlier messages (TETHER_P2P_WINDOW_BYTES={})",
-                                    rank(), op.name(), p_.window.bytes()),
-                        rank())));
-  }
+  for (const SendWindow* w : {&p_.windows.p2p, &p_.windows.coll})
+    for (link::Owner* o : w->ownersHeld()) {
+      Op& op = *static_cast<Op*>(o);
+      const std::string waited =
+          w == &p_.windows.p2p
+              ? fmt::format("the send waited for its peer to receive earlier messages (TETHER_P2P_WINDOW_BYTES={})",
+                            w->bytes())
+              : fmt::format(
+                    "the collective waited for a peer to receive its earlier frames (at most {} bytes of "
+                    "them on one communicator)",
+                    w->bytes());
+      p_.ops.failOp(
+          op, std::make_exception_ptr(Error(
+                  ErrorCode::InvalidArgument,
+                  fmt::format("rank {}: {}: the bootstrap was closed while {}", rank(), op.name(), waited), rank())));
+    }
 }
 
 void Calls::postRecv(Op& op, const match::Key& key, void* buf, std::size_t len) {
@@ -135,10 +166,11 @@ void Calls::failOpsOfPeer(int p, bool gone, bool graceful, link::Link& link) {
       if (waits || member) affected.push_back(op);
     }
   auto owners = link.ownersWithQueuedFrames();
-  if (gone) {  // sends waiting for p's credit cannot go any more
-    for (link::Owner* o : p_.window.ownersHeldFor(p)) owners.push_back(o);
-    p_.window.forget(p);
-  }
+  if (gone)  // sends waiting for p's credit cannot go any more
+    for (SendWindow* w : {&p_.windows.p2p, &p_.windows.coll}) {
+      for (link::Owner* o : w->ownersHeldFor(p)) owners.push_back(o);
+      w->forget(p);
+    }
   for (link::Owner* o : owners) {
     Op* op = static_cast<Op*>(o);
     if (std::find(affected.begin(), affected.end(), op) == affected.end()) affected.push_back(op);
@@ -205,7 +237,8 @@ void Calls::onDataComplete(link::Link& link, const wire::FrameHeader& h, const l
 // ---- TransferView (for the operation table) ----
 
 int Calls::abandonTransfers(Op& op) {
-  p_.window.drop(&op);  // waiting for credit: nothing in a stream yet
+  p_.windows.p2p.drop(&op);  // waiting for credit: nothing in a stream yet
+  p_.windows.coll.drop(&op);
   int held = 0;
   p_.table.forEach([&](link::Link& l) { held += l.abandon(&op); });
   return held;
@@ -216,8 +249,9 @@ void Calls::unparkAll() {
 }
 
 int Calls::queuedFor(const Op& op) const {
-  int peer = p_.window.heldFor(&op);
-  if (peer >= 0) return peer;
+  for (const SendWindow* w : {&p_.windows.p2p, &p_.windows.coll})
+    if (const auto lane = w->heldFor(&op)) return lane->peer;
+  int peer = -1;
   p_.table.forEach([&](const link::Link& l) {
     auto owners = l.ownersWithQueuedFrames();
     if (peer < 0 && std::find(owners.begin(), owners.end(), &op) != owners.end()) peer = l.peer();

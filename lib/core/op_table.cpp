@@ -62,7 +62,7 @@ bool OpTable::awaits(int peer) const {
 bool OpTable::takeStashed(Op& op, const match::Key& key, void* buf, std::size_t len) {
   auto s = mailbox_.takeStashed(key);
   if (!s) return false;
-  if (key.kind == wire::Kind::P2P) links_.p2pReceived(static_cast<int>(key.src), s->header.length);
+  links_.frameReceived(static_cast<int>(key.src), s->header);
   if (s->header.length != len) throw lengthMismatch(rank_, op, static_cast<int>(key.src), s->header, len);
   if (len) std::memcpy(buf, s->payload.data(), len);
   buffers_.give(std::move(s->payload));
@@ -79,7 +79,7 @@ std::optional<OpTable::Claim> OpTable::claim(int src, const wire::FrameHeader& h
   auto key = match::keyOf(static_cast<std::uint32_t>(src), h);
   auto p = mailbox_.claimPosted(key);
   if (!p) return std::nullopt;
-  if (h.kind == wire::Kind::P2P) links_.p2pReceived(src, h.length);
+  links_.frameReceived(src, h);
   Op* op = const_cast<Op*>(static_cast<const Op*>(p->owner));
   auto it = std::find(op->posted.begin(), op->posted.end(), key);
   if (it != op->posted.end()) op->posted.erase(it);

@@ -32,12 +32,12 @@ class TransferView {
   // The peer some link still has `op`'s frames queued for (or its send
   // waits for, SendWindow); -1 if none.
   virtual int queuedFor(const Op& op) const = 0;
-  // Why `op`'s send waits, when the point-to-point window holds it: ": it has
-  // not yet received ... (TETHER_P2P_WINDOW_BYTES=...)"; "" otherwise.
+  // Why `op`'s send waits, when a send window holds it: ": it has not yet
+  // received ... (TETHER_P2P_WINDOW_BYTES=...)"; "" otherwise.
   virtual std::string windowNote(const Op& op) const = 0;
-  // A point-to-point message of `bytes` from `src` was received (into a
-  // receive or out of the stash), or dropped: credit for its sender's window.
-  virtual void p2pReceived(int src, std::uint64_t bytes) = 0;
+  // A data frame `h` from `src` was received (into a receive or out of the
+  // stash), or dropped: credit for its sender's window.
+  virtual void frameReceived(int src, const wire::FrameHeader& h) = 0;
   // "rank 3 (10.0.0.7:41235)".
   virtual std::string describeRank(int rank) const = 0;
 

@@ -1,6 +1,6 @@
 // Buffers for the copies of small frames (a send that must wait behind other
 // frames on its link, copied instead of referenced, Calls::sendFrame; and a
-// point-to-point credit's payload, Calls::p2pReceived), reused once the link
+// point-to-point credit's payload, Calls::frameReceived), reused once the link
 // that wrote one has dropped it: a copied send or a credit allocates nothing
 // in steady state. At most kBuffers of at most kMaxBytes are kept; a
 // larger copy, or one while all are queued, gets a buffer of its own.

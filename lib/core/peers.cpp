@@ -226,7 +226,11 @@ void Peers::onControlFrame(Link& link, const wire::FrameHeader& h, std::vector<u
       case wire::Kind::StatusAnswer:
         return p_.probe.onAnswer(link.peer(), wire::decodeStatusAnswer(payload));
       case wire::Kind::Credit:
-        return p_.traffic.onCredit(link.peer(), wire::decodeCredit(payload));
+        return p_.traffic.onCredit(link.peer(), wire::Kind::P2P, 0, wire::decodeCredit(payload));
+      case wire::Kind::CollectiveCredit: {
+        const auto c = wire::decodeCollectiveCredit(payload);
+        return p_.traffic.onCredit(link.peer(), wire::Kind::Collective, c.comm, c.bytes);
+      }
       default:  // the rendezvous' own frames (Register, Table)
         if (rendezvous_->onFrame(link.peer(), h.kind, std::make_shared<const wire::Bytes>(std::move(payload)))) return;
         link.fail(fmt::format("unexpected {} frame on an established link", wire::kindName(h.kind)));

@@ -43,8 +43,9 @@ class PeerTraffic {
   virtual link::Target onDataHeader(link::Link& link, const wire::FrameHeader& h, bool mayWait) = 0;
   virtual void onDataComplete(link::Link& link, const wire::FrameHeader& h, const link::Target& t,
                               std::vector<unsigned char>&& stashed) = 0;
-  // `peer` returned point-to-point credit: the sends waiting for it go.
-  virtual void onCredit(int peer, std::uint64_t bytes) = 0;
+  // `peer` returned credit for the data frames of kind `data` (Collective:
+  // of communicator `comm`) it received: the sends waiting for it go.
+  virtual void onCredit(int peer, wire::Kind data, std::uint64_t comm, std::uint64_t bytes) = 0;
   // Fails the ops that cannot complete now that `link` to `peer` closed:
   // those with frames still queued on it, and, if the peer is gone, those
   // waiting for it (or, unless it left in order, having it as a member).

@@ -6,83 +6,96 @@
 namespace tether {
 
 // Past a full window only while a quarter window or more is outstanding: the
-// peer keeps up to kCreditBatch (at most a quarter window) of credit until it
-// has that much to return, so a message must not wait for credit while no
-// more than that is outstanding — it could wait for credit that never comes.
+// peer keeps up to a batch (at most a quarter window) of credit until it has
+// that much to return, so a frame must not wait for credit while no more
+// than that is outstanding — it could wait for credit that never comes.
 bool SendWindow::fits(std::uint64_t outstanding, std::uint64_t cost) const {
   return outstanding < bytes_ / 4 || outstanding + cost <= bytes_;
 }
 
-bool SendWindow::admit(int peer, std::uint64_t payload) {
-  Peer& p = peers_[peer];
+bool SendWindow::admit(Lane lane, std::uint64_t payload) {
+  State& s = lanes_[lane];
   const std::uint64_t c = cost(payload);
-  if (!p.held.empty() || !fits(p.outstanding, c)) return false;
-  p.outstanding += c;
+  if (!s.held.empty() || !fits(s.outstanding, c)) return false;
+  s.outstanding += c;
   return true;
 }
 
-void SendWindow::hold(int peer, link::OutFrame frame) { peers_[peer].held.push_back(std::move(frame)); }
+void SendWindow::hold(Lane lane, link::OutFrame frame) { lanes_[lane].held.push_back(std::move(frame)); }
 
-std::vector<link::OutFrame> SendWindow::credit(int peer, std::uint64_t bytes) {
+std::vector<link::OutFrame> SendWindow::credit(Lane lane, std::uint64_t bytes) {
   std::vector<link::OutFrame> ready;
-  auto it = peers_.find(peer);
-  if (it == peers_.end()) return ready;
-  Peer& p = it->second;
-  p.outstanding -= std::min(bytes, p.outstanding);
-  while (!p.held.empty()) {
-    const std::uint64_t c = cost(p.held.front().len);
-    if (!fits(p.outstanding, c)) break;
-    p.outstanding += c;
-    ready.push_back(std::move(p.held.front()));
-    p.held.pop_front();
+  auto it = lanes_.find(lane);
+  if (it == lanes_.end()) return ready;
+  State& s = it->second;
+  s.outstanding -= std::min(bytes, s.outstanding);
+  while (!s.held.empty()) {
+    const std::uint64_t c = cost(s.held.front().len);
+    if (!fits(s.outstanding, c)) break;
+    s.outstanding += c;
+    ready.push_back(std::move(s.held.front()));
+    s.held.pop_front();
   }
   return ready;
 }
 
 std::size_t SendWindow::drop(const link::Owner* owner) {
   std::size_t n = 0;
-  for (auto& [peer, p] : peers_) {
-    const auto before = p.held.size();
-    p.held.erase(std::remove_if(p.held.begin(), p.held.end(), [&](const link::OutFrame& f) { return f.owner == owner; }),
-                 p.held.end());
-    n += before - p.held.size();
+  for (auto& [lane, s] : lanes_) {
+    const auto before = s.held.size();
+    s.held.erase(
+        std::remove_if(s.held.begin(), s.held.end(), [&](const link::OutFrame& f) { return f.owner == owner; }),
+        s.held.end());
+    n += before - s.held.size();
   }
   return n;
 }
 
-int SendWindow::heldFor(const link::Owner* owner) const {
-  for (const auto& [peer, p] : peers_)
-    if (std::any_of(p.held.begin(), p.held.end(), [&](const link::OutFrame& f) { return f.owner == owner; }))
-      return peer;
-  return -1;
+std::optional<Lane> SendWindow::heldFor(const link::Owner* owner) const {
+  for (const auto& [lane, s] : lanes_)
+    if (std::any_of(s.held.begin(), s.held.end(), [&](const link::OutFrame& f) { return f.owner == owner; }))
+      return lane;
+  return std::nullopt;
 }
 
 std::vector<link::Owner*> SendWindow::ownersHeldFor(int peer) const {
   std::vector<link::Owner*> owners;
-  if (auto it = peers_.find(peer); it != peers_.end())
-    for (const auto& f : it->second.held) owners.push_back(f.owner);
+  for (const auto& [lane, s] : lanes_)
+    if (lane.peer == peer)
+      for (const auto& f : s.held) owners.push_back(f.owner);
   return owners;
 }
 
 std::vector<link::Owner*> SendWindow::ownersHeld() const {
   std::vector<link::Owner*> owners;
-  for (const auto& [peer, p] : peers_)
-    for (const auto& f : p.held) owners.push_back(f.owner);
+  for (const auto& [lane, s] : lanes_)
+    for (const auto& f : s.held) owners.push_back(f.owner);
   return owners;
 }
 
-std::uint64_t SendWindow::unreceived(int peer) const {
-  auto it = peers_.find(peer);
-  return it == peers_.end() ? 0 : it->second.outstanding;
+std::uint64_t SendWindow::unreceived(Lane lane) const {
+  auto it = lanes_.find(lane);
+  return it == lanes_.end() ? 0 : it->second.outstanding;
 }
 
-void SendWindow::forget(int peer) { peers_.erase(peer); }
+template <class Pred>
+void SendWindow::eraseIf(Pred&& pred) {
+  for (auto it = lanes_.begin(); it != lanes_.end();) it = pred(it->first) ? lanes_.erase(it) : std::next(it);
+}
 
-std::uint64_t SendWindow::received(int peer, std::uint64_t payload) {
-  Peer& p = peers_[peer];
-  p.owed += cost(payload);
-  if (p.owed < kCreditBatch) return 0;
-  return std::exchange(p.owed, 0);
+void SendWindow::forget(int peer) {
+  eraseIf([&](const Lane& l) { return l.peer == peer; });
+}
+
+void SendWindow::forgetComm(std::uint64_t comm) {
+  eraseIf([&](const Lane& l) { return l.comm == comm && lanes_.at(l).held.empty(); });
+}
+
+std::uint64_t SendWindow::received(Lane lane, std::uint64_t payload) {
+  State& s = lanes_[lane];
+  s.owed += cost(payload);
+  if (s.owed < batch_) return 0;
+  return std::exchange(s.owed, 0);
 }
 
 }  // namespace tether

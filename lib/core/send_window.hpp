@@ -1,18 +1,19 @@
-// The point-to-point send window (docs/design.md, "Bounded point-to-point"):
-// at most TETHER_P2P_WINDOW_BYTES of this rank's point-to-point messages to
-// one peer that the peer has not received yet. A message costs its payload
-// plus kMessageCost (what the receiver's stash spends on it beyond the
-// payload), so empty messages count too. A message past the window waits on
-// this side (its send waits with it) until the peer returns credit (a Credit
-// frame) for messages it received; it never waits in the stream, so
-// collective and control frames pass it. The peer's side: what it received,
-// returned in batches of kCreditBatch, a quarter of the smallest window, so
-// that ranks need not agree on the window. Progress thread only.
+// Send windows (docs/design.md, "Bounded point-to-point" and "Bounded
+// collectives"): at most a window of this rank's frames to one lane — a peer,
+// and for collective frames a peer and a communicator — that the peer has not
+// received yet. A frame costs its payload plus kMessageCost (what the
+// receiver's stash spends on it beyond the payload), so empty frames count
+// too. A frame past the window waits on this side (its call waits with it)
+// until the peer returns credit for frames it received; it never waits in the
+// stream, so other lanes' frames and control frames pass it. The peer's side:
+// what it received, returned in batches (a quarter of the smallest window, so
+// that ranks need not agree on the window). Progress thread only.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -23,57 +24,93 @@ TETHER_LAYER(6, "core");
 
 namespace tether {
 
+// Whose frames share a window: point-to-point messages to a peer (comm 0:
+// one lane per peer, whatever their communicator), or one communicator's
+// collective frames to a peer.
+struct Lane {
+  Lane(int p, std::uint64_t c = 0) : peer(p), comm(c) {}  // NOLINT: a peer alone is a lane
+  int peer;
+  std::uint64_t comm;
+  bool operator==(const Lane& o) const { return peer == o.peer && comm == o.comm; }
+};
+
 class SendWindow {
  public:
   // Measured: ~100 bytes of header, vector and queue slot per stashed message.
   static constexpr std::uint64_t kMessageCost = 128;
   static std::uint64_t cost(std::uint64_t payload) { return payload + kMessageCost; }
-  // Credit is returned once this much is owed: a quarter of the smallest
-  // window (TETHER_P2P_WINDOW_BYTES >= 64 KiB), one Credit frame per ~120
-  // received 8-byte messages.
+  // Point-to-point: credit is returned once this much is owed, a quarter of
+  // the smallest window (TETHER_P2P_WINDOW_BYTES >= 64 KiB), one Credit frame
+  // per ~120 received 8-byte messages.
   static constexpr std::uint64_t kCreditBatch = 16 * 1024;
   static constexpr std::uint64_t kMinBytes = 4 * kCreditBatch;
+  // Collectives: a fixed window per communicator and peer, so that every rank
+  // agrees on it; its credit batch is a quarter of it, so a credit comes once
+  // per megabyte received (a 64-byte all-gather's frames: one per ~5,000 calls).
+  static constexpr std::uint64_t kCollectiveBytes = 4ULL << 20;
+  static constexpr std::uint64_t kCollectiveBatch = kCollectiveBytes / 4;
 
-  explicit SendWindow(std::uint64_t bytes) : bytes_(std::max(bytes, kMinBytes)) {}
+  explicit SendWindow(std::uint64_t bytes, std::uint64_t batch = kCreditBatch)
+      : bytes_(std::max(bytes, 4 * batch)), batch_(batch) {}
   std::uint64_t bytes() const { return bytes_; }
 
   // ---- sending ----
-  // A message of `payload` bytes to `peer` may go now (it is counted); false:
-  // it must wait (hold()), behind any that already wait. A message always
-  // goes while less than a quarter window is outstanding, however large.
-  bool admit(int peer, std::uint64_t payload);
+  // A frame of `payload` bytes on `lane` may go now (it is counted); false:
+  // it must wait (hold()), behind any that already wait. A frame always goes
+  // while less than a quarter window is outstanding, however large.
+  bool admit(Lane lane, std::uint64_t payload);
   // Keeps a frame that may not go yet; `frame.owner` waits for it.
-  void hold(int peer, link::OutFrame frame);
-  // `peer` received messages worth `bytes`: the frames that may go now, in order (counted).
-  std::vector<link::OutFrame> credit(int peer, std::uint64_t bytes);
+  void hold(Lane lane, link::OutFrame frame);
+  // The peer received frames of `lane` worth `bytes`: the frames that may go now, in order (counted).
+  std::vector<link::OutFrame> credit(Lane lane, std::uint64_t bytes);
   // Drops `owner`'s waiting frames (it failed); returns how many.
   std::size_t drop(const link::Owner* owner);
-  // The peer `owner` has a frame waiting for; -1 if none.
-  int heldFor(const link::Owner* owner) const;
-  // Owners with frames waiting for `peer`.
+  // The lane `owner` has a frame waiting on, if any.
+  std::optional<Lane> heldFor(const link::Owner* owner) const;
+  // Owners with frames waiting for `peer` (any lane).
   std::vector<link::Owner*> ownersHeldFor(int peer) const;
   // Every owner with a waiting frame.
   std::vector<link::Owner*> ownersHeld() const;
-  // What this rank sent to `peer` and `peer` has not received (counted bytes).
-  std::uint64_t unreceived(int peer) const;
-  // `peer` is gone: nothing is owed either way any more (its waiting frames are dropped).
+  // What this rank sent on `lane` and the peer has not received (counted bytes).
+  std::uint64_t unreceived(Lane lane) const;
+  // `peer` is gone: nothing is owed either way on its lanes any more (their waiting frames are dropped).
   void forget(int peer);
+  // Communicator `comm` ended here: its lanes go (but one a frame still
+  // waits on, which its owner's failure drops).
+  void forgetComm(std::uint64_t comm);
 
   // ---- receiving ----
-  // A message of `payload` bytes from `peer` was received (or dropped): the
-  // credit to return to it now, 0 while less than kCreditBatch is owed.
-  std::uint64_t received(int peer, std::uint64_t payload);
+  // A frame of `payload` bytes on `lane` (from its peer) was received (or
+  // dropped): the credit to return now, 0 while less than a batch is owed.
+  std::uint64_t received(Lane lane, std::uint64_t payload);
 
  private:
   bool fits(std::uint64_t outstanding, std::uint64_t cost) const;
 
-  struct Peer {
+  struct LaneHash {
+    std::size_t operator()(const Lane& l) const {
+      return std::hash<std::uint64_t>()(l.comm * 0x9E3779B97F4A7C15ULL ^ static_cast<std::uint32_t>(l.peer));
+    }
+  };
+  struct State {
     std::uint64_t outstanding = 0;  // sent, not yet credited
     std::deque<link::OutFrame> held;
     std::uint64_t owed = 0;  // received from the peer, not yet credited back
   };
-  const std::uint64_t bytes_;
-  std::unordered_map<int, Peer> peers_;  // only peers that exchanged messages
+  template <class Pred>
+  void eraseIf(Pred&& pred);
+
+  const std::uint64_t bytes_, batch_;
+  std::unordered_map<Lane, State, LaneHash> lanes_;  // only lanes that carried frames
+};
+
+// A world's windows: point-to-point messages (a lane per peer) and collective
+// frames (a lane per peer and communicator), apart so that neither waits
+// behind the other's held frames.
+struct SendWindows {
+  explicit SendWindows(std::uint64_t p2pBytes) : p2p(p2pBytes) {}
+  SendWindow p2p;
+  SendWindow coll{SendWindow::kCollectiveBytes, SendWindow::kCollectiveBatch};
 };
 
 }  // namespace tether

@@ -41,7 +41,7 @@ World::World(WorldConfig config)
       peers_(cfg_, {table_, connector_, life_, ops_, sequences_, probe_, relay_, links_, calls_, awaitWatch_},
              [this](const wire::AbortNotice& n, int from) { abortOnProgress(n, true, from); }),
       calls_(cfg_,
-             {io_, driver_, ops_, sequences_, window_, payloads_, table_, peers_, life_, abort_, relay_, probe_,
+             {io_, driver_, ops_, sequences_, windows_, payloads_, table_, peers_, life_, abort_, relay_, probe_,
               awaitWatch_, closed_},
              [this](const wire::AbortNotice& n) { abortOnProgress(n, true); }),
       admission_(cfg_.rank, table_, life_, abort_, [this] { peers_.enforceBudget(); }),
@@ -243,7 +243,10 @@ void World::addCommunicator(std::uint64_t comm, std::shared_ptr<CollectiveSeq> s
 
 void World::removeCommunicator(std::uint64_t comm) {
   if (closed_.load() || forked()) return;
-  asio::post(io_, [this, comm] { sequences_.remove(comm); });
+  asio::post(io_, [this, comm] {
+    sequences_.remove(comm);
+    windows_.coll.forgetComm(comm);
+  });
 }
 
 }  // namespace tether

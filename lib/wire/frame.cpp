@@ -43,11 +43,13 @@ const char* kindName(Kind k) {
       return "credit";
     case Kind::TableQuery:
       return "table-query";
+    case Kind::CollectiveCredit:
+      return "collective-credit";
   }
   return "unknown";
 }
 
-bool isKnownKind(std::uint8_t k) { return k >= 1 && k <= 17; }
+bool isKnownKind(std::uint8_t k) { return k >= 1 && k <= 18; }
 
 void encodeHeader(const FrameHeader& h, unsigned char* out) {
   le::store<std::uint32_t>(out + 0, kMagic);

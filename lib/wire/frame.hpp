@@ -19,29 +19,30 @@ TETHER_LAYER(1, "wire");
 namespace tether::wire {
 
 inline constexpr std::uint32_t kMagic = 0x52485454;  // "TTHR" as little-endian bytes
-inline constexpr std::uint16_t kProtocolVersion = 2;
+inline constexpr std::uint16_t kProtocolVersion = 3;
 inline constexpr std::size_t kHeaderBytes = 40;
 // Handshake and control frames are small; anything larger is hostile.
 inline constexpr std::uint64_t kMaxControlPayload = 64 * 1024;
 
 enum class Kind : std::uint8_t {
-  Challenge = 1,      // acceptor -> dialer: nonce
-  Hello = 2,          // dialer -> acceptor: who I am + proof of the secret
-  Welcome = 3,        // acceptor -> dialer: proof of the secret, link is up
-  Reject = 4,         // acceptor -> dialer: why the link is refused
-  Register = 5,       // rank -> root: my listen address
-  Table = 6,          // root -> rank: every rank's listen address
-  P2P = 7,            // user send/recv
-  Collective = 8,     // one step of a collective
-  Abort = 9,          // the world is aborted: origin, reason, lost rank (wire/notice.hpp)
-  Goodbye = 10,       // orderly close follows
-  Heartbeat = 11,     // liveness; no payload
-  GoodbyeAck = 12,    // every frame before the goodbye has been read; the sender may close
-  StatusQuery = 13,   // a timed-out collective asks where the peer is (wire/notice.hpp)
-  StatusAnswer = 14,  // the answer
-  TableAck = 15,      // host leader -> its parent in the leaders' tree: its subtree holds the table; no payload
-  Credit = 16,        // point-to-point messages received: their cost back to the sender's window (wire/notice.hpp)
-  TableQuery = 17,    // an observer (tether-status) -> a rank: send the address table; no payload
+  Challenge = 1,          // acceptor -> dialer: nonce
+  Hello = 2,              // dialer -> acceptor: who I am + proof of the secret
+  Welcome = 3,            // acceptor -> dialer: proof of the secret, link is up
+  Reject = 4,             // acceptor -> dialer: why the link is refused
+  Register = 5,           // rank -> root: my listen address
+  Table = 6,              // root -> rank: every rank's listen address
+  P2P = 7,                // user send/recv
+  Collective = 8,         // one step of a collective
+  Abort = 9,              // the world is aborted: origin, reason, lost rank (wire/notice.hpp)
+  Goodbye = 10,           // orderly close follows
+  Heartbeat = 11,         // liveness; no payload
+  GoodbyeAck = 12,        // every frame before the goodbye has been read; the sender may close
+  StatusQuery = 13,       // a timed-out collective asks where the peer is (wire/notice.hpp)
+  StatusAnswer = 14,      // the answer
+  TableAck = 15,          // host leader -> its parent in the leaders' tree: its subtree holds the table; no payload
+  Credit = 16,            // point-to-point messages received: their cost back to the sender's window (wire/notice.hpp)
+  TableQuery = 17,        // an observer (tether-status) -> a rank: send the address table; no payload
+  CollectiveCredit = 18,  // one communicator's collective frames received: their cost back to the sender's window
 };
 
 // Collective operation codes, carried in the tag field of Collective frames so a

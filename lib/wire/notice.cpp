@@ -99,4 +99,20 @@ std::uint64_t decodeCredit(const std::vector<unsigned char>& b) {
   return bytes;
 }
 
+std::array<unsigned char, kCollectiveCreditBytes> encode(const CollectiveCredit& c) {
+  std::array<unsigned char, kCollectiveCreditBytes> out{};
+  le::store(out.data(), c.comm);
+  le::store(out.data() + 8, c.bytes);
+  return out;
+}
+
+CollectiveCredit decodeCollectiveCredit(const std::vector<unsigned char>& b) {
+  ByteReader r(b.data(), b.size());
+  CollectiveCredit c;
+  c.comm = r.u64();
+  c.bytes = r.u64();
+  r.expectEnd("collective credit");
+  return c;
+}
+
 }  // namespace tether::wire

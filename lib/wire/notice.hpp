@@ -2,7 +2,7 @@
 // notice (Kind::Abort), the stall probe (Kind::StatusQuery/StatusAnswer)
 // that a timed-out collective uses to name the rank that is behind (and that
 // an observer, tether-status, asks with comm and coll 0), and the
-// point-to-point window's credit (Kind::Credit). Byte layout:
+// send windows' credit (Kind::Credit, Kind::CollectiveCredit). Byte layout:
 // docs/wire-protocol.md.
 #pragma once
 
@@ -68,10 +68,18 @@ std::vector<unsigned char> encode(const StatusAnswer& m);
 // Fixed size, so that a credit is encoded without a vector.
 constexpr std::size_t kCreditBytes = 8;
 std::array<unsigned char, kCreditBytes> encodeCredit(std::uint64_t bytes);
+// CollectiveCredit: the communicator, then the cost of its collective frames received.
+struct CollectiveCredit {
+  std::uint64_t comm = 0;
+  std::uint64_t bytes = 0;
+};
+constexpr std::size_t kCollectiveCreditBytes = 16;
+std::array<unsigned char, kCollectiveCreditBytes> encode(const CollectiveCredit& c);
 // Throw std::out_of_range / std::invalid_argument on malformed input.
 AbortNotice decodeAbortNotice(const std::vector<unsigned char>& b);
 StatusQuery decodeStatusQuery(const std::vector<unsigned char>& b);
 StatusAnswer decodeStatusAnswer(const std::vector<unsigned char>& b);
 std::uint64_t decodeCredit(const std::vector<unsigned char>& b);
+CollectiveCredit decodeCollectiveCredit(const std::vector<unsigned char>& b);
 
 }  // namespace tether::wire

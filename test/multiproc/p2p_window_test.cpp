@@ -25,15 +25,8 @@ using test::expect;
 
 namespace {
 
-using test::resetPeak;
-using test::statusKb;
-
-// A counter the forked ranks share (mapped before the fork).
-std::atomic<std::int64_t>* sharedCounter() {
-  void* p = ::mmap(nullptr, sizeof(std::atomic<std::int64_t>), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  REQUIRE(p != MAP_FAILED);
-  return new (p) std::atomic<std::int64_t>(0);
-}
+using test::peakGrowthWhile;
+using test::sharedCounter;
 
 constexpr const char* kWindow = "1048576";  // 1 MiB, TETHER_P2P_WINDOW_BYTES
 
@@ -59,15 +52,9 @@ TEST_CASE("p2p: a receiver that has not posted its receives holds at most the wi
             sent->store(i + 1);
           }
         } else {
-          resetPeak();
-          const long before = statusKb("VmHWM:");
           // The sender runs ahead: until it has sent everything (no window)
           // or for 3 s (it waits for this rank).
-          const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
-          while (sent->load() < kMsgs && std::chrono::steady_clock::now() < until)
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-          std::this_thread::sleep_for(std::chrono::milliseconds(200));  // what is on the way arrives
-          const long grownKb = statusKb("VmHWM:") - before;
+          const long grownKb = peakGrowthWhile(*sent, kMsgs, std::chrono::seconds(3));
           const std::int64_t early = sent->load();
           // The window and its messages' bookkeeping (~0.9 MB), plus slack for the rest of the process
           // (under a sanitizer, its shadow memory too: about 4x; without the window ~11 MB, 40+ MB there).

@@ -1,6 +1,6 @@
-// The point-to-point send window (core/send_window.hpp): what may go, what
-// waits, in which order it goes when credit comes, and when the receiving
-// side returns credit.
+// The send windows (core/send_window.hpp): what may go, what waits, in which
+// order it goes when credit comes, when the receiving side returns credit,
+// and the lanes (a peer; a peer and a communicator) that keep apart.
 #include <catch2/catch.hpp>
 
 #include "core/send_window.hpp"
@@ -31,12 +31,13 @@ TEST_CASE("send window: messages past the window wait, in order, until credit co
   Owner a, b;
   w.hold(1, frame(8, &a));
   w.hold(1, frame(8, &b));
-  CHECK(w.heldFor(&a) == 1);
+  REQUIRE(w.heldFor(&a));
+  CHECK(w.heldFor(&a)->peer == 1);
   CHECK_FALSE(w.admit(1, 0));  // behind the waiting ones, even if it would fit
   auto ready = w.credit(1, cost);  // room for one
   REQUIRE(ready.size() == 1);
   CHECK(ready[0].owner == &a);
-  CHECK(w.heldFor(&a) == -1);
+  CHECK_FALSE(w.heldFor(&a));
   CHECK(w.drop(&b) == 1);
   CHECK(w.ownersHeld().empty());
 }
@@ -62,4 +63,38 @@ TEST_CASE("send window: the receiver returns credit in batches of kCreditBatch",
     CHECK(owed - returned < SendWindow::kCreditBatch);
   }
   CHECK(returned > 0);
+}
+
+TEST_CASE("send window: each communicator's collective frames to a peer have their own lane, which ends with it",
+          "[unit][window]") {
+  SendWindow w(SendWindow::kCollectiveBytes, SendWindow::kCollectiveBatch);
+  CHECK(w.bytes() == 4u << 20);
+  const tether::Lane world(1, 7), child(1, 8);
+  while (w.admit(world, 16 * 1024)) {
+  }
+  CHECK(w.unreceived(world) > 4u << 19);
+  Owner a, b;
+  w.hold(world, frame(16 * 1024, &a));
+  CHECK(w.admit(child, 16 * 1024));     // not behind the world's waiting frame
+  w.hold(child, frame(16 * 1024, &b));  // (held only to see whose it is)
+  REQUIRE(w.heldFor(&a));
+  CHECK(w.heldFor(&a)->comm == 7);
+  CHECK(w.heldFor(&b)->comm == 8);
+  CHECK(w.ownersHeldFor(1).size() == 2);
+  // Credit for one lane releases that lane's frames only.
+  auto ready = w.credit(world, w.unreceived(world));
+  REQUIRE(ready.size() == 1);
+  CHECK(ready[0].owner == &a);
+  // The receiving side's batch is a quarter window: one credit per MiB.
+  std::uint64_t returned = 0;
+  for (int i = 0; i < 64; ++i) returned += w.received(tether::Lane(2, 7), 16 * 1024 - SendWindow::kMessageCost);
+  CHECK(returned == SendWindow::kCollectiveBatch);
+  // A communicator that ended takes its lanes along, but not one a frame still waits on.
+  w.forgetComm(7);
+  CHECK(w.unreceived(world) == 0);
+  w.forgetComm(8);
+  CHECK(w.heldFor(&b));
+  CHECK(w.drop(&b) == 1);
+  w.forgetComm(8);
+  CHECK(w.ownersHeld().empty());
 }

@@ -41,7 +41,7 @@ TEST_CASE("frame header: little-endian layout, byte by byte", "[unit][wire]") {
   auto b = encodeHeader(h);
   const unsigned char expected[kHeaderBytes] = {
       0x54, 0x54, 0x48, 0x52,                          // magic "TTHR"
-      0x02, 0x00,                                      // version 2
+      0x03, 0x00,                                      // version 3
       0x08,                                            // kind Collective
       0x00,                                            // flags
       0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,  // comm
@@ -76,11 +76,11 @@ TEST_CASE("frame header: decoder rejects what is not a frame", "[unit][wire]") {
   CHECK(why.find("bad magic") != std::string::npos);
 
   b = good;
-  b[4] = 1;  // a peer of the previous protocol version
+  b[4] = 2;  // a peer of the previous protocol version
   CHECK_FALSE(decodeHeader(b.data(), 1 << 20, &why));
-  CHECK(why.find("protocol version 1 (this side speaks 2)") != std::string::npos);
+  CHECK(why.find("protocol version 2 (this side speaks 3)") != std::string::npos);
 
-  for (unsigned char kind : {0, 18, 255}) {
+  for (unsigned char kind : {0, 19, 255}) {
     b = good;
     b[6] = kind;
     CHECK_FALSE(decodeHeader(b.data(), 1 << 20, &why));
@@ -182,6 +182,16 @@ TEST_CASE("abort notices and status probes round-trip and reject truncation", "[
   auto cut = ab;
   cut.pop_back();
   CHECK_THROWS(decodeAbortNotice(cut));
+
+  const auto cb = encode(CollectiveCredit{0x0102030405060708ULL, 1 << 20});
+  const std::vector<unsigned char> cv(cb.begin(), cb.end());
+  CHECK(cv[0] == 0x08);  // the communicator first, little-endian
+  const auto c = decodeCollectiveCredit(cv);
+  CHECK(c.comm == 0x0102030405060708ULL);
+  CHECK(c.bytes == 1u << 20);
+  CHECK_THROWS(decodeCollectiveCredit(std::vector<unsigned char>(cv.begin(), cv.end() - 1)));
+  const auto pb = encodeCredit(77);
+  CHECK(decodeCredit(std::vector<unsigned char>(pb.begin(), pb.end())) == 77);
 
   auto q = decodeStatusQuery(encode(StatusQuery{7, 0x1234, 42}));
   CHECK(q.id == 7);
