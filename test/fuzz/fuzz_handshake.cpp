@@ -1,9 +1,10 @@
 // libFuzzer target: the handshake and rendezvous messages a stranger can send
 // before proving anything (challenge, hello, welcome, reject) and those a
-// member sends (register, table; abort notices and status queries in a frame
+// member sends (register, table; abort notices, status queries and credits in a frame
 // stream), plus a frame stream split as readFrame does.
 // Decoders may only throw std::exception (std::out_of_range /
 // std::invalid_argument); what decodes must re-encode to the same bytes.
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
@@ -67,6 +68,16 @@ void splitFrames(const std::uint8_t* p, std::size_t n) {
         case Kind::StatusAnswer:
           if (encode(decodeStatusAnswer(payload)) != payload) std::abort();
           break;
+        case Kind::Credit: {
+          const auto b = encodeCredit(decodeCredit(payload));
+          if (!std::equal(b.begin(), b.end(), payload.begin(), payload.end())) std::abort();
+          break;
+        }
+        case Kind::CollectiveCredit: {
+          const auto b = encode(decodeCollectiveCredit(payload));
+          if (!std::equal(b.begin(), b.end(), payload.begin(), payload.end())) std::abort();
+          break;
+        }
         default:
           break;
       }
