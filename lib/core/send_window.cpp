@@ -80,15 +80,16 @@ std::uint64_t SendWindow::unreceived(Lane lane) const {
 
 template <class Pred>
 void SendWindow::eraseIf(Pred&& pred) {
-  for (auto it = lanes_.begin(); it != lanes_.end();) it = pred(it->first) ? lanes_.erase(it) : std::next(it);
+  for (auto it = lanes_.begin(); it != lanes_.end();)
+    it = pred(it->first, it->second) ? lanes_.erase(it) : std::next(it);
 }
 
 void SendWindow::forget(int peer) {
-  eraseIf([&](const Lane& l) { return l.peer == peer; });
+  eraseIf([&](const Lane& l, const State&) { return l.peer == peer; });
 }
 
 void SendWindow::forgetComm(std::uint64_t comm) {
-  eraseIf([&](const Lane& l) { return l.comm == comm && lanes_.at(l).held.empty(); });
+  eraseIf([&](const Lane& l, const State& s) { return l.comm == comm && s.held.empty(); });
 }
 
 std::uint64_t SendWindow::received(Lane lane, std::uint64_t payload) {
