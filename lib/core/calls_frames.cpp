@@ -105,8 +105,7 @@ std::string Calls::windowNote(const Op& op) const {
   if (const auto lane = p_.windows.coll.heldFor(&op))
     return fmt::format(
         ": it has not yet received {} bytes of this rank's collective frames on this communicator, "
-        "the most it may hold ({} bytes, counting each frame's payload plus {} bytes): it has not "
-        "yet entered the collectives this rank ran ahead into",
+        "the most it may hold ({} bytes, counting each frame's payload plus {} bytes)",
         p_.windows.coll.unreceived(*lane), p_.windows.coll.bytes(), SendWindow::kMessageCost);
   return "";
 }
