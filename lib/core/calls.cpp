@@ -49,8 +49,19 @@ void Calls::startRun(Op& op, Resumable& run, PostSlot& slot) {
     run.resume(nullptr);
   };
   // At once on this thread when no thread runs the loop (no epoll_wait(0)
-  // before it, as a posted start has), else posted.
-  if (!p_.driver.runIfFree(begin)) asio::post(p_.io, asio::bind_allocator(slot.allocator(), begin));
+  // before it, as a posted start has) and no start posted earlier waits in
+  // it, else posted: starts run in the order they were called, so a send
+  // never overtakes an earlier isend of the same key (a test() between them
+  // could leave posted starts behind in the loop and free it).
+  if (postedStarts_.load(std::memory_order_acquire) == 0 && p_.driver.runIfFree(begin)) return;
+  postedStarts_.fetch_add(1, std::memory_order_acq_rel);
+  asio::post(p_.io, asio::bind_allocator(slot.allocator(), [this, begin] {
+               struct Ran {
+                 std::atomic<int>& n;
+                 ~Ran() { n.fetch_sub(1, std::memory_order_acq_rel); }
+               } ran{postedStarts_};
+               begin();
+             }));
 }
 
 void Calls::finishOp(Op& op, std::exception_ptr e, const std::shared_ptr<Completion>& done) {

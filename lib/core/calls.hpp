@@ -149,6 +149,7 @@ class Calls final : public TransferView, public PeerTraffic {
   std::function<void(const wire::AbortNotice&)> abortWorld_;
   const pid_t creator_ = fds::processId();
   std::string lastError_;
+  std::atomic<int> postedStarts_{0};  // starts posted to the loop that have not run yet (startRun)
 };
 
 }  // namespace tether

@@ -221,6 +221,36 @@ inline void waitWithTheLargestTimeout(Bootstrap& b) {
   check(all[0] == 10 && all[1] == 11, "iallgather waited with the largest timeout");
 }
 
+// isends then a blocking send, all with one tag: the receiver gets them in
+// the order they were called, also when the caller tests a request between
+// them.
+inline void sendsKeepCallOrder(Bootstrap& b) {
+  constexpr int kSends = 60;  // of 16 KiB: within the point-to-point window
+  constexpr std::size_t kInts = 16 * 1024 / sizeof(int);
+  b.setTimeout(std::chrono::milliseconds(20000));
+  std::vector<std::vector<int>> values(kSends + 1, std::vector<int>(kInts));
+  for (int round = 0; round < 5; ++round) {
+    if (b.rank() == 0) {
+      std::vector<Request> requests;
+      for (int i = 0; i < kSends; ++i) {
+        values[static_cast<std::size_t>(i)][0] = round * 1000 + i;
+        requests.push_back(b.isend(values[static_cast<std::size_t>(i)].data(), kInts * sizeof(int), 1, 9));
+      }
+      (void)requests.back().test();  // a look at the last one between the calls
+      values[kSends][0] = round * 1000 + kSends;
+      b.send(values[kSends].data(), kInts * sizeof(int), 1, 9);
+      for (auto& r : requests) r.wait();
+    } else {
+      for (int i = 0; i <= kSends; ++i) {
+        b.recv(values[0].data(), kInts * sizeof(int), 0, 9);
+        check(values[0][0] == round * 1000 + i,
+              "message " + std::to_string(round * 1000 + i) + " in call order, got " + std::to_string(values[0][0]));
+      }
+    }
+    b.barrier();
+  }
+}
+
 inline std::vector<Case> cases() {
   return {
       {"nonblocking: ibarrier, iallgather and ialltoall while an irecv is pending", 4, collectivesWhileIrecvPending},
@@ -231,6 +261,7 @@ inline std::vector<Case> cases() {
       {"nonblocking: a request dropped on another thread while the next collective starts", 3,
        requestDroppedOnAnotherThread},
       {"nonblocking: wait with the largest timeout waits for the call", 2, waitWithTheLargestTimeout},
+      {"nonblocking: isends and a send with one tag arrive in the order they were called", 2, sendsKeepCallOrder},
   };
 }
 
