@@ -10,6 +10,7 @@
 
 #include "base/env.hpp"
 #include "base/log.hpp"
+#include "tether/detail/defaults.hpp"
 #include "tether/detail/env_int.hpp"
 #include "tether/error.hpp"
 
@@ -109,7 +110,8 @@ std::vector<Variable> makeTable() {
                      "a silent peer is lost after this many seconds (TCP keepalive and TCP_USER_TIMEOUT)"));
   t.push_back(number("TETHER_MAX_PAYLOAD_BYTES", T::Expert, 64 * 1024, std::int64_t{1} << 40, "1073741824",
                      "largest data frame accepted"));
-  t.push_back(number("TETHER_P2P_WINDOW_BYTES", T::Expert, 64 * 1024, std::int64_t{1} << 40, "4194304",
+  t.push_back(number("TETHER_P2P_WINDOW_BYTES", T::Expert, detail::kMinP2PWindowBytes, std::int64_t{1} << 40,
+                     std::to_string(detail::kP2PWindowBytes).c_str(),
                      "point-to-point bytes (payload + 128 per message) a rank may have sent to one peer that "
                      "the peer has not received; past it sends wait"));
   t.push_back(text("TETHER_ALGO", T::Expert,

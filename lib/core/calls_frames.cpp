@@ -97,16 +97,11 @@ void Calls::frameReceived(int src, const wire::FrameHeader& h) {
 }
 
 std::string Calls::windowNote(const Op& op) const {
+  namespace window = detail::core::window;
   if (const auto lane = p_.windows.p2p.heldFor(&op))
-    return fmt::format(
-        ": it has not yet received {} bytes of this rank's point-to-point messages, the most it may "
-        "hold (TETHER_P2P_WINDOW_BYTES={}, counting each message's payload plus {} bytes)",
-        p_.windows.p2p.unreceived(*lane), p_.windows.p2p.bytes(), SendWindow::kMessageCost);
+    return window::p2pNote(p_.windows.p2p.unreceived(*lane), p_.windows.p2p.bytes());
   if (const auto lane = p_.windows.coll.heldFor(&op))
-    return fmt::format(
-        ": it has not yet received {} bytes of this rank's collective frames on this communicator, "
-        "the most it may hold ({} bytes, counting each frame's payload plus {} bytes)",
-        p_.windows.coll.unreceived(*lane), p_.windows.coll.bytes(), SendWindow::kMessageCost);
+    return window::collectiveNote(p_.windows.coll.unreceived(*lane), p_.windows.coll.bytes());
   return "";
 }
 

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "tether/detail/core/failures.hpp"
+#include "tether/detail/core/window.hpp"
 
 namespace tether {
 
@@ -181,7 +182,7 @@ std::string OpTable::pendingDescription(const Op& op) const {
   }
   const int to = links_.queuedFor(op);
   return to < 0 ? "before completing"
-                : fmt::format("waiting to send to {}{}", links_.describeRank(to), links_.windowNote(op));
+                : detail::core::window::waitingToSend(links_.describeRank(to)) + links_.windowNote(op);
 }
 
 int OpTable::waitsOn(const Op& op) const {

@@ -5,14 +5,6 @@
 
 namespace tether {
 
-// Past a full window only while a quarter window or more is outstanding: the
-// peer keeps up to a batch (at most a quarter window) of credit until it has
-// that much to return, so a frame must not wait for credit while no more
-// than that is outstanding — it could wait for credit that never comes.
-bool SendWindow::fits(std::uint64_t outstanding, std::uint64_t cost) const {
-  return outstanding < bytes_ / 4 || outstanding + cost <= bytes_;
-}
-
 bool SendWindow::admit(Lane lane, std::uint64_t payload) {
   State& s = lanes_[lane];
   const std::uint64_t c = cost(payload);

@@ -19,6 +19,7 @@
 
 #include "base/layer.hpp"
 #include "link/link.hpp"
+#include "tether/detail/core/window.hpp"
 
 TETHER_LAYER(6, "core");
 
@@ -36,19 +37,13 @@ struct Lane {
 
 class SendWindow {
  public:
-  // Measured: ~100 bytes of header, vector and queue slot per stashed message.
-  static constexpr std::uint64_t kMessageCost = 128;
-  static std::uint64_t cost(std::uint64_t payload) { return payload + kMessageCost; }
-  // Point-to-point: credit is returned once this much is owed, a quarter of
-  // the smallest window (TETHER_P2P_WINDOW_BYTES >= 64 KiB), one Credit frame
-  // per ~120 received 8-byte messages.
-  static constexpr std::uint64_t kCreditBatch = 16 * 1024;
-  static constexpr std::uint64_t kMinBytes = 4 * kCreditBatch;
-  // Collectives: a fixed window per communicator and peer, so that every rank
-  // agrees on it; its credit batch is a quarter of it, so a credit comes once
-  // per megabyte received (a 64-byte all-gather's frames: one per ~5,000 calls).
-  static constexpr std::uint64_t kCollectiveBytes = 4ULL << 20;
-  static constexpr std::uint64_t kCollectiveBatch = kCollectiveBytes / 4;
+  // The rule and its numbers are both worlds' (tether/detail/core/window.hpp).
+  static constexpr std::uint64_t kMessageCost = detail::core::window::kMessageCost;
+  static std::uint64_t cost(std::uint64_t payload) { return detail::core::window::cost(payload); }
+  static constexpr std::uint64_t kCreditBatch = detail::core::window::kCreditBatch;
+  static constexpr std::uint64_t kMinBytes = detail::core::window::kMinBytes;
+  static constexpr std::uint64_t kCollectiveBytes = detail::core::window::kCollectiveBytes;
+  static constexpr std::uint64_t kCollectiveBatch = detail::core::window::kCollectiveBatch;
 
   explicit SendWindow(std::uint64_t bytes, std::uint64_t batch = kCreditBatch)
       : bytes_(std::max(bytes, 4 * batch)), batch_(batch) {}
@@ -85,7 +80,9 @@ class SendWindow {
   std::uint64_t received(Lane lane, std::uint64_t payload);
 
  private:
-  bool fits(std::uint64_t outstanding, std::uint64_t cost) const;
+  bool fits(std::uint64_t outstanding, std::uint64_t cost) const {
+    return detail::core::window::fits(outstanding, cost, bytes_);
+  }
 
   struct LaneHash {
     std::size_t operator()(const Lane& l) const {

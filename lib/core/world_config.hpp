@@ -11,6 +11,7 @@
 #include "base/endpoint.hpp"
 #include "base/layer.hpp"
 #include "tether/bootstrap.hpp"
+#include "tether/detail/core/window.hpp"
 #include "wire/handshake.hpp"
 
 TETHER_LAYER(6, "core");
@@ -30,7 +31,7 @@ struct WorldConfig {
   std::size_t eagerBytes = 64 * 1024;  // sends up to this size are copied and forgotten
   // Point-to-point bytes (payload + SendWindow::kMessageCost each) sent to
   // one peer and not yet received there; past it sends wait (TETHER_P2P_WINDOW_BYTES).
-  std::uint64_t p2pWindow = 4ULL << 20;
+  std::uint64_t p2pWindow = detail::core::window::kP2PBytes;
   std::string listenHost;
   std::string advertise;
   std::function<std::string(const std::string&)> advertiseFor;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 
 namespace tether {
 
@@ -13,5 +14,12 @@ namespace tether {
 // (TETHER_TIMEOUT_MS when set, else kDefaultTimeout) and a negative value is
 // rejected with Error{InvalidArgument} naming where it came from.
 inline constexpr std::chrono::milliseconds kDefaultTimeout{300000};
+
+namespace detail {
+// TETHER_P2P_WINDOW_BYTES: its default and least value (the window's rule:
+// tether/detail/core/window.hpp).
+inline constexpr std::uint64_t kP2PWindowBytes = 4ULL << 20;
+inline constexpr std::uint64_t kMinP2PWindowBytes = 64 * 1024;
+}  // namespace detail
 
 }  // namespace tether

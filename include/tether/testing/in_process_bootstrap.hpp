@@ -74,16 +74,14 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
     return peerHost(peer) + ":rank" + std::to_string(endpoint_.worldRankOf(peer));
   }
 
+  // Buffered, as over TCP: returns once the message is in the peer's
+  // mailbox; past its window (TETHER_P2P_WINDOW_BYTES of this rank's messages
+  // the peer has not received), once the peer has received enough of them.
   void send(const void* data, std::size_t bytes, int peer, int tag) override {
     tether::detail::args::message(rank(), size(), "send", data, bytes, peer, tag);
+    const auto until = endpoint_.deadline();
     const std::string where = sendName(peer, tag);
-    endpoint_.throwIfAborted(where);
-    detail::ChannelKey key;
-    key.channel = detail::Channel::PointToPoint;
-    key.sequence = static_cast<std::uint64_t>(tag);
-    detail::Message message;
-    message.payload = copyOf(data, bytes);
-    endpoint_.post(peer, key, std::move(message), where);
+    endpoint_.waitSent(postMessage(data, bytes, peer, tag, where), until, where, nullptr);
   }
 
   void recv(void* data, std::size_t bytes, int peer, int tag) override {
@@ -141,8 +139,10 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
 
   Request isend(const void* data, std::size_t bytes, int peer, int tag) override {
     tether::detail::args::message(rank(), size(), "isend", data, bytes, peer, tag);
-    send(data, bytes, peer, tag);  // buffered: delivered now
-    return Request(std::make_unique<detail::SentRequest>(owner(), endpoint_, sendName(peer, tag)));
+    const auto until = endpoint_.deadline();
+    const std::string where = sendName(peer, tag);
+    return Request(std::make_unique<detail::SentRequest>(owner(), endpoint_, where,
+                                                         postMessage(data, bytes, peer, tag, where), until));
   }
 
   Request irecv(void* data, std::size_t bytes, int peer, int tag) override {
@@ -192,6 +192,17 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
 
   static const char* nameOf(Op op) { return tether::detail::coll::opName(op); }
   static std::string sendName(int peer, int tag) { return tether::detail::core::failures::sendName(peer, tag); }
+
+  // A point-to-point message, copied: delivered, or held by its window.
+  detail::Endpoint::Sent postMessage(const void* data, std::size_t bytes, int peer, int tag, const std::string& where) {
+    endpoint_.throwIfAborted(where);
+    detail::ChannelKey key;
+    key.channel = detail::Channel::PointToPoint;
+    key.sequence = static_cast<std::uint64_t>(tag);
+    detail::Message message;
+    message.payload = copyOf(data, bytes);
+    return endpoint_.post(peer, key, std::move(message), where);
+  }
 
   // The algorithm TcpBootstrap would choose for this call here, recorded.
   Plan record(const Call& call, int groupRank, int groupSize) const {
@@ -262,8 +273,10 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
   std::shared_ptr<const void> owner() const { return weak_from_this().lock(); }
 
   // One call's view of the mailboxes, the executor's transport
-  // (tether/detail/coll/execute.hpp): sends are posted (copied) at once,
-  // receives are taken at each settle, in order; `group` maps plan ranks to
+  // (tether/detail/coll/execute.hpp): sends are posted (copied) at once or
+  // held by their window, receives are taken at each settle, in order, and a
+  // round settles once its held sends are delivered (as over TCP, where a
+  // round ends when its sends are written); `group` maps plan ranks to
   // communicator ranks.
   class CallTransport {
    public:
@@ -277,7 +290,8 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
       message.step = step;
       message.payload = copyOf(data, bytes);
       key_.step = step;
-      endpoint_.post(group_[static_cast<std::size_t>(peer)], key_, std::move(message), op_.call());
+      auto sent = endpoint_.post(group_[static_cast<std::size_t>(peer)], key_, std::move(message), op_.call());
+      if (sent.slot) held_.push_back(std::move(sent));
     }
     void postRecv(int peer, std::uint32_t step, void* data, std::size_t bytes) {
       round_.emplace_back();
@@ -292,8 +306,13 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
     void settle() {
       endpoint_.settleCollective(round_, op_, until_, interrupt_);
       round_.clear();
+      for (const detail::Endpoint::Sent& sent : held_) endpoint_.waitSent(sent, until_, op_.call(), interrupt_);
+      held_.clear();
     }
-    ~CallTransport() { endpoint_.withdraw(round_); }
+    ~CallTransport() {
+      endpoint_.withdraw(round_);
+      for (const detail::Endpoint::Sent& sent : held_) endpoint_.drop(sent);
+    }
     CallTransport(const CallTransport&) = delete;
     CallTransport& operator=(const CallTransport&) = delete;
 
@@ -305,6 +324,7 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
     const Deadline until_;
     const detail::Interrupt* const interrupt_;  // a nonblocking call's, or nullptr
     detail::Endpoint::Round round_;
+    std::vector<detail::Endpoint::Sent> held_;  // this round's sends past their window
   };
 
   void replay(Plan plan, const std::vector<int>& group, const detail::OpStamp& op, detail::ChannelKey key,

@@ -67,13 +67,56 @@ class Endpoint {
     throwIfAbortedLocked(where);
   }
 
-  // Copies the message into the peer's mailbox (send is buffered, like a socket buffer).
-  void post(int peer, ChannelKey key, Message message, const std::string& where) const {
+  // A send: delivered (slot empty), or held by its window until the peer
+  // has received enough of this rank's earlier frames on its lane.
+  struct Sent {
+    std::shared_ptr<SendSlot> slot;
+    int peer = 0;
+    ChannelKey key;
+  };
+
+  // Copies the message into the peer's mailbox (send is buffered, like a
+  // socket buffer) — past the lane's window, holds it instead.
+  Sent post(int peer, ChannelKey key, Message message, const std::string& where) const {
     key.comm = comm_;
     key.source = rank_;
     std::lock_guard<std::mutex> lock(world_->mutex);
     throwIfAbortedLocked(where);
-    world_->deliverLocked(worldRankOf(peer), key, std::move(message));
+    return Sent{world_->sendLocked(worldRank(), worldRankOf(peer), key, std::move(message)), peer, key};
+  }
+
+  // Waits until a held send is delivered (or `until`, an abort, the peer
+  // leaving, an interrupt); one that fails is dropped, never delivered.
+  void waitSent(const Sent& sent, Clock::time_point until, const std::string& where, const Interrupt* interrupt) const {
+    if (!sent.slot) return;
+    std::unique_lock<std::mutex> lock(world_->mutex);
+    try {
+      waitLocked(
+          lock, until, where, sent.peer, [&] { return heldText(sent); }, [&] { return sent.slot->done; }, interrupt);
+    } catch (...) {
+      world_->dropLocked(sent.slot);
+      throw;
+    }
+  }
+  // Gives up on a held send (its call failed): it is never delivered.
+  void drop(const Sent& sent) const {
+    if (!sent.slot) return;
+    std::lock_guard<std::mutex> lock(world_->mutex);
+    world_->dropLocked(sent.slot);
+  }
+  // A look without waiting (Request::test); one that fails is dropped.
+  bool delivered(const Sent& sent, const std::string& where) const {
+    if (!sent.slot) return true;
+    std::lock_guard<std::mutex> lock(world_->mutex);
+    try {
+      throwIfAbortedLocked(where);
+      if (sent.slot->done) return true;
+      throwIfLeftLocked(where, sent.peer);
+    } catch (...) {
+      world_->dropLocked(sent.slot);
+      throw;
+    }
+    return false;
   }
 
   // The key of a point-to-point message from `peer` with `tag`.
@@ -114,7 +157,8 @@ class Endpoint {
                const Interrupt* interrupt) const {
     std::unique_lock<std::mutex> lock(world_->mutex);
     waitLocked(
-        lock, until, where, peer, failures::waitingFor(failures::messageWithTag(tag), failures::rankName(peer)),
+        lock, until, where, peer,
+        [&] { return failures::waitingFor(failures::messageWithTag(tag), failures::rankName(peer)); },
         [&] { return slot.done; }, interrupt);
   }
   // ... or look without waiting (Request::test) ...
@@ -177,7 +221,7 @@ class Endpoint {
     for (CollectiveRecv& r : round) {
       waitLocked(
           lock, until, where, r.peer,
-          failures::waitingFor(failures::stepNumber(r.key.step), failures::rankName(r.peer)),
+          [&] { return failures::waitingFor(failures::stepNumber(r.key.step), failures::rankName(r.peer)); },
           [&] {
             rejectForeignCallsLocked(round.front().key, expected);
             for (const CollectiveRecv& other : round)
@@ -218,9 +262,18 @@ class Endpoint {
     if (auto message = box.matching.takeStashed(key)) {
       slot.message = std::move(*message);
       slot.done = true;
+      world_->receivedLocked(worldRank(), key, slot.message);
       return;
     }
     box.matching.post(key, PostedRecv{&slot, &slot});
+  }
+
+  // "waiting to send to rank 1: it has not yet received ..." (window.hpp).
+  std::string heldText(const Sent& sent) const {
+    const auto lane = world_->windowLocked(worldRank(), worldRankOf(sent.peer), sent.key);
+    return window::waitingToSend(failures::rankName(sent.peer)) +
+           (sent.key.channel == Channel::PointToPoint ? window::p2pNote(lane.first, lane.second)
+                                                      : window::collectiveNote(lane.first, lane.second));
   }
 
   RankMailbox& mailbox() const { return *world_->mailboxes[static_cast<std::size_t>(worldRank())]; }
@@ -244,9 +297,9 @@ class Endpoint {
   // Sleeps on this rank's condition variable until ready(), an abort, the
   // deadline or `*interrupt`. A peer that left fails the wait: what it sent is
   // already in the mailbox, so nothing more is coming.
-  template <class Ready>
+  template <class WaitingFor, class Ready>
   void waitLocked(std::unique_lock<std::mutex>& lock, Clock::time_point until, const std::string& where, int peer,
-                  const std::string& waitingFor, Ready ready, const Interrupt* interrupt) const {
+                  WaitingFor waitingFor, Ready ready, const Interrupt* interrupt) const {
     RankMailbox& box = mailbox();
     for (;;) {
       throwIfAbortedLocked(where);
@@ -257,7 +310,7 @@ class Endpoint {
       if (why == Interrupt::TimedOut || box.wake.wait_until(lock, until) == std::cv_status::timeout) {
         throwIfAbortedLocked(where);
         if (ready()) return;
-        fail(ErrorCode::Timeout, where, peer, failures::timedOut(waitingFor));
+        fail(ErrorCode::Timeout, where, peer, failures::timedOut(waitingFor()));
       }
     }
   }

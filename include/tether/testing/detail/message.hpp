@@ -71,6 +71,7 @@ struct OpStamp {
 
 struct Message {
   OpStamp op;              // collectives only; empty name for point-to-point
+  int from = -1;           // the sender's world rank (its window's lane)
   std::uint32_t step = 0;  // collectives: the step within the algorithm
   std::vector<unsigned char> payload;
 

@@ -1,7 +1,9 @@
 // tether/testing/detail/requests.hpp — the in-process world's nonblocking
 // calls (tether/request.hpp), with the semantics of TcpBootstrap's:
-//  * isend: the payload is copied into the receiver's mailbox at once, so the
-//    request is done when made; cancel() returns false.
+//  * isend: the payload is copied into the receiver's mailbox at once, and
+//    the request is done when made — unless the point-to-point window holds
+//    it (world_state.hpp): then it is done once delivered, and fails at its
+//    deadline; cancel() returns false.
 //  * irecv: a receive posted on the mailbox, filled by the sender's delivery;
 //    cancel() withdraws it while unmatched (the communicator stays usable).
 //  * collectives: the plan runs on a thread of its own (the TCP world's
@@ -13,6 +15,7 @@
 // caller's buffers are never touched after the destructor. Header-only, C++17.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <exception>
@@ -50,14 +53,53 @@ class RequestBase : public Request::Impl {
   const std::string where_;  // "recv from rank 0 tag 3", "allgather#2"
 };
 
-// isend: delivered when made.
+// isend: delivered when made, or held by the window until the peer has
+// received enough; never withdrawn (cancel() is false), waited for when
+// destroyed (until its deadline).
 class SentRequest final : public RequestBase {
  public:
-  SentRequest(std::shared_ptr<const void> owner, const Endpoint& endpoint, std::string where)
-      : RequestBase(std::move(owner), endpoint, std::move(where)) {}
-  bool test() override { return true; }
-  void wait(std::chrono::milliseconds timeout) override { (void)until(timeout); }
+  SentRequest(std::shared_ptr<const void> owner, const Endpoint& endpoint, std::string where, Endpoint::Sent sent,
+              Endpoint::Clock::time_point deadline)
+      : RequestBase(std::move(owner), endpoint, std::move(where)), sent_(std::move(sent)), deadline_(deadline) {}
+  ~SentRequest() override {
+    if (finished_) return;
+    try {
+      endpoint_.waitSent(sent_, deadline_, where_, nullptr);
+    } catch (...) {
+    }
+  }
+
+  bool test() override {
+    if (!finished_) {
+      try {
+        if (!endpoint_.delivered(sent_, where_)) return false;
+      } catch (...) {
+        error_ = std::current_exception();
+      }
+      finished_ = true;
+    }
+    if (error_) std::rethrow_exception(error_);
+    return true;
+  }
+  void wait(std::chrono::milliseconds timeout) override {
+    const auto deadline = std::min(until(timeout), deadline_);
+    if (!finished_) {
+      try {
+        endpoint_.waitSent(sent_, deadline, where_, nullptr);
+      } catch (...) {
+        error_ = std::current_exception();
+      }
+      finished_ = true;
+    }
+    if (error_) std::rethrow_exception(error_);
+  }
   bool cancel() override { return false; }
+
+ private:
+  const Endpoint::Sent sent_;
+  const Endpoint::Clock::time_point deadline_;  // the communicator's timeout from isend
+  bool finished_ = false;
+  std::exception_ptr error_;
 };
 
 // irecv: posted now; done once a message fills it.

@@ -2,20 +2,27 @@
 //
 // One mutex guards every mailbox; each rank sleeps on its own condition
 // variable (wait_until with the call's deadline — no polling). A rank's mailbox
-// is the in-process stand-in for the TCP streams from all its peers. Header-only, C++17.
+// is the in-process stand-in for the TCP streams from all its peers; the send
+// windows (tether/detail/core/window.hpp) bound what a sender may leave in
+// it unreceived, as over TCP. Header-only, C++17.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
+#include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "tether/bootstrap.hpp"
 #include "tether/detail/core/abort_state.hpp"
+#include "tether/detail/core/window.hpp"
 #include "tether/detail/env_int.hpp"
 #include "tether/detail/match/mailbox.hpp"
 #include "tether/error.hpp"
@@ -25,6 +32,8 @@ namespace tether {
 namespace testing {
 namespace detail {
 
+namespace window = ::tether::detail::core::window;
+
 // Ends a nonblocking call's waits from another thread: Request::cancel, or
 // Request::wait whose timeout passed. Read and written under the world mutex.
 enum class Interrupt : std::uint8_t { None, Cancelled, TimedOut };
@@ -33,6 +42,12 @@ enum class Interrupt : std::uint8_t { None, Cancelled, TimedOut };
 struct RecvSlot {
   bool done = false;
   Message message;
+};
+
+// A send its window held back: done once delivered (or failed, when its
+// sender gave up on it and dropped it).
+struct SendSlot {
+  bool done = false;
 };
 
 struct PostedRecv {
@@ -55,13 +70,18 @@ struct RankMailbox {
 
 struct WorldState {
   WorldState(int worldSize, int ranksPerNode)
-      : nranks(worldSize), nranksPerNode(ranksPerNode), defaultTimeout(timeoutFromEnvironment()) {
+      : nranks(worldSize),
+        nranksPerNode(ranksPerNode),
+        defaultTimeout(timeoutFromEnvironment()),
+        p2pWindow(static_cast<std::uint64_t>(::tether::detail::envInt("TETHER_P2P_WINDOW_BYTES", window::kP2PBytes,
+                                                                      window::kMinBytes, std::int64_t{1} << 40))) {
     for (int r = 0; r < nranks; ++r) mailboxes.push_back(std::make_unique<RankMailbox>());
   }
 
   const int nranks;
   const int nranksPerNode;
   const std::chrono::milliseconds defaultTimeout;
+  const std::uint64_t p2pWindow;  // TETHER_P2P_WINDOW_BYTES, read when the world is made
   std::mutex mutex;
   std::vector<std::unique_ptr<RankMailbox>> mailboxes;  // by world rank
   // By world rank: its body returned (InProcessWorld::run), as a TcpBootstrap
@@ -70,6 +90,89 @@ struct WorldState {
 
   int nodeOf(int worldRank) const { return worldRank / nranksPerNode; }
 
+  // A window's lane: (from, to, communicator, collective) in world ranks —
+  // a peer's point-to-point messages (communicator 0), or one communicator's
+  // collective frames to it.
+  using LaneId = std::tuple<int, int, std::uint64_t, bool>;
+  struct Held {
+    int dst;
+    ChannelKey key;
+    Message message;
+    std::shared_ptr<SendSlot> slot;
+  };
+  struct Lane {
+    std::uint64_t outstanding = 0;  // delivered, not yet received
+    std::deque<Held> held;
+    bool flushing = false;
+  };
+  static LaneId laneOf(int from, int to, const ChannelKey& key) {
+    const bool collective = key.channel != Channel::PointToPoint;
+    return LaneId(from, to, collective ? key.comm : 0, collective);
+  }
+  std::uint64_t windowOf(const LaneId& lane) const { return std::get<3>(lane) ? window::kCollectiveBytes : p2pWindow; }
+
+  // Sends `message` from `from` to `dst`: delivered now when its lane has
+  // room (nullptr), else held behind the lane's earlier held sends until the
+  // peer has received enough (its slot).
+  std::shared_ptr<SendSlot> sendLocked(int from, int dst, const ChannelKey& key, Message message) {
+    message.from = from;
+    if (from != dst) {
+      const LaneId id = laneOf(from, dst, key);
+      Lane& lane = lanes_[id];
+      const std::uint64_t cost = window::cost(message.payload.size());
+      if (!lane.held.empty() || !window::fits(lane.outstanding, cost, windowOf(id))) {
+        auto slot = std::make_shared<SendSlot>();
+        lane.held.push_back(Held{dst, key, std::move(message), slot});
+        return slot;
+      }
+      lane.outstanding += cost;
+    }
+    deliverLocked(dst, key, std::move(message));
+    return nullptr;
+  }
+
+  // `to` received (matched) a message: its lane's held sends that fit now
+  // are delivered, and their senders woken.
+  void receivedLocked(int to, const ChannelKey& key, const Message& message) {
+    const int from = message.from;
+    if (from < 0 || from == to) return;
+    const LaneId id = laneOf(from, to, key);
+    Lane& lane = lanes_[id];
+    lane.outstanding -= std::min(lane.outstanding, window::cost(message.payload.size()));
+    if (lane.flushing) return;  // a delivery below matched at once: the loop goes on
+    lane.flushing = true;
+    while (!lane.held.empty()) {
+      const std::uint64_t cost = window::cost(lane.held.front().message.payload.size());
+      if (!window::fits(lane.outstanding, cost, windowOf(id))) break;
+      Held h = std::move(lane.held.front());
+      lane.held.pop_front();
+      lane.outstanding += cost;
+      h.slot->done = true;
+      deliverLocked(h.dst, h.key, std::move(h.message));
+      mailboxes[static_cast<std::size_t>(from)]->wake.notify_all();
+    }
+    lane.flushing = false;
+  }
+
+  // The sender gave up on a held send (it failed): it is never delivered.
+  void dropLocked(const std::shared_ptr<SendSlot>& slot) {
+    for (auto& lane : lanes_) {
+      auto& held = lane.second.held;
+      for (auto it = held.begin(); it != held.end(); ++it)
+        if (it->slot == slot) {
+          held.erase(it);
+          return;
+        }
+    }
+  }
+
+  // How much of `from`'s frames on the lane of `key` to `to` are unreceived,
+  // and its window (a held send's timeout names both).
+  std::pair<std::uint64_t, std::uint64_t> windowLocked(int from, int to, const ChannelKey& key) {
+    const LaneId id = laneOf(from, to, key);
+    return {lanes_[id].outstanding, windowOf(id)};
+  }
+
   // Delivers a copy to `dstWorld`: to the oldest receive posted under `key`,
   // else kept until one is; caller holds `mutex`.
   void deliverLocked(int dstWorld, const ChannelKey& key, Message message) {
@@ -77,6 +180,7 @@ struct WorldState {
     if (auto posted = box.matching.claimPosted(key)) {
       posted->slot->message = std::move(message);
       posted->slot->done = true;
+      receivedLocked(dstWorld, key, posted->slot->message);
     } else {
       box.matching.stash(key, std::move(message), /*unique=*/false);
     }
@@ -108,6 +212,9 @@ struct WorldState {
     const ::tether::detail::EnvValue v = ::tether::detail::envValue("TETHER_TIMEOUT_MS");
     return v ? ::tether::detail::parseEnvMs(v.name, v.text, kDefaultTimeout) : kDefaultTimeout;
   }
+
+ private:
+  std::map<LaneId, Lane> lanes_;  // lanes that carried messages
 };
 
 }  // namespace detail
