@@ -10,11 +10,9 @@
 // that ranks need not agree on the window). Progress thread only.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <optional>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "base/layer.hpp"
@@ -46,16 +44,16 @@ class SendWindow {
   static constexpr std::uint64_t kCollectiveBatch = detail::core::window::kCollectiveBatch;
 
   explicit SendWindow(std::uint64_t bytes, std::uint64_t batch = kCreditBatch)
-      : bytes_(std::max(bytes, 4 * batch)), batch_(batch) {}
-  std::uint64_t bytes() const { return bytes_; }
+      : lanes_(bytes, batch, [](const link::OutFrame& f) -> std::uint64_t { return f.len; }) {}
+  std::uint64_t bytes() const { return lanes_.bytes(); }
 
   // ---- sending ----
   // A frame of `payload` bytes on `lane` may go now (it is counted); false:
   // it must wait (hold()), behind any that already wait. A frame always goes
   // while less than a quarter window is outstanding, however large.
-  bool admit(Lane lane, std::uint64_t payload);
+  bool admit(Lane lane, std::uint64_t payload) { return lanes_.admit(lane, payload); }
   // Keeps a frame that may not go yet; `frame.owner` waits for it.
-  void hold(Lane lane, link::OutFrame frame);
+  void hold(Lane lane, link::OutFrame frame) { lanes_.hold(lane, std::move(frame)); }
   // The peer received frames of `lane` worth `bytes`: the frames that may go now, in order (counted).
   std::vector<link::OutFrame> credit(Lane lane, std::uint64_t bytes);
   // Drops `owner`'s waiting frames (it failed); returns how many.
@@ -67,7 +65,7 @@ class SendWindow {
   // Every owner with a waiting frame.
   std::vector<link::Owner*> ownersHeld() const;
   // What this rank sent on `lane` and the peer has not received (counted bytes).
-  std::uint64_t unreceived(Lane lane) const;
+  std::uint64_t unreceived(Lane lane) const { return lanes_.unreceived(lane); }
   // `peer` is gone: nothing is owed either way on its lanes any more (their waiting frames are dropped).
   void forget(int peer);
   // Communicator `comm` ended here: its lanes go (but one a frame still
@@ -77,28 +75,15 @@ class SendWindow {
   // ---- receiving ----
   // A frame of `payload` bytes on `lane` (from its peer) was received (or
   // dropped): the credit to return now, 0 while less than a batch is owed.
-  std::uint64_t received(Lane lane, std::uint64_t payload);
+  std::uint64_t received(Lane lane, std::uint64_t payload) { return lanes_.received(lane, payload); }
 
  private:
-  bool fits(std::uint64_t outstanding, std::uint64_t cost) const {
-    return detail::core::window::fits(outstanding, cost, bytes_);
-  }
-
   struct LaneHash {
     std::size_t operator()(const Lane& l) const {
       return std::hash<std::uint64_t>()(l.comm * 0x9E3779B97F4A7C15ULL ^ static_cast<std::uint32_t>(l.peer));
     }
   };
-  struct State {
-    std::uint64_t outstanding = 0;  // sent, not yet credited
-    std::deque<link::OutFrame> held;
-    std::uint64_t owed = 0;  // received from the peer, not yet credited back
-  };
-  template <class Pred>
-  void eraseIf(Pred&& pred);
-
-  const std::uint64_t bytes_, batch_;
-  std::unordered_map<Lane, State, LaneHash> lanes_;  // only lanes that carried frames
+  detail::core::window::Lanes<Lane, LaneHash, link::OutFrame> lanes_;
 };
 
 // A world's windows: point-to-point messages (a lane per peer) and collective

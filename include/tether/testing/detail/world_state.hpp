@@ -11,12 +11,9 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
-#include <deque>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -90,87 +87,69 @@ struct WorldState {
 
   int nodeOf(int worldRank) const { return worldRank / nranksPerNode; }
 
-  // A window's lane: (from, to, communicator, collective) in world ranks —
-  // a peer's point-to-point messages (communicator 0), or one communicator's
-  // collective frames to it.
-  using LaneId = std::tuple<int, int, std::uint64_t, bool>;
+  // A window's lane in world ranks: a peer's point-to-point messages
+  // (communicator 0), or one communicator's collective frames to it.
+  struct LaneId {
+    int from, to;
+    std::uint64_t comm;
+    bool operator==(const LaneId& o) const { return from == o.from && to == o.to && comm == o.comm; }
+  };
+  struct LaneIdHash {
+    std::size_t operator()(const LaneId& l) const {
+      return static_cast<std::size_t>(
+          mix(mix(l.comm, static_cast<std::uint32_t>(l.from)), static_cast<std::uint32_t>(l.to)));
+    }
+  };
+  // A send its window holds: delivered when the lane has room.
   struct Held {
     int dst;
     ChannelKey key;
     Message message;
     std::shared_ptr<SendSlot> slot;
   };
-  struct Lane {
-    std::uint64_t outstanding = 0;  // delivered, not yet received
-    std::deque<Held> held;
-    bool flushing = false;
-  };
+  using Window = window::Lanes<LaneId, LaneIdHash, Held>;
+  static std::uint64_t bytesOf(const Held& h) { return h.message.payload.size(); }
+  Window& windowOf(const ChannelKey& key) { return key.channel == Channel::PointToPoint ? p2p_ : coll_; }
   static LaneId laneOf(int from, int to, const ChannelKey& key) {
-    const bool collective = key.channel != Channel::PointToPoint;
-    return LaneId(from, to, collective ? key.comm : 0, collective);
+    return LaneId{from, to, key.channel == Channel::PointToPoint ? 0 : key.comm};
   }
-  std::uint64_t windowOf(const LaneId& lane) const { return std::get<3>(lane) ? window::kCollectiveBytes : p2pWindow; }
 
   // Sends `message` from `from` to `dst`: delivered now when its lane has
   // room (nullptr), else held behind the lane's earlier held sends until the
   // peer has received enough (its slot).
   std::shared_ptr<SendSlot> sendLocked(int from, int dst, const ChannelKey& key, Message message) {
     message.from = from;
-    if (from != dst) {
-      const LaneId id = laneOf(from, dst, key);
-      Lane& lane = lanes_[id];
-      const std::uint64_t cost = window::cost(message.payload.size());
-      if (!lane.held.empty() || !window::fits(lane.outstanding, cost, windowOf(id))) {
-        auto slot = std::make_shared<SendSlot>();
-        lane.held.push_back(Held{dst, key, std::move(message), slot});
-        return slot;
-      }
-      lane.outstanding += cost;
+    if (from != dst && !windowOf(key).admit(laneOf(from, dst, key), message.payload.size())) {
+      auto slot = std::make_shared<SendSlot>();
+      windowOf(key).hold(laneOf(from, dst, key), Held{dst, key, std::move(message), slot});
+      return slot;
     }
     deliverLocked(dst, key, std::move(message));
     return nullptr;
   }
 
   // `to` received (matched) a message: its lane's held sends that fit now
-  // are delivered, and their senders woken.
+  // are delivered, and their sender woken. Credit is at once here (TCP
+  // returns it in batches).
   void receivedLocked(int to, const ChannelKey& key, const Message& message) {
     const int from = message.from;
     if (from < 0 || from == to) return;
-    const LaneId id = laneOf(from, to, key);
-    Lane& lane = lanes_[id];
-    lane.outstanding -= std::min(lane.outstanding, window::cost(message.payload.size()));
-    if (lane.flushing) return;  // a delivery below matched at once: the loop goes on
-    lane.flushing = true;
-    while (!lane.held.empty()) {
-      const std::uint64_t cost = window::cost(lane.held.front().message.payload.size());
-      if (!window::fits(lane.outstanding, cost, windowOf(id))) break;
-      Held h = std::move(lane.held.front());
-      lane.held.pop_front();
-      lane.outstanding += cost;
+    windowOf(key).credit(laneOf(from, to, key), window::cost(message.payload.size()), [&](Held&& h) {
       h.slot->done = true;
       deliverLocked(h.dst, h.key, std::move(h.message));
       mailboxes[static_cast<std::size_t>(from)]->wake.notify_all();
-    }
-    lane.flushing = false;
+    });
   }
 
   // The sender gave up on a held send (it failed): it is never delivered.
   void dropLocked(const std::shared_ptr<SendSlot>& slot) {
-    for (auto& lane : lanes_) {
-      auto& held = lane.second.held;
-      for (auto it = held.begin(); it != held.end(); ++it)
-        if (it->slot == slot) {
-          held.erase(it);
-          return;
-        }
-    }
+    for (Window* w : {&p2p_, &coll_}) w->dropHeld([&](const LaneId&, const Held& h) { return h.slot == slot; });
   }
 
   // How much of `from`'s frames on the lane of `key` to `to` are unreceived,
   // and its window (a held send's timeout names both).
   std::pair<std::uint64_t, std::uint64_t> windowLocked(int from, int to, const ChannelKey& key) {
-    const LaneId id = laneOf(from, to, key);
-    return {lanes_[id].outstanding, windowOf(id)};
+    return {windowOf(key).unreceived(laneOf(from, to, key)), windowOf(key).bytes()};
   }
 
   // Delivers a copy to `dstWorld`: to the oldest receive posted under `key`,
@@ -214,7 +193,8 @@ struct WorldState {
   }
 
  private:
-  std::map<LaneId, Lane> lanes_;  // lanes that carried messages
+  Window p2p_{p2pWindow, window::kCreditBatch, bytesOf};
+  Window coll_{window::kCollectiveBytes, window::kCollectiveBatch, bytesOf};
 };
 
 }  // namespace detail
