@@ -223,13 +223,14 @@ inline void waitWithTheLargestTimeout(Bootstrap& b) {
 
 // isends then a blocking send, all with one tag: the receiver gets them in
 // the order they were called, also when the caller tests a request between
-// them.
+// them; and (odd rounds) irecvs, a test(), then a recv: they match in the
+// order they were called.
 inline void sendsKeepCallOrder(Bootstrap& b) {
   constexpr int kSends = 60;  // of 16 KiB: within the point-to-point window
   constexpr std::size_t kInts = 16 * 1024 / sizeof(int);
   b.setTimeout(std::chrono::milliseconds(20000));
   std::vector<std::vector<int>> values(kSends + 1, std::vector<int>(kInts));
-  for (int round = 0; round < 5; ++round) {
+  for (int round = 0; round < 20; ++round) {
     if (b.rank() == 0) {
       std::vector<Request> requests;
       for (int i = 0; i < kSends; ++i) {
@@ -240,12 +241,23 @@ inline void sendsKeepCallOrder(Bootstrap& b) {
       values[kSends][0] = round * 1000 + kSends;
       b.send(values[kSends].data(), kInts * sizeof(int), 1, 9);
       for (auto& r : requests) r.wait();
-    } else {
+    } else if (round % 2 == 0) {
       for (int i = 0; i <= kSends; ++i) {
         b.recv(values[0].data(), kInts * sizeof(int), 0, 9);
         check(values[0][0] == round * 1000 + i,
               "message " + std::to_string(round * 1000 + i) + " in call order, got " + std::to_string(values[0][0]));
       }
+    } else {  // irecvs, a test(), then a recv: the n-th receive called gets the n-th message
+      std::vector<Request> requests;
+      for (int i = 0; i < kSends; ++i)
+        requests.push_back(b.irecv(values[static_cast<std::size_t>(i)].data(), kInts * sizeof(int), 0, 9));
+      (void)requests.back().test();
+      b.recv(values[kSends].data(), kInts * sizeof(int), 0, 9);
+      for (auto& r : requests) r.wait();
+      for (int i = 0; i <= kSends; ++i)
+        check(values[static_cast<std::size_t>(i)][0] == round * 1000 + i,
+              "receive " + std::to_string(i) + " of round " + std::to_string(round) + " got message " +
+                  std::to_string(values[static_cast<std::size_t>(i)][0]));
     }
     b.barrier();
   }
