@@ -27,11 +27,7 @@ using tether::Bootstrap;
 using tether::ErrorCode;
 using tether::Request;
 
-struct Case {
-  const char* name;
-  int nranks;
-  std::function<void(Bootstrap&)> body;
-};
+using testing_api::Case;
 
 inline bool has(const tether::Error& e, const std::string& part) { return contains(e.what(), part); }
 

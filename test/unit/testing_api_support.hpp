@@ -5,13 +5,24 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include <tether/bootstrap.hpp>
 #include <tether/error.hpp>
 
 namespace testing_api {
+
+// A scenario shared by the conformance suite (both worlds) and multiproc
+// tests: its name, its ranks, and the body each rank runs (it throws when
+// the rank sees something unexpected).
+struct Case {
+  const char* name;
+  int nranks;
+  std::function<void(tether::Bootstrap&)> body;
+};
 
 // Throws from a rank body; InProcessWorld::run rethrows it on the main thread.
 inline void check(bool ok, const std::string& what) {

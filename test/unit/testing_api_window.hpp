@@ -26,11 +26,7 @@ using std::chrono::milliseconds;
 using tether::Bootstrap;
 using tether::ErrorCode;
 
-struct Case {
-  const char* name;
-  int nranks;
-  std::function<void(Bootstrap&)> body;
-};
+using testing_api::Case;
 
 // 63 messages of 64 KiB fit in the default 4 MiB point-to-point window
 // (payload plus 128 bytes each: 63 x 65,664 = 4,136,832); the 64th waits.
