@@ -3,6 +3,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -181,4 +182,35 @@ TEST_CASE("topology: nodes, local ranks and peer hosts follow nranksPerNode, als
     seen[r] = b.peerAddress(r);
   });
   REQUIRE(std::set<std::string>(seen.begin(), seen.end()).size() == 6);
+}
+
+TEST_CASE("a child communicator's collective lanes are forgotten once all its ranks' bootstraps are gone",
+          "[testing-api]") {
+  // Made by hand (not InProcessWorld) to look at the world's counting.
+  auto state = std::make_shared<tether::testing::detail::WorldState>(2, 2);
+  std::vector<std::shared_ptr<tether::testing::InProcessBootstrap>> ranks;
+  for (int r = 0; r < 2; ++r) {
+    ranks.push_back(std::make_shared<tether::testing::InProcessBootstrap>(state, 0, std::vector<int>{0, 1}, r,
+                                                                          std::chrono::milliseconds(30000)));
+  }
+  std::vector<std::size_t> whileAlive(2);
+  auto body = [&](int r) {
+    Bootstrap& b = *ranks[static_cast<std::size_t>(r)];
+    for (int i = 0; i < 20; ++i) {
+      std::shared_ptr<Bootstrap> child = b.split(0, r);
+      std::vector<int> all(2, r);
+      child->allgather(all.data(), sizeof(int));
+      b.barrier();
+      if (i == 19) whileAlive[static_cast<std::size_t>(r)] = state->collectiveLanes();
+      child.reset();
+      b.barrier();  // both ranks' children are gone
+    }
+  };
+  std::thread other(body, 1);
+  body(0);
+  other.join();
+  // The world communicator's two lanes (0 to 1, 1 to 0) stay; the twentieth
+  // child's were counted while it lived.
+  REQUIRE(whileAlive == std::vector<std::size_t>{4, 4});
+  REQUIRE(state->collectiveLanes() == 2);
 }

@@ -102,6 +102,41 @@ inline void heldIsendCompletes(Bootstrap& b) {
   }
 }
 
+// A receiver returns credit once a batch (16 KiB) is owed, in both worlds: a
+// held isend stays held while the peer has received less than that, and
+// goes once it has. 992 messages of 4 KiB fit (992 x 4,224 = 4,190,208).
+inline void creditComesInBatches(Bootstrap& b) {
+  b.setTimeout(milliseconds(10000));
+  constexpr std::size_t kBytes = 4096;
+  constexpr int kSmallFit = 992, kUnderBatch = 3;  // 3 x 4,224 = 12,672 < 16,384
+  std::vector<std::vector<int>> msgs(kSmallFit + 1, std::vector<int>(kBytes / sizeof(int)));
+  int token = 0;
+  if (b.rank() == 0) {
+    std::vector<tether::Request> requests;
+    for (int i = 0; i <= kSmallFit; ++i) {
+      msgs[static_cast<std::size_t>(i)][0] = i;
+      requests.push_back(b.isend(msgs[static_cast<std::size_t>(i)].data(), kBytes, 1, 5));
+    }
+    check(!requests.back().test(), "the isend past the window is held");
+    b.barrier();
+    b.recv(&token, sizeof token, 1, 9);  // the peer has received 3 messages
+    check(!requests.back().test(), "3 messages received (12,672 bytes) are less than a credit batch: still held");
+    b.barrier();  // (the point-to-point lane to the peer is full; the collective one is apart)
+    for (auto& r : requests) r.wait();
+    return;
+  }
+  b.barrier();
+  std::vector<int> msg(kBytes / sizeof(int));
+  auto receive = [&](int i) {
+    b.recv(msg.data(), kBytes, 0, 5);
+    check(msg[0] == i, "message " + std::to_string(i) + " in order, got " + std::to_string(msg[0]));
+  };
+  for (int i = 0; i < kUnderBatch; ++i) receive(i);
+  b.send(&token, sizeof token, 0, 9);
+  b.barrier();  // the sender has looked
+  for (int i = kUnderBatch; i <= kSmallFit; ++i) receive(i);
+}
+
 // A broadcast root whose peer never enters: 254 frames of 16 KiB fit in the
 // 4 MiB collective window of one communicator (254 x 16,512 = 4,194,048); the
 // 255th call fails at its deadline. On a child, so the world goes on.
@@ -137,6 +172,7 @@ inline std::vector<Case> cases() {
        "the send it gave up is never delivered",
        2, senderStopsAtWindow},
       {"an isend past the point-to-point window completes once the peer receives", 2, heldIsendCompletes},
+      {"a receiver returns credit once a batch is owed: a held isend stays held until then", 2, creditComesInBatches},
       {"a broadcast root whose peer has not entered stops at the collective window and names it", 2,
        rootStopsAtCollectiveWindow},
   };

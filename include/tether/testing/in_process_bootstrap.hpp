@@ -42,7 +42,14 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
  public:
   InProcessBootstrap(std::shared_ptr<detail::WorldState> world, std::uint64_t comm, std::vector<int> members, int rank,
                      std::chrono::milliseconds timeout)
-      : endpoint_(std::move(world), comm, std::move(members), rank, timeout) {}
+      : endpoint_(std::move(world), comm, std::move(members), rank, timeout) {
+    if (comm != 0) endpoint_.world()->joinComm(comm);
+  }
+  ~InProcessBootstrap() override {
+    if (endpoint_.comm() != 0) endpoint_.world()->leaveComm(endpoint_.comm());
+  }
+  InProcessBootstrap(const InProcessBootstrap&) = delete;
+  InProcessBootstrap& operator=(const InProcessBootstrap&) = delete;
 
   int rank() const override { return endpoint_.rank(); }
   int size() const override { return endpoint_.size(); }

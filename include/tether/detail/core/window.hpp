@@ -4,9 +4,10 @@
 // messages, or one communicator's collective frames to a peer — at most a
 // window of frames the peer has not received; past it the next frame waits
 // on the sender, and its call with it. Lanes (below) counts them, for both
-// worlds: the TCP world's lib/core/send_window.* (its receivers return
-// credit in batches, in control frames) and the testing world's
-// tether/testing/detail/world_state.hpp (credit at once, under its mutex).
+// worlds: the TCP world's lib/core/send_window.* (credit returned in
+// control frames) and the testing world's
+// tether/testing/detail/world_state.hpp (under its mutex); in both a
+// receiver returns credit once a batch is owed.
 // The texts are the ones a timed-out send's error ends with. Header-only, C++17.
 #pragma once
 
@@ -76,6 +77,7 @@ class Lanes {
   Lanes(std::uint64_t bytes, std::uint64_t batch, BytesOf bytesOf)
       : bytes_(std::max(bytes, 4 * batch)), batch_(batch), bytesOf_(bytesOf) {}
   std::uint64_t bytes() const { return bytes_; }
+  std::size_t size() const { return lanes_.size(); }  // lanes counted now
 
   // ---- sending ----
   // A frame of `payload` bytes on `lane` may go now (it is counted); false:

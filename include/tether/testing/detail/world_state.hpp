@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -128,13 +129,17 @@ struct WorldState {
     return nullptr;
   }
 
-  // `to` received (matched) a message: its lane's held sends that fit now
-  // are delivered, and their sender woken. Credit is at once here (TCP
-  // returns it in batches).
+  // `to` received (matched) a message: once a credit batch is owed, as the
+  // TCP world's receiver returns it, the lane's held sends that fit now are
+  // delivered and their sender woken.
   void receivedLocked(int to, const ChannelKey& key, const Message& message) {
     const int from = message.from;
     if (from < 0 || from == to) return;
-    windowOf(key).credit(laneOf(from, to, key), window::cost(message.payload.size()), [&](Held&& h) {
+    Window& lanes = windowOf(key);
+    const LaneId lane = laneOf(from, to, key);
+    const std::uint64_t credit = lanes.received(lane, message.payload.size());
+    if (credit == 0) return;
+    lanes.credit(lane, credit, [&](Held&& h) {
       h.slot->done = true;
       deliverLocked(h.dst, h.key, std::move(h.message));
       mailboxes[static_cast<std::size_t>(from)]->wake.notify_all();
@@ -184,6 +189,26 @@ struct WorldState {
     }
   }
 
+  // A rank's bootstrap of communicator `comm` (a split's child) was made or
+  // destroyed; once the last is gone, the communicator's collective lanes
+  // are forgotten, as TCP ranks forget theirs when their bootstrap of it ends.
+  void joinComm(std::uint64_t comm) {
+    std::lock_guard<std::mutex> lock(mutex);
+    ++commRanks_[comm];
+  }
+  void leaveComm(std::uint64_t comm) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = commRanks_.find(comm);
+    if (it == commRanks_.end() || --it->second > 0) return;
+    commRanks_.erase(it);
+    coll_.eraseLanes([&](const LaneId& l, bool) { return l.comm == comm; });
+  }
+  // How many collective lanes are counted (all communicators; for tests).
+  std::size_t collectiveLanes() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return coll_.size();
+  }
+
   // TETHER_TIMEOUT_MS when set and not 0, else kDefaultTimeout: the rule and
   // the reader of TcpBootstrap (tether/detail/env_int.hpp); read when the
   // world is made.
@@ -195,6 +220,7 @@ struct WorldState {
  private:
   Window p2p_{p2pWindow, window::kCreditBatch, bytesOf};
   Window coll_{window::kCollectiveBytes, window::kCollectiveBatch, bytesOf};
+  std::unordered_map<std::uint64_t, int> commRanks_;  // a child communicator's live bootstraps
 };
 
 }  // namespace detail
