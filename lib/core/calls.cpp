@@ -46,6 +46,7 @@ void Calls::startRun(Op& op, Resumable& run, PostSlot& slot) {
       return run.resume(std::make_exception_ptr(p_.abort.abortedError(op.name())));
     }
     p_.ops.add(op);
+    if (op.expires != Op::Clock::time_point{}) deadlines_.add(op);
     run.resume(nullptr);
   };
   // At once on this thread when no thread runs the loop (no epoll_wait(0)
@@ -90,15 +91,9 @@ void Calls::wait(const std::shared_ptr<Op>& op, Completion& done, Clock::time_po
   done.rethrowIfFailed();
 }
 
-void Calls::expireAt(const std::shared_ptr<Op>& op, Clock::time_point deadline) {
-  const auto budget = probeBudget(deadline - Clock::now());
-  asio::post(p_.io, [this, op, deadline, budget] {
-    if (!op->active || op->error) return;  // ended already
-    op->deadline = std::make_unique<asio::steady_timer>(p_.io, deadline);
-    op->deadline->async_wait([this, op, budget](boost::system::error_code ec) {
-      if (!ec) p_.probe.timeOut(op, p_.ops, p_.life.joined() && !p_.life.closing(), budget);
-    });
-  });
+void Calls::requestExpired(std::shared_ptr<Op> op) {
+  const auto budget = probeBudget(op->expires - op->began);
+  p_.probe.timeOut(std::move(op), p_.ops, p_.life.joined() && !p_.life.closing(), budget);
 }
 
 bool Calls::cancel(const std::shared_ptr<Op>& op) {
@@ -130,7 +125,7 @@ bool Calls::cancel(const std::shared_ptr<Op>& op) {
 // its last settle completed (an abort notice read from the same socket right
 // behind its last frame, while its resumption was queued) does not undo that.
 void Calls::endOp(Op& op, std::exception_ptr& e) {
-  if (op.deadline) op.deadline->cancel();
+  deadlines_.remove(op);
   p_.sequences.end(op, e, p_.ops.mailbox());
   if (e && op.counters) op.counters->failed(e);
   if (e && !op.error) p_.ops.failOp(op, e);  // withdraw what it still had posted

@@ -6,7 +6,7 @@
 // SendWindows, onto the link Peers gives) and posts receives (OpTable), and
 // a lost peer's operations fail here. It is the OpTable's TransferView and
 // Peers' PeerTraffic (the data frames the links read). Calling threads use
-// startRun, wait, poll, expireAt and cancel; the rest runs on the progress
+// startRun, wait, poll and cancel; the rest runs on the progress
 // thread.
 #pragma once
 
@@ -32,6 +32,7 @@
 #include "core/payload_pool.hpp"
 #include "core/peers.hpp"
 #include "core/post_slot.hpp"
+#include "core/request_deadlines.hpp"
 #include "core/send_window.hpp"
 #include "core/sequence.hpp"
 #include "core/sequence_guard.hpp"
@@ -66,7 +67,10 @@ class Calls final : public TransferView, public PeerTraffic {
   // `abortWorld`: abort the world with this notice, telling the peers
   // (World::abortOnProgress).
   Calls(const WorldConfig& cfg, Parts parts, std::function<void(const wire::AbortNotice&)> abortWorld)
-      : cfg_(cfg), p_(parts), abortWorld_(std::move(abortWorld)) {}
+      : cfg_(cfg),
+        p_(parts),
+        abortWorld_(std::move(abortWorld)),
+        deadlines_(parts.io, [this](std::shared_ptr<Op> op) { requestExpired(std::move(op)); }) {}
 
   // Made in a process that forked after this world started (docs/faults.md,
   // "After fork"): the child's copy is inert.
@@ -96,10 +100,6 @@ class Calls final : public TransferView, public PeerTraffic {
   bool poll(Completion& done, Clock::time_point deadline = Clock::time_point::max()) {
     return p_.driver.poll(done, deadline);
   }
-  // A nonblocking call's deadline (any thread): at `deadline` the operation
-  // fails with Timeout naming whom it waits for, as a blocking call does,
-  // whether or not anybody waits for it then.
-  void expireAt(const std::shared_ptr<Op>& op, Clock::time_point deadline);
   // Ends `op` with Error{Aborted} "cancelled on this rank" if it can still be
   // withdrawn (Request::cancel, tether/request.hpp): a receive not yet
   // matched, or a collective (on the world communicator the peers then get an
@@ -119,6 +119,9 @@ class Calls final : public TransferView, public PeerTraffic {
   void beginCollective(CollectiveSeq& seq, Op& op);
   // Ends the sends the window still holds (the bootstrap closes).
   void failHeldSends();
+  // The world closed and its loop no longer runs: lets go of the timer
+  // (before the io_context, which World destroys first).
+  void closed() { deadlines_.stop(); }
   // The last error a call here ended with (an observer is told).
   const std::string& lastError() const { return lastError_; }
 
@@ -141,6 +144,9 @@ class Calls final : public TransferView, public PeerTraffic {
   int rank() const { return cfg_.rank; }
   void checkStart(const Op& op) const;
   void endOp(Op& op, std::exception_ptr& e);
+  // A nonblocking call's op reached its Op::expires: it fails with Timeout
+  // naming whom it waits for, as a blocking call does.
+  void requestExpired(std::shared_ptr<Op> op);
   // The window that counts a data frame of `h` to or from `peer`, and its lane.
   std::pair<SendWindow*, Lane> windowOf(int peer, const wire::FrameHeader& h) const;
 
@@ -150,6 +156,7 @@ class Calls final : public TransferView, public PeerTraffic {
   const pid_t creator_ = fds::processId();
   std::string lastError_;
   std::atomic<int> postedStarts_{0};  // starts posted to the loop that have not run yet (startRun)
+  RequestDeadlines deadlines_;        // the running ops that have an Op::expires
 };
 
 }  // namespace tether

@@ -73,7 +73,7 @@ World::Clock::time_point Communicator::deadline() const { return detail::core::d
 // the kept `run`, once nothing else holds them (an earlier call's request or
 // stall probe may), or a pair and run of its own.
 Communicator::PointCall Communicator::leasePoint(ReusedCall& kept, const std::shared_ptr<PointRun>& run, Op::Kind kind,
-                                                 int peer, int tag) {
+                                                 int peer, int tag, Op::Clock::time_point expires) {
   PointCall c;
   if (auto lease = kept.lease(kind, group_.comm, peer, tag)) {
     c.op = std::move(lease->op);
@@ -85,27 +85,33 @@ Communicator::PointCall Communicator::leasePoint(ReusedCall& kept, const std::sh
     c.run = std::make_shared<PointRun>();
   }
   c.op->counters = counters_;
+  if (expires != Op::Clock::time_point{}) {
+    c.op->expires = expires;
+    c.op->self = c.op;
+  }
   counters_->call(kind == Op::Kind::Send ? CommCounters::kSend : CommCounters::kRecv);
   return c;
 }
 
-Communicator::PointCall Communicator::launchSend(const void* data, std::size_t bytes, int peer, int tag) {
+Communicator::PointCall Communicator::launchSend(const void* data, std::size_t bytes, int peer, int tag,
+                                                 Op::Clock::time_point expires) {
   wire::FrameHeader h;
   h.kind = wire::Kind::P2P;
   h.comm = group_.comm;
   h.tag = static_cast<std::uint32_t>(tag);
   h.length = bytes;
-  PointCall c = leasePoint(*sendCall_, sendRun_, Op::Kind::Send, peer, tag);
+  PointCall c = leasePoint(*sendCall_, sendRun_, Op::Kind::Send, peer, tag, expires);
   c.run->startSend(world_->calls(), c.op, c.done, group_.worldRanks[peer], h, data);
   return c;
 }
 
-Communicator::PointCall Communicator::launchRecv(void* data, std::size_t bytes, int peer, int tag) {
+Communicator::PointCall Communicator::launchRecv(void* data, std::size_t bytes, int peer, int tag,
+                                                 Op::Clock::time_point expires) {
   match::Key key;  // kind P2P, collective id and step 0
   key.src = static_cast<std::uint32_t>(group_.worldRanks[peer]);
   key.comm = group_.comm;
   key.tag = static_cast<std::uint32_t>(tag);
-  PointCall c = leasePoint(*recvCall_, recvRun_, Op::Kind::Recv, peer, tag);
+  PointCall c = leasePoint(*recvCall_, recvRun_, Op::Kind::Recv, peer, tag, expires);
   c.run->startRecv(world_->calls(), c.op, c.done, key, data, bytes);
   return c;
 }
@@ -121,21 +127,24 @@ void Communicator::recv(void* data, std::size_t bytes, int peer, int tag) {
 }
 
 std::unique_ptr<Request::Impl> Communicator::startSend(const void* data, std::size_t bytes, int peer, int tag) {
-  PointCall c = launchSend(data, bytes, peer, tag);
-  return makeRequest(shared_from_this(), c.op, c.done, {});
+  const auto until = deadline();
+  PointCall c = launchSend(data, bytes, peer, tag, until);
+  return makeRequest(shared_from_this(), c.op, c.done, {}, until);
 }
 
 std::unique_ptr<Request::Impl> Communicator::startRecv(void* data, std::size_t bytes, int peer, int tag) {
-  PointCall c = launchRecv(data, bytes, peer, tag);
-  return makeRequest(shared_from_this(), c.op, c.done, {});
+  const auto until = deadline();
+  PointCall c = launchRecv(data, bytes, peer, tag, until);
+  return makeRequest(shared_from_this(), c.op, c.done, {}, until);
 }
 
 std::unique_ptr<Request::Impl> Communicator::startCollective(dc::Prepared call) {
   world_->checkProcess(dc::opName(call.call.op));  // before the locks: a forked child may find them held
   detail::CallSlot::Scope scope(calling_, rank(), dc::opName(call.call.op));
   std::lock_guard lock(collMutex_);
-  auto [op, done] = launchCollective(*this, call.call, call.in, call.out);
-  return makeRequest(shared_from_this(), op, done, std::move(call.keep));
+  const auto until = deadline();
+  auto [op, done] = launchCollective(*this, call.call, call.in, call.out, until);
+  return makeRequest(shared_from_this(), op, done, std::move(call.keep), until);
 }
 
 void Communicator::collective(dc::Prepared call) {
@@ -145,9 +154,8 @@ void Communicator::collective(dc::Prepared call) {
   runCollective(*this, call.call, call.in, call.out);
 }
 
-std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> Communicator::launchCollective(Communicator& on,
-                                                                                           dc::Call call,
-                                                                                           const void* in, void* out) {
+std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> Communicator::launchCollective(
+    Communicator& on, dc::Call call, const void* in, void* out, Op::Clock::time_point expires) {
   // The op and completion of on's last call, and its run, are reused once
   // nothing else holds them (a request or a stall probe may).
   const auto code = static_cast<std::uint32_t>(call.op);
@@ -168,6 +176,10 @@ std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> Communicator::launch
   op->members.assign(on.group_.worldRanks.begin(), on.group_.worldRanks.end());
   op->seq = on.seq_;
   op->counters = counters_;
+  if (expires != Op::Clock::time_point{}) {
+    op->expires = expires;
+    op->self = op;
+  }
   counters_->call(static_cast<std::size_t>(call.op));  // the kinds are wire::Op's values
   const dc::Shape shape = coll::shape(on.group_.rank, on.group_.size, world_->topology().cpuBound);
   const dc::Algorithm& algo = coll::choose(shape, call);

@@ -86,7 +86,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // Takes the next collective id of `on` and starts the collective; collMutex_ is held.
   std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> launchCollective(Communicator& on,
                                                                                detail::coll::Call call, const void* in,
-                                                                               void* out);
+                                                                               void* out,
+                                                                               Op::Clock::time_point expires = {});
   World::Clock::time_point deadline() const;
   // A send's or a receive's op, completion and run (communicator.cpp).
   struct PointCall {
@@ -94,10 +95,12 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
     std::shared_ptr<Completion> done;
     std::shared_ptr<PointRun> run;
   };
-  PointCall leasePoint(ReusedCall& kept, const std::shared_ptr<PointRun>& run, Op::Kind kind, int peer, int tag);
+  // `expires`: a request's deadline (Op::expires), zero for a blocking call.
+  PointCall leasePoint(ReusedCall& kept, const std::shared_ptr<PointRun>& run, Op::Kind kind, int peer, int tag,
+                       Op::Clock::time_point expires);
   // Starts the send (receive); throws as Calls::startRun does.
-  PointCall launchSend(const void* data, std::size_t bytes, int peer, int tag);
-  PointCall launchRecv(void* data, std::size_t bytes, int peer, int tag);
+  PointCall launchSend(const void* data, std::size_t bytes, int peer, int tag, Op::Clock::time_point expires = {});
+  PointCall launchRecv(void* data, std::size_t bytes, int peer, int tag, Op::Clock::time_point expires = {});
 
   std::shared_ptr<World> world_;
   Group group_;

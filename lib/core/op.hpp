@@ -3,7 +3,7 @@
 // a reference for cancellation.
 #pragma once
 
-#include <boost/asio/steady_timer.hpp>
+#include <boost/intrusive/set_hook.hpp>
 #include <chrono>
 #include <cstdint>
 #include <exception>
@@ -35,6 +35,8 @@ class Resumable {
 class Op : public link::Owner {
  public:
   enum class Kind { Collective, Send, Recv };
+  using Clock = std::chrono::steady_clock;
+  using DeadlineHook = boost::intrusive::set_member_hook<boost::intrusive::link_mode<boost::intrusive::auto_unlink>>;
 
   // A collective: `code` is its wire::OpCode, `coll` its collective id;
   // `child`: not the world communicator (errors then name the communicator).
@@ -90,8 +92,13 @@ class Op : public link::Owner {
   // this rank's death) and the caller's buffer is never used after return.
   int draining = 0;
   std::function<void()> afterDrain;
-  // A request's deadline (Calls::expireAt): cancelled when the op ends.
-  std::unique_ptr<boost::asio::steady_timer> deadline;
+  // A request's deadline (RequestDeadlines), set before its run starts
+  // (zero: none; a blocking call's caller waits with its deadline), the
+  // op's place among the others, and its owner while it runs there (reset
+  // when it ends, so that the lease can end).
+  Clock::time_point expires{};
+  DeadlineHook deadlineHook;
+  std::weak_ptr<Op> self;
 
  private:
   void clear() {
@@ -101,7 +108,8 @@ class Op : public link::Owner {
     posted.clear();
     active = false;
     afterDrain = nullptr;
-    deadline.reset();
+    expires = {};
+    self.reset();
   }
 
   Kind kind_;

@@ -16,8 +16,10 @@ namespace tether {
 
 class Communicator;
 
-// `keep`: memory the operation reads until it ends.
+// `keep`: memory the operation reads until it ends; `deadline`: its
+// Op::expires (the communicator's timeout from the start).
 std::unique_ptr<Request::Impl> makeRequest(std::shared_ptr<Communicator> comm, std::shared_ptr<Op> op,
-                                           std::shared_ptr<Completion> done, std::vector<unsigned char> keep);
+                                           std::shared_ptr<Completion> done, std::vector<unsigned char> keep,
+                                           Op::Clock::time_point deadline);
 
 }  // namespace tether

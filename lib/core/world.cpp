@@ -127,7 +127,10 @@ void World::finishInit(std::exception_ptr e) {
   initDone_.complete(e);
 }
 
-World::~World() { close(std::min(cfg_.timeout, std::chrono::milliseconds(5000)), cfg_.timeout); }
+World::~World() {
+  close(std::min(cfg_.timeout, std::chrono::milliseconds(5000)), cfg_.timeout);
+  calls_.closed();  // its timer before io_, which is destroyed first
+}
 
 void World::release(World* w) {
   if (w->forked()) return w->abandon();  // leaked: its threads are the parent's, its locks may be held by them

@@ -71,7 +71,7 @@ constexpr int kWarmup = 200;
 // (ReusedCall then gives it a pair of its own), a few in 16,000.
 constexpr double kMostPerRankPerCall = 0.05;
 
-enum class Kind { Allgather, Alltoall, Broadcast, Ring };
+enum class Kind { Allgather, Alltoall, Broadcast, Ring, NonblockingRing };
 
 // Heap allocations per rank per call of `counted` steady-state all-gathers
 // (all-to-alls, broadcasts from rank 0 of kRanks blocks each followed by a
@@ -93,7 +93,8 @@ double allocationsPerRankPerCall(std::size_t bytes, int counted, Kind kind = Kin
         std::vector<unsigned char> data(bytes * kRanks), in(kind == Kind::Alltoall ? bytes * kRanks : 0);
         auto check = [&](int call) {
           for (int p = 0; p < kRanks; ++p) {
-            if (kind == Kind::Ring && p != r && p != (r + kRanks - 1) % kRanks) continue;  // not sent here
+            if ((kind == Kind::Ring || kind == Kind::NonblockingRing) && p != r && p != (r + kRanks - 1) % kRanks)
+              continue;  // not sent here
             const auto* block = &data[static_cast<std::size_t>(p) * bytes];
             if (block[0] != static_cast<unsigned char>(p + call) || block[bytes - 1] != static_cast<unsigned char>(p))
               throw std::runtime_error("rank " + std::to_string(r) + ": wrong block from rank " + std::to_string(p));
@@ -113,6 +114,16 @@ double allocationsPerRankPerCall(std::size_t bytes, int counted, Kind kind = Kin
             data[static_cast<std::size_t>(r + 1) * bytes - 1] = static_cast<unsigned char>(r);
             b.send(&data[static_cast<std::size_t>(r) * bytes], bytes, next, i % 3);
             b.recv(&data[static_cast<std::size_t>(prev) * bytes], bytes, prev, i % 3);
+            return;
+          }
+          if (kind == Kind::NonblockingRing) {  // the ring's exchange as an irecv and an isend, then waits
+            const int next = (r + 1) % kRanks, prev = (r + kRanks - 1) % kRanks;
+            data[static_cast<std::size_t>(r) * bytes] = static_cast<unsigned char>(r + i);
+            data[static_cast<std::size_t>(r + 1) * bytes - 1] = static_cast<unsigned char>(r);
+            tether::Request received = b.irecv(&data[static_cast<std::size_t>(prev) * bytes], bytes, prev, i % 3);
+            tether::Request sent = b.isend(&data[static_cast<std::size_t>(r) * bytes], bytes, next, i % 3);
+            sent.wait();
+            received.wait();
             return;
           }
           if (kind == Kind::Broadcast) {
@@ -154,7 +165,8 @@ double allocationsPerRankPerCall(std::size_t bytes, int counted, Kind kind = Kin
               kind == Kind::Allgather   ? "all-gather"
               : kind == Kind::Alltoall  ? "all-to-all"
               : kind == Kind::Broadcast ? "broadcast"
-                                        : "send and receive",
+              : kind == Kind::Ring      ? "send and receive"
+                                        : "isend and irecv",
               kRanks, perRankPerCall, static_cast<unsigned long long>(after - before), counted);
   return perRankPerCall;
 }
@@ -195,4 +207,9 @@ TEST_CASE("a steady-state broadcast of 512 bytes and a barrier at 8 ranks alloca
 TEST_CASE("a steady-state blocking send and receive of 2 KiB around a ring of 8 ranks allocate nothing per call",
           "[multiproc][allocations]") {
   CHECK(allocationsPerRankPerCall(2048, 2000, Kind::Ring) <= kMostPerRankPerCall);
+}
+
+TEST_CASE("a steady-state isend and irecv of 2 KiB around a ring of 8 ranks allocate nothing per call",
+          "[multiproc][allocations]") {
+  CHECK(allocationsPerRankPerCall(2048, 2000, Kind::NonblockingRing) <= kMostPerRankPerCall);
 }

@@ -37,11 +37,13 @@ std::chrono::milliseconds communicatorTimeout(int rank, std::chrono::millisecond
   return std::min(given.count() == 0 ? std::chrono::milliseconds(fallback()) : given, kMaxEnvMs);
 }
 
-// The deadline of Request::wait(`given`) of the call `call` on `rank`, whose
-// communicator's timeout is `communicator`.
-inline DeadlineClock::time_point waitDeadline(int rank, const std::string& call, std::chrono::milliseconds given,
+// The deadline of Request::wait(`given`) of the call named `name()` on
+// `rank` (the name is built only for the error), whose communicator's
+// timeout is `communicator`.
+template <class Name>
+inline DeadlineClock::time_point waitDeadline(int rank, const Name& name, std::chrono::milliseconds given,
                                               std::chrono::milliseconds communicator) {
-  args::waitTimeout(rank, call, given);
+  if (given.count() < 0) args::waitTimeout(rank, name(), given);
   return deadlineAfter(given.count() == 0 ? communicator : given);
 }
 

@@ -45,7 +45,8 @@ class RequestBase : public Request::Impl {
 
   // wait(timeout)'s deadline: 0 means the communicator's timeout.
   Endpoint::Clock::time_point until(std::chrono::milliseconds timeout) const {
-    return ::tether::detail::core::waitDeadline(endpoint_.rank(), where_, timeout, endpoint_.timeout());
+    return ::tether::detail::core::waitDeadline(
+        endpoint_.rank(), [&] { return where_; }, timeout, endpoint_.timeout());
   }
 
   std::shared_ptr<const void> owner_;
