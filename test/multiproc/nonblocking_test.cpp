@@ -7,8 +7,6 @@
 
 #include <chrono>
 #include <functional>
-#include <string>
-#include <thread>
 
 #include "../unit/testing_api_nonblocking.hpp"
 #include "multiproc.hpp"
@@ -68,38 +66,7 @@ TEST_CASE("nonblocking: isends and a send with one tag arrive in the order they 
   for (int i = 0; i < 4; ++i) run(2, nb::sendsKeepCallOrder);
 }
 
-// A request fails at its communicator's deadline though nobody waits for it
-// (test() only), the earliest first: an irecv on a child with a 0.8 s timeout,
-// made after one on the world (30 s), fails within seconds, the world's is
-// still pending (one timer for all requests, RequestDeadlines).
 TEST_CASE("nonblocking: an irecv fails at its communicator's deadline though only tested: the earliest first",
           "[multiproc][nonblocking]") {
-  run(2, [](Bootstrap& b) {
-    auto child = b.split(0, b.rank());
-    if (b.rank() == 1) {
-      b.barrier();  // until rank 0 has looked
-      return;
-    }
-    child->setTimeout(std::chrono::milliseconds(800));
-    int late = 0, early = 0;
-    Request onWorld = b.irecv(&late, sizeof late, 1, 1);
-    Request onChild = child->irecv(&early, sizeof early, 1, 1);
-    const auto start = std::chrono::steady_clock::now();
-    std::string error;
-    while (error.empty() && std::chrono::steady_clock::now() - start < std::chrono::seconds(20)) {
-      try {
-        testing_api::check(!onChild.test(), "nothing was sent to rank 0");
-      } catch (const Error& e) {
-        testing_api::check(e.code() == ErrorCode::Timeout, std::string("a Timeout: ") + e.what());
-        error = e.what();
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    const auto took = std::chrono::steady_clock::now() - start;
-    testing_api::check(!error.empty() && took < std::chrono::seconds(10),
-                       "the child's irecv failed within seconds of its 0.8 s deadline");
-    testing_api::check(!onWorld.test(), "the world's irecv (30 s) is still pending");
-    testing_api::check(onWorld.cancel(), "and can be cancelled");
-    b.barrier();
-  });
+  run(2, nb::expiresWhileOnlyTested);
 }

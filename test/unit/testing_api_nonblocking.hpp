@@ -259,6 +259,40 @@ inline void sendsKeepCallOrder(Bootstrap& b) {
   }
 }
 
+// A request fails at its communicator's deadline though nobody waits for it
+// (test() only), the earliest first: an irecv on a child with a 0.8 s
+// timeout, made after one on the world, fails within seconds; the world's is
+// still pending (over TCP one timer serves all requests, RequestDeadlines).
+inline void expiresWhileOnlyTested(Bootstrap& b) {
+  auto child = b.split(0, b.rank());
+  if (b.rank() == 1) {
+    b.barrier();  // until rank 0 has looked
+    return;
+  }
+  child->setTimeout(std::chrono::milliseconds(800));
+  int late = 0, early = 0;
+  Request onWorld = b.irecv(&late, sizeof late, 1, 1);
+  Request onChild = child->irecv(&early, sizeof early, 1, 1);
+  const auto start = std::chrono::steady_clock::now();
+  std::string error;
+  while (error.empty() && std::chrono::steady_clock::now() - start < std::chrono::seconds(20)) {
+    try {
+      check(!onChild.test(), "nothing was sent to rank 0");
+    } catch (const tether::Error& e) {
+      check(e.code() == ErrorCode::Timeout && e.peer() == 1, std::string("a Timeout naming rank 1: ") + e.what());
+      check(has(e, "recv from rank 1 tag 1") && has(e, "timed out"), std::string("names the call: ") + e.what());
+      error = e.what();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const auto took = std::chrono::steady_clock::now() - start;
+  check(!error.empty() && took < std::chrono::seconds(10),
+        "the child's irecv failed within seconds of its 0.8 s deadline");
+  check(!onWorld.test(), "the world's irecv is still pending");
+  check(onWorld.cancel(), "and can be cancelled");
+  b.barrier();
+}
+
 inline std::vector<Case> cases() {
   return {
       {"nonblocking: ibarrier, iallgather and ialltoall while an irecv is pending", 4, collectivesWhileIrecvPending},
@@ -270,6 +304,8 @@ inline std::vector<Case> cases() {
        requestDroppedOnAnotherThread},
       {"nonblocking: wait with the largest timeout waits for the call", 2, waitWithTheLargestTimeout},
       {"nonblocking: isends and a send with one tag arrive in the order they were called", 2, sendsKeepCallOrder},
+      {"nonblocking: an irecv fails at its communicator's deadline though only tested: the earliest first", 2,
+       expiresWhileOnlyTested},
   };
 }
 

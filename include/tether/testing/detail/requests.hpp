@@ -6,6 +6,8 @@
 //    deadline; cancel() returns false.
 //  * irecv: a receive posted on the mailbox, filled by the sender's delivery;
 //    cancel() withdraws it while unmatched (the communicator stays usable).
+//  * isend and irecv fail at the communicator's deadline from their start,
+//    whether waited for or only tested (test() then throws the Timeout).
 //  * collectives: the plan runs on a thread of its own (the TCP world's
 //    progress thread does the same work), so peers progress whether or not
 //    this rank tests; cancel() fails it with Aborted "cancelled on this
@@ -73,7 +75,10 @@ class SentRequest final : public RequestBase {
   bool test() override {
     if (!finished_) {
       try {
-        if (!endpoint_.delivered(sent_, where_)) return false;
+        if (!endpoint_.delivered(sent_, where_)) {
+          if (Endpoint::Clock::now() < deadline_) return false;
+          endpoint_.waitSent(sent_, deadline_, where_, nullptr);  // past its deadline: the Timeout
+        }
       } catch (...) {
         error_ = std::current_exception();
       }
@@ -110,6 +115,7 @@ class RecvRequest final : public RequestBase {
               int tag, const std::string& where)
       : RequestBase(std::move(owner), endpoint, where),
         key_(endpoint.pointToPoint(peer, tag)),
+        deadline_(endpoint.deadline()),
         data_(data),
         bytes_(bytes),
         peer_(peer),
@@ -123,7 +129,10 @@ class RecvRequest final : public RequestBase {
   bool test() override {
     if (!finished_) {
       try {
-        if (!endpoint_.done(slot_, where_, peer_)) return false;
+        if (!endpoint_.done(slot_, where_, peer_)) {
+          if (Endpoint::Clock::now() < deadline_) return false;
+          endpoint_.waitFor(slot_, deadline_, where_, peer_, tag_, nullptr);  // past its deadline: the Timeout
+        }
       } catch (...) {
         end(std::current_exception());
       }
@@ -134,7 +143,7 @@ class RecvRequest final : public RequestBase {
   }
 
   void wait(std::chrono::milliseconds timeout) override {
-    const auto deadline = until(timeout);
+    const auto deadline = std::min(until(timeout), deadline_);
     if (!finished_) {
       try {
         endpoint_.waitFor(slot_, deadline, where_, peer_, tag_, nullptr);
@@ -177,7 +186,8 @@ class RecvRequest final : public RequestBase {
   }
 
   const ChannelKey key_;
-  RecvSlot slot_;  // the mailbox points to it while posted
+  const Endpoint::Clock::time_point deadline_;  // the communicator's timeout from irecv
+  RecvSlot slot_;                               // the mailbox points to it while posted
   void* const data_;
   const std::size_t bytes_;
   const int peer_, tag_;
