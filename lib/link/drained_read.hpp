@@ -66,6 +66,13 @@ namespace tether::link {
 // Whether drainedReadSome skips the try after a draining read (else it is async_read_some).
 inline constexpr bool kDrainedReadActive = TETHER_DRAINED_READ != 0;
 
+// The reactor of a socket's io_context, looked up at its first read and kept
+// by the socket's owner: Asio's lookup (use_service) takes the context's
+// registry lock, on every read otherwise.
+struct ReactorCache {
+  void* reactor = nullptr;
+};
+
 #ifndef TCP_INQ
 #define TCP_INQ 36
 #define TCP_CM_INQ TCP_INQ
@@ -202,12 +209,14 @@ class RecvOp final : public ad::reactor_op {
 template <class Socket>
 struct Initiate {
   template <class Handler>
-  void operator()(Handler&& handler, Socket* socket, boost::asio::mutable_buffer buf) const {
+  void operator()(Handler&& handler, Socket* socket, boost::asio::mutable_buffer buf, ReactorCache* cache) const {
     using H = std::decay_t<Handler>;
     using Op = RecvOp<H, typename Socket::executor_type>;
     auto& impl = SocketImpl<Socket>::of(*socket);
-    auto& reactor = boost::asio::use_service<ad::reactor>(
-        boost::asio::query(socket->get_executor(), boost::asio::execution::context));
+    if (!cache->reactor)
+      cache->reactor = &boost::asio::use_service<ad::reactor>(
+          boost::asio::query(socket->get_executor(), boost::asio::execution::context));
+    auto& reactor = *static_cast<ad::reactor*>(cache->reactor);
     const bool continuation = boost_asio_handler_cont_helpers::is_continuation(handler);
     auto slot = boost::asio::get_associated_cancellation_slot(handler);
     Op* op = Op::make(impl.socket_, impl.reactor_data_, buf, std::move(handler), socket->get_executor());
@@ -229,12 +238,14 @@ struct Initiate {
 // As socket.async_read_some(buf, token) on a stream socket (an empty buffer
 // completes at once with 0): completes with (error_code, bytes read);
 // asio::error::eof once the peer has closed.
+// `cache` (one per socket, or per io_context) keeps the reactor's address.
 template <class Socket, class Token>
-auto drainedReadSome(Socket& socket, boost::asio::mutable_buffer buf, Token&& token) {
+auto drainedReadSome(Socket& socket, boost::asio::mutable_buffer buf, Token&& token, ReactorCache& cache) {
 #if TETHER_DRAINED_READ
   return boost::asio::async_initiate<Token, void(boost::system::error_code, std::size_t)>(
-      drained_detail::Initiate<Socket>{}, token, &socket, buf);
+      drained_detail::Initiate<Socket>{}, token, &socket, buf, &cache);
 #else
+  (void)cache;
   return socket.async_read_some(buf, std::forward<Token>(token));
 #endif
 }

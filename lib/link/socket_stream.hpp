@@ -86,7 +86,7 @@ class SocketStream : public Stream {
   // for readiness first (drained_read.hpp). Elsewhere async_read_some.
   asio::awaitable<std::size_t> readSome(asio::mutable_buffer buf) override {
     if constexpr (std::is_same_v<typename Socket::protocol_type, asio::ip::tcp>)
-      co_return co_await drainedReadSome(socket_, buf, asio::use_awaitable);
+      co_return co_await drainedReadSome(socket_, buf, asio::use_awaitable, reactor_);
     else
       co_return co_await socket_.async_read_some(buf, asio::use_awaitable);
   }
@@ -145,6 +145,7 @@ class SocketStream : public Stream {
   }
 
   Socket socket_;
+  ReactorCache reactor_;  // drainedReadSome's (TCP)
   std::string peer_;
 };
 
