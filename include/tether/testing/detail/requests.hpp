@@ -56,14 +56,65 @@ class RequestBase : public Request::Impl {
   const std::string where_;  // "recv from rank 0 tag 3", "allgather#2"
 };
 
+// isend and irecv: done once `ready()`; test() and wait() run to the
+// communicator's deadline from the start (`deadline_`), whether the caller
+// waits or only tests; the first outcome is kept (`ended`).
+class PointRequest : public RequestBase {
+ public:
+  bool test() override {
+    if (!finished_) {
+      try {
+        if (!ready()) {
+          if (Endpoint::Clock::now() < deadline_) return false;
+          block(deadline_);  // past its deadline: the Timeout
+        }
+        ended(nullptr);
+      } catch (...) {
+        ended(std::current_exception());
+      }
+    }
+    if (error_) std::rethrow_exception(error_);
+    return true;
+  }
+  void wait(std::chrono::milliseconds timeout) override {
+    const auto until = std::min(this->until(timeout), deadline_);
+    if (!finished_) {
+      try {
+        block(until);
+        ended(nullptr);
+      } catch (...) {
+        ended(std::current_exception());
+      }
+    }
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ protected:
+  PointRequest(std::shared_ptr<const void> owner, const Endpoint& endpoint, std::string where,
+               Endpoint::Clock::time_point deadline)
+      : RequestBase(std::move(owner), endpoint, std::move(where)), deadline_(deadline) {}
+
+  virtual bool ready() = 0;                                   // done now? (throws its failure)
+  virtual void block(Endpoint::Clock::time_point until) = 0;  // waits until done (throws)
+  // The outcome: nullptr once done, else the failure; sets finished_/error_.
+  virtual void ended(std::exception_ptr error) {
+    finished_ = true;
+    error_ = std::move(error);
+  }
+
+  const Endpoint::Clock::time_point deadline_;  // the communicator's timeout from the start
+  bool finished_ = false;
+  std::exception_ptr error_;
+};
+
 // isend: delivered when made, or held by the window until the peer has
 // received enough; never withdrawn (cancel() is false), waited for when
 // destroyed (until its deadline).
-class SentRequest final : public RequestBase {
+class SentRequest final : public PointRequest {
  public:
   SentRequest(std::shared_ptr<const void> owner, const Endpoint& endpoint, std::string where, Endpoint::Sent sent,
               Endpoint::Clock::time_point deadline)
-      : RequestBase(std::move(owner), endpoint, std::move(where)), sent_(std::move(sent)), deadline_(deadline) {}
+      : PointRequest(std::move(owner), endpoint, std::move(where), deadline), sent_(std::move(sent)) {}
   ~SentRequest() override {
     if (finished_) return;
     try {
@@ -71,51 +122,22 @@ class SentRequest final : public RequestBase {
     } catch (...) {
     }
   }
-
-  bool test() override {
-    if (!finished_) {
-      try {
-        if (!endpoint_.delivered(sent_, where_)) {
-          if (Endpoint::Clock::now() < deadline_) return false;
-          endpoint_.waitSent(sent_, deadline_, where_, nullptr);  // past its deadline: the Timeout
-        }
-      } catch (...) {
-        error_ = std::current_exception();
-      }
-      finished_ = true;
-    }
-    if (error_) std::rethrow_exception(error_);
-    return true;
-  }
-  void wait(std::chrono::milliseconds timeout) override {
-    const auto deadline = std::min(until(timeout), deadline_);
-    if (!finished_) {
-      try {
-        endpoint_.waitSent(sent_, deadline, where_, nullptr);
-      } catch (...) {
-        error_ = std::current_exception();
-      }
-      finished_ = true;
-    }
-    if (error_) std::rethrow_exception(error_);
-  }
   bool cancel() override { return false; }
 
  private:
+  bool ready() override { return endpoint_.delivered(sent_, where_); }
+  void block(Endpoint::Clock::time_point until) override { endpoint_.waitSent(sent_, until, where_, nullptr); }
+
   const Endpoint::Sent sent_;
-  const Endpoint::Clock::time_point deadline_;  // the communicator's timeout from isend
-  bool finished_ = false;
-  std::exception_ptr error_;
 };
 
 // irecv: posted now; done once a message fills it.
-class RecvRequest final : public RequestBase {
+class RecvRequest final : public PointRequest {
  public:
   RecvRequest(std::shared_ptr<const void> owner, const Endpoint& endpoint, void* data, std::size_t bytes, int peer,
               int tag, const std::string& where)
-      : RequestBase(std::move(owner), endpoint, where),
+      : PointRequest(std::move(owner), endpoint, where, endpoint.deadline()),
         key_(endpoint.pointToPoint(peer, tag)),
-        deadline_(endpoint.deadline()),
         data_(data),
         bytes_(bytes),
         peer_(peer),
@@ -124,35 +146,6 @@ class RecvRequest final : public RequestBase {
   }
   ~RecvRequest() override {
     if (!finished_) endpoint_.withdraw(key_, slot_);
-  }
-
-  bool test() override {
-    if (!finished_) {
-      try {
-        if (!endpoint_.done(slot_, where_, peer_)) {
-          if (Endpoint::Clock::now() < deadline_) return false;
-          endpoint_.waitFor(slot_, deadline_, where_, peer_, tag_, nullptr);  // past its deadline: the Timeout
-        }
-      } catch (...) {
-        end(std::current_exception());
-      }
-      complete();
-    }
-    finish();
-    return true;
-  }
-
-  void wait(std::chrono::milliseconds timeout) override {
-    const auto deadline = std::min(until(timeout), deadline_);
-    if (!finished_) {
-      try {
-        endpoint_.waitFor(slot_, deadline, where_, peer_, tag_, nullptr);
-      } catch (...) {
-        end(std::current_exception());
-      }
-      complete();
-    }
-    finish();
   }
 
   bool cancel() override {
@@ -165,34 +158,30 @@ class RecvRequest final : public RequestBase {
   }
 
  private:
-  // Failed before a message came: withdrawn.
-  void end(std::exception_ptr error) {
-    endpoint_.withdraw(key_, slot_);
-    finished_ = true;
-    error_ = std::move(error);
+  bool ready() override { return endpoint_.done(slot_, where_, peer_); }
+  void block(Endpoint::Clock::time_point until) override {
+    endpoint_.waitFor(slot_, until, where_, peer_, tag_, nullptr);
   }
-  // Filled: its message goes to the caller's buffer (sizes must agree).
-  void complete() {
-    if (finished_) return;
-    finished_ = true;
-    try {
-      endpoint_.take(slot_, data_, bytes_, peer_, tag_, where_);
-    } catch (...) {
-      error_ = std::current_exception();
+  // Filled: its message goes to the caller's buffer (sizes must agree);
+  // failed before a message came: withdrawn.
+  void ended(std::exception_ptr error) override {
+    if (error) {
+      endpoint_.withdraw(key_, slot_);
+    } else {
+      try {
+        endpoint_.take(slot_, data_, bytes_, peer_, tag_, where_);
+      } catch (...) {
+        error = std::current_exception();
+      }
     }
-  }
-  void finish() const {
-    if (error_) std::rethrow_exception(error_);
+    PointRequest::ended(std::move(error));
   }
 
   const ChannelKey key_;
-  const Endpoint::Clock::time_point deadline_;  // the communicator's timeout from irecv
-  RecvSlot slot_;                               // the mailbox points to it while posted
+  RecvSlot slot_;  // the mailbox points to it while posted
   void* const data_;
   const std::size_t bytes_;
   const int peer_, tag_;
-  bool finished_ = false;
-  std::exception_ptr error_;
 };
 
 // A collective started (its id taken): `body` replays its plan on a thread
