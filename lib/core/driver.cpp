@@ -219,6 +219,10 @@ void Driver::releaseIfTaken() {
   {
     std::lock_guard lock(mutex_);
     holder_ = Holder::None;
+    // A call's start ran, as a handler would: the tests that follow poll for
+    // its answer a budget from now (without this a test right after an
+    // inline start went to sleep at once when no handler had run lately).
+    if (pollUs_.load(std::memory_order_relaxed) > 0) lastProgress_ = Clock::now();
     wakeCallers = wanting_ > 0;
     if (waiters_ > 0) {
       wakeNow_ = true;
