@@ -18,6 +18,7 @@ void OpRun::launch(Calls& calls, std::shared_ptr<Op> op, std::shared_ptr<Complet
   try {
     calls_->startRun(*op_, *this, slot_);
   } catch (...) {
+    op_->self.reset();  // a request's op never started: nothing holds its lease now
     op_.reset();
     done_.reset();
     busy_.store(false, std::memory_order_release);
@@ -30,6 +31,7 @@ void OpRun::resume(std::exception_ptr e) {
   if (!begun_) {
     begun_ = true;
     if (e) {  // the world aborted before the op was registered
+      op_->self.reset();
       auto done = std::move(done_);
       op_.reset();
       ended();
