@@ -185,8 +185,8 @@ link::Target Calls::onDataHeader(link::Link& link, const wire::FrameHeader& h, b
   p_.table.touch(link);
   log::trace(rank(), "frame {} from rank {}", h, src);
   if (auto claim = p_.ops.claim(src, h)) {
-    if (!claim->op) return link::Target{};
-    return link::Target{link::Target::Where::Posted, claim->buf, claim->op};
+    if (!claim->call) return link::Target{};
+    return link::Target{link::Target::Where::Posted, claim->buf, claim->call};
   }
   if (h.kind == wire::Kind::Collective && !p_.sequences.admit(src, h)) return link::Target{};
   // A large block of a collective whose receive is not posted yet stays in

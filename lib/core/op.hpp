@@ -16,6 +16,7 @@
 #include "core/sequence.hpp"
 #include "link/sink.hpp"
 #include "match/key.hpp"
+#include "tether/detail/core/call_table.hpp"
 
 TETHER_LAYER(6, "core");
 
@@ -24,15 +25,9 @@ namespace tether {
 struct CommCounters;  // observe.hpp
 // An operation's run (OpRun: a collective, a send or a receive): resumed,
 // with the op's error or nullptr, once the wait it began has ended.
-class Resumable {
- public:
-  virtual void resume(std::exception_ptr e) = 0;
+using detail::core::Resumable;
 
- protected:
-  ~Resumable() = default;
-};
-
-class Op : public link::Owner {
+class Op : public link::Owner, public detail::core::CallState<match::Key> {
  public:
   enum class Kind { Collective, Send, Recv };
   using Clock = std::chrono::steady_clock;
@@ -74,12 +69,8 @@ class Op : public link::Owner {
   // When the call started (Calls::startRun; set before the progress thread sees the op).
   std::chrono::steady_clock::time_point began{};
 
-  // Progress-thread state.
-  int outstanding = 0;             // receives posted + referenced sends unwritten
-  std::exception_ptr error;        // first failure; ends the operation
-  Resumable* resumer = nullptr;    // the run waiting in settleOrResume
-  std::vector<match::Key> posted;  // receives still in the mailbox
-  bool active = false;             // registered with the world
+  // Progress-thread state: CallState's (what it has outstanding, its
+  // error, its run, its receives posted; tether/detail/core/call_table.hpp) and:
   // A collective's group as world ranks (empty for point-to-point): losing any
   // of them fails the collective even when it is not waiting on that rank
   // right now, because the collective can no longer complete everywhere.
@@ -102,11 +93,8 @@ class Op : public link::Owner {
 
  private:
   void clear() {
-    outstanding = draining = 0;
-    error = nullptr;
-    resumer = nullptr;
-    posted.clear();
-    active = false;
+    clearState();
+    draining = 0;
     afterDrain = nullptr;
     expires = {};
     self.reset();

@@ -1,6 +1,7 @@
 // The operation table: the operations in flight on this world, the mailbox
-// their receives wait in, and how they are posted, settle, wake and fail.
-// Progress thread only.
+// their receives wait in, and how they are posted, settle, wake and fail —
+// the shared call table (tether/detail/core/call_table.hpp) over this
+// world's links. Progress thread only.
 #pragma once
 
 #include <exception>
@@ -12,7 +13,7 @@
 #include "base/layer.hpp"
 #include "core/op.hpp"
 #include "core/sequence_guard.hpp"
-#include "core/stash_buffers.hpp"
+#include "tether/detail/core/call_table.hpp"
 #include "match/mailbox.hpp"
 #include "wire/frame.hpp"
 
@@ -45,55 +46,33 @@ class TransferView {
   ~TransferView() = default;
 };
 
-class OpTable final : public OpFailer {
- public:
-  OpTable(int rank, TransferView& links) : rank_(rank), links_(links) {}
+// The TCP world's instance of the shared call table: keys and headers of frames.
+struct TcpCalls {
+  using Call = Op;
+  using Key = match::Key;
+  using Header = wire::FrameHeader;
+  using Mailbox = match::Mailbox;
+  static Key keyOf(int src, const Header& h) { return match::keyOf(static_cast<std::uint32_t>(src), h); }
+  static int sourceOf(const Key& k) { return static_cast<int>(k.src); }
+  static std::size_t lengthOf(const Header& h) { return h.length; }
+  static bool stash(Mailbox& box, const Key& k, match::Stashed&& f) { return box.stash(k, std::move(f)); }
+};
+using CallTable = detail::core::CallTable<TcpCalls>;
 
-  // ---- the registry ----
-  void add(Op& op);
-  void remove(Op& op);
-  std::vector<Op*> active() const { return active_; }
-  const std::vector<Op*>& activeSet() const { return active_; }
+// The shared table (posting, matching, settling, failing: call_table.hpp)
+// with this world's links behind its hooks, and what diagnosis asks of it.
+class OpTable final : public CallTable::Hooks, public CallTable, public OpFailer {
+ public:
+  OpTable(int rank, TransferView& links)
+      : CallTable(static_cast<CallTable::Hooks&>(*this)), rank_(rank), links_(links) {}
+
   // Some operation has a receive posted from `peer`.
   bool awaits(int peer) const;
-
-  // ---- receiving ----
-  // True if a frame already stashed under `key` completed the receive
-  // (copied into `buf`); throws Protocol if its length differs.
-  bool takeStashed(Op& op, const match::Key& key, void* buf, std::size_t len);
-  void post(Op& op, const match::Key& key, void* buf, std::size_t len);
-  struct Claim {
-    Op* op;
-    void* buf;
-  };
-  // Takes the oldest receive posted under the frame's key. Empty: there is
-  // none. A null op: there was one, but the lengths differ (that op failed).
-  std::optional<Claim> claim(int src, const wire::FrameHeader& h);
-  // A complete frame from `src`: to the oldest receive posted under its key,
-  // else into the stash. False: a collective frame with this key is already
-  // stashed (a duplicate; dropped).
-  bool deliver(int src, const wire::FrameHeader& h, const unsigned char* payload);
-  bool deliver(int src, const wire::FrameHeader& h, std::vector<unsigned char>&& payload);
-  // A claimed receive's payload is in place.
-  void received(Op& op);
   // A referenced send of `op` was written, or (`abandoned`) a transfer it gave up on ended.
   void transferDone(Op& op, bool abandoned);
-  match::Mailbox& mailbox() { return mailbox_; }
-  // A buffer for a payload headed for the stash (LinkSink::stashBuffer): one
-  // a receive has emptied, when one is kept.
-  std::vector<unsigned char> stashBuffer(std::size_t length) { return buffers_.take(length); }
-
-  // ---- waiting and ending ----
-  // Waits until everything the op posted is done: true if it is (or it
-  // failed: rethrows) now, else run `r` is resumed once it is.
-  bool settleOrResume(Op& op, Resumable& r);
-  // Queues the op's run if its wait ended; resumeWoken resumes them (the
-  // driver calls it between handlers: never on a link's stack).
-  void wake(Op& op);
-  void resumeWoken();
   // Ends `op` with `e` (first error wins): withdraws its receives and
   // transfers and wakes it.
-  void failOp(Op& op, std::exception_ptr e) override;
+  void failOp(Op& op, std::exception_ptr e) override { failCall(op, std::move(e)); }
 
   // ---- diagnosis ----
   // "waiting for step 2 from rank 3 (...)".
@@ -103,19 +82,13 @@ class OpTable final : public OpFailer {
   int waitsOn(const Op& op) const;
 
  private:
+  // CallTable::Hooks.
+  void frameReceived(int src, const wire::FrameHeader& h) override { links_.frameReceived(src, h); }
+  std::exception_ptr lengthMismatch(const Op& op, int src, const wire::FrameHeader& h, std::size_t expected) override;
+  void failed(Op& op) override;
+
   const int rank_;
   TransferView& links_;
-  match::Mailbox mailbox_;
-  StashBuffers buffers_;     // emptied stash payloads, for the next ones
-  std::vector<Op*> active_;  // a few at a time: a vector, no node per call
-  // Operations whose wait ended, with their result; resumeWoken swaps them
-  // into resuming_, so neither is regrown in steady state.
-  struct Woken {
-    Resumable* resumer = nullptr;
-    std::exception_ptr error;
-  };
-  std::vector<Woken> woken_, resuming_;
-  bool inResume_ = false;
 };
 
 }  // namespace tether

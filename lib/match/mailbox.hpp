@@ -15,16 +15,11 @@ TETHER_LAYER(2, "match");
 
 namespace tether::match {
 
-struct Posted {
-  void* buf = nullptr;
-  std::size_t len = 0;
-  const void* owner = nullptr;  // the operation waiting on it
-};
-
-struct Stashed {
-  wire::FrameHeader header;
-  std::vector<unsigned char> payload;
-};
+// A receive posted with the caller's buffer, and a frame kept with its
+// header: the shapes of the shared call table (tether/detail/match/mailbox.hpp, used by
+// tether/detail/core/call_table.hpp).
+using Posted = detail::match::PostedReceive;
+using Stashed = detail::match::StashedFrame<wire::FrameHeader>;
 
 class Mailbox : public detail::match::Mailbox<Key, KeyHash, Posted, Stashed> {
  public:

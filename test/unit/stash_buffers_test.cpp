@@ -1,12 +1,12 @@
-// StashBuffers (lib/core/stash_buffers.hpp): the buffers of stashed payloads
+// StashBuffers (tether/detail/core/call_table.hpp): the buffers of stashed payloads
 // are reused, and what is kept stays bounded.
 #include <catch2/catch.hpp>
 
 #include <vector>
 
-#include "core/stash_buffers.hpp"
+#include "tether/detail/core/call_table.hpp"
 
-using tether::StashBuffers;
+using tether::detail::core::StashBuffers;
 
 TEST_CASE("an emptied stash buffer holds the next payload it is large enough for", "[unit][core]") {
   StashBuffers buffers;

@@ -93,9 +93,10 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
 
   void recv(void* data, std::size_t bytes, int peer, int tag) override {
     tether::detail::args::message(rank(), size(), "recv", data, bytes, peer, tag);
-    const std::string where = tether::detail::core::failures::recvName(peer, tag);
-    endpoint_.throwIfAborted(where);
-    endpoint_.receivePointToPoint(data, bytes, peer, tag, where);
+    const auto until = endpoint_.deadline();
+    detail::Call call = endpoint_.call(tether::detail::core::failures::recvName(peer, tag));
+    endpoint_.post(call, endpoint_.pointToPoint(peer, tag), data, bytes);
+    endpoint_.settle(call, until, nullptr);
   }
 
   void allgather(void* allData, std::size_t bytesPerRank) override {
@@ -135,6 +136,7 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
     key.channel = detail::Channel::SubsetBarrier;
     key.group = groupId;
     key.sequence = count;
+    key.code = static_cast<std::uint32_t>(Op::SubsetBarrier);
     Call call;
     call.op = Op::SubsetBarrier;
     const int groupRank = static_cast<int>(std::find(group.begin(), group.end(), rank()) - group.begin());
@@ -200,15 +202,13 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
   static const char* nameOf(Op op) { return tether::detail::coll::opName(op); }
   static std::string sendName(int peer, int tag) { return tether::detail::core::failures::sendName(peer, tag); }
 
-  // A point-to-point message, copied: delivered, or held by its window.
+  // A point-to-point message: delivered, or copied and held by its window.
   detail::Endpoint::Sent postMessage(const void* data, std::size_t bytes, int peer, int tag, const std::string& where) {
-    endpoint_.throwIfAborted(where);
-    detail::ChannelKey key;
-    key.channel = detail::Channel::PointToPoint;
-    key.sequence = static_cast<std::uint64_t>(tag);
-    detail::Message message;
-    message.payload = copyOf(data, bytes);
-    return endpoint_.post(peer, key, std::move(message), where);
+    detail::Header header;
+    header.key.channel = detail::Channel::PointToPoint;
+    header.key.sequence = static_cast<std::uint64_t>(tag);
+    header.length = bytes;
+    return endpoint_.send(peer, std::move(header), data, where);
   }
 
   // The algorithm TcpBootstrap would choose for this call here, recorded.
@@ -266,6 +266,8 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
     detail::ChannelKey key;
     key.channel = detail::Channel::Collective;
     key.sequence = op.id;
+    key.code = static_cast<std::uint32_t>(call.op);
+    key.root = op.root;
     return Started{op, std::move(plan), key};
   }
 
@@ -279,45 +281,46 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
   // was not made by make_shared; its owner then keeps it).
   std::shared_ptr<const void> owner() const { return weak_from_this().lock(); }
 
-  // One call's view of the mailboxes, the executor's transport
-  // (tether/detail/coll/execute.hpp): sends are posted (copied) at once or
-  // held by their window, receives are taken at each settle, in order, and a
-  // round settles once its held sends are delivered (as over TCP, where a
-  // round ends when its sends are written); `group` maps plan ranks to
-  // communicator ranks.
+  // One call's view of the world, the executor's transport
+  // (tether/detail/coll/execute.hpp): sends are delivered at once or held by
+  // their window, receives are posted in the call table, and a round
+  // settles once they are filled and its held sends delivered (as over TCP,
+  // where a round ends when its sends are written); `group` maps plan ranks
+  // to communicator ranks.
   class CallTransport {
    public:
     CallTransport(const detail::Endpoint& endpoint, const std::vector<int>& group, const detail::OpStamp& op,
                   detail::ChannelKey key, const detail::Interrupt* interrupt)
-        : endpoint_(endpoint), group_(group), op_(op), key_(key), until_(endpoint.deadline()), interrupt_(interrupt) {}
+        : endpoint_(endpoint),
+          group_(group),
+          op_(op),
+          key_(key),
+          until_(endpoint.deadline()),
+          interrupt_(interrupt),
+          call_(endpoint.call(op.call())) {}
 
     void postSend(int peer, std::uint32_t step, const void* data, std::size_t bytes) {
-      detail::Message message;
-      message.op = op_;
-      message.step = step;
-      message.payload = copyOf(data, bytes);
-      key_.step = step;
-      auto sent = endpoint_.post(group_[static_cast<std::size_t>(peer)], key_, std::move(message), op_.call());
+      detail::Header header;
+      header.key = key_;
+      header.key.step = step;
+      header.op = op_;
+      header.length = bytes;
+      auto sent = endpoint_.send(group_[static_cast<std::size_t>(peer)], std::move(header), data, op_.call());
       if (sent.slot) held_.push_back(std::move(sent));
     }
     void postRecv(int peer, std::uint32_t step, void* data, std::size_t bytes) {
-      round_.emplace_back();
-      detail::Endpoint::CollectiveRecv& r = round_.back();
-      r.key = key_;
-      r.key.step = step;
-      r.peer = group_[static_cast<std::size_t>(peer)];
-      r.data = data;
-      r.bytes = bytes;
-      endpoint_.postCollective(r);
+      detail::ChannelKey key = key_;
+      key.step = step;
+      key.source = group_[static_cast<std::size_t>(peer)];
+      endpoint_.post(call_, key, data, bytes);
     }
     void settle() {
-      endpoint_.settleCollective(round_, op_, until_, interrupt_);
-      round_.clear();
+      endpoint_.settle(call_, key_, op_, until_, interrupt_);
       for (const detail::Endpoint::Sent& sent : held_) endpoint_.waitSent(sent, until_, op_.call(), interrupt_);
       held_.clear();
     }
     ~CallTransport() {
-      endpoint_.withdraw(round_);
+      endpoint_.withdraw(call_);
       for (const detail::Endpoint::Sent& sent : held_) endpoint_.drop(sent);
     }
     CallTransport(const CallTransport&) = delete;
@@ -327,10 +330,10 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
     const detail::Endpoint& endpoint_;
     const std::vector<int>& group_;
     const detail::OpStamp& op_;
-    detail::ChannelKey key_;
+    const detail::ChannelKey key_;
     const Deadline until_;
     const detail::Interrupt* const interrupt_;  // a nonblocking call's, or nullptr
-    detail::Endpoint::Round round_;
+    detail::Call call_;                         // the round's receives (the call table points to it)
     std::vector<detail::Endpoint::Sent> held_;  // this round's sends past their window
   };
 
@@ -376,11 +379,6 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
     std::vector<int> ranks(static_cast<std::size_t>(size()));
     for (int r = 0; r < size(); ++r) ranks[static_cast<std::size_t>(r)] = r;
     return ranks;
-  }
-
-  static std::vector<unsigned char> copyOf(const void* data, std::size_t bytes) {
-    auto* begin = static_cast<const unsigned char*>(data);
-    return bytes == 0 ? std::vector<unsigned char>() : std::vector<unsigned char>(begin, begin + bytes);
   }
 
   detail::Endpoint endpoint_;

@@ -56,6 +56,20 @@ class Fifo {
   std::size_t head_ = 0;
 };
 
+// A receive waiting in the mailbox: the caller's buffer and its call.
+struct PostedReceive {
+  void* buf = nullptr;
+  std::size_t len = 0;
+  const void* owner = nullptr;  // the call waiting on it
+};
+
+// A frame that came before its receive: its header and payload.
+template <class Header>
+struct StashedFrame {
+  Header header;
+  std::vector<unsigned char> payload;
+};
+
 template <class Key, class Hash, class Posted, class Stashed>
 class Mailbox {
  public:

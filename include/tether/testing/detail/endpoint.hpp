@@ -75,14 +75,16 @@ class Endpoint {
     ChannelKey key;
   };
 
-  // Copies the message into the peer's mailbox (send is buffered, like a
-  // socket buffer) — past the lane's window, holds it instead.
-  Sent post(int peer, ChannelKey key, Message message, const std::string& where) const {
-    key.comm = comm_;
-    key.source = rank_;
+  // Delivers the message into the peer's posted receive or its stash (send
+  // is buffered, like a socket buffer) — past the lane's window, copies and
+  // holds it instead. `header.key` names the channel, id, step and operation.
+  Sent send(int peer, Header header, const void* data, const std::string& where) const {
+    header.key.comm = comm_;
+    header.key.source = rank_;
+    const ChannelKey key = header.key;
     std::lock_guard<std::mutex> lock(world_->mutex);
     throwIfAbortedLocked(where);
-    return Sent{world_->sendLocked(worldRank(), worldRankOf(peer), key, std::move(message)), peer, key};
+    return Sent{world_->sendLocked(worldRank(), worldRankOf(peer), std::move(header), data), peer, key};
   }
 
   // Waits until a held send is delivered (or `until`, an abort, the peer
@@ -92,7 +94,8 @@ class Endpoint {
     std::unique_lock<std::mutex> lock(world_->mutex);
     try {
       waitLocked(
-          lock, until, where, sent.peer, [&] { return heldText(sent); }, [&] { return sent.slot->done; }, interrupt);
+          lock, until, where, [&] { return sent.peer; }, [&] { return heldText(sent); },
+          [&] { return sent.slot->done; }, interrupt);
     } catch (...) {
       world_->dropLocked(sent.slot);
       throw;
@@ -119,6 +122,15 @@ class Endpoint {
     return false;
   }
 
+  // A call of this rank on this communicator, named `where` in its errors.
+  Call call(const std::string& where) const {
+    Call c;
+    c.who = who();
+    c.where = where;
+    c.rank = rank_;
+    return c;
+  }
+
   // The key of a point-to-point message from `peer` with `tag`.
   ChannelKey pointToPoint(int peer, int tag) const {
     ChannelKey key;
@@ -129,59 +141,49 @@ class Endpoint {
     return key;
   }
 
-  // Point-to-point receive: the oldest message waiting for (peer, tag), else
-  // a receive posted for it, which the next such message fills; sizes must agree.
-  void receivePointToPoint(void* data, std::size_t bytes, int peer, int tag, const std::string& where) const {
-    const auto until = deadline();
-    const ChannelKey key = pointToPoint(peer, tag);
-    RecvSlot slot;
-    post(key, slot, where);
+  // A receive of `call` under `key` into the caller's buffer: filled now
+  // from a message that came first, else posted for the next one (the call
+  // table's; sizes must agree, else the call fails with a Protocol error
+  // naming both).
+  void post(Call& call, ChannelKey key, void* data, std::size_t bytes) const {
+    key.comm = comm_;
+    std::lock_guard<std::mutex> lock(world_->mutex);
+    throwIfAbortedLocked(call.where);
     try {
-      waitFor(slot, until, where, peer, tag, nullptr);
-    } catch (...) {
-      withdraw(key, slot);
-      throw;
+      if (!table().takeStashed(call, key, data, bytes)) table().post(call, key, data, bytes);
+    } catch (...) {  // sizes differ: the call fails when it settles, as when a later message does
+      table().failCall(call, std::current_exception());
     }
-    take(slot, data, bytes, peer, tag, where);
   }
-
-  // The pieces of a receive, for irecv: post it (or take a waiting message) ...
-  void post(const ChannelKey& key, RecvSlot& slot, const std::string& where) const {
+  // Waits until every receive `call` posted is filled (or `until`, an abort,
+  // the sender leaving, an interrupt from another thread); a call that fails
+  // withdraws what it still had posted.
+  void settle(Call& call, Clock::time_point until, const Interrupt* interrupt) const {
+    settleChecking(call, until, interrupt, [] {});
+  }
+  // A collective's round: the same, checking the messages waiting at its
+  // call id (`key`) against `expected` while it waits, as the TCP world
+  // checks a frame: another operation or root is a Protocol error naming both.
+  void settle(Call& call, const ChannelKey& key, const OpStamp& expected, Clock::time_point until,
+              const Interrupt* interrupt) const {
+    ChannelKey ofCall = key;
+    ofCall.comm = comm_;
+    settleChecking(call, until, interrupt, [&] { rejectForeignCallsLocked(ofCall, expected); });
+  }
+  // A look without waiting (Request::test).
+  bool settled(Call& call) const {
     std::lock_guard<std::mutex> lock(world_->mutex);
-    throwIfAbortedLocked(where);
-    postLocked(key, slot);
-  }
-  // ... wait until it is filled (or `until`, an abort, the sender leaving, an
-  // interrupt from another thread) ...
-  void waitFor(RecvSlot& slot, Clock::time_point until, const std::string& where, int peer, int tag,
-               const Interrupt* interrupt) const {
-    std::unique_lock<std::mutex> lock(world_->mutex);
-    waitLocked(
-        lock, until, where, peer,
-        [&] { return failures::waitingFor(failures::messageWithTag(tag), failures::rankName(peer)); },
-        [&] { return slot.done; }, interrupt);
-  }
-  // ... or look without waiting (Request::test) ...
-  bool done(const RecvSlot& slot, const std::string& where, int peer) const {
-    std::lock_guard<std::mutex> lock(world_->mutex);
-    throwIfAbortedLocked(where);
-    if (slot.done) return true;
-    throwIfLeftLocked(where, peer);
+    throwIfAbortedLocked(call.where);
+    if (table().settled(call)) return true;
+    throwIfLeftLocked(call.where, waitedPeer(call));
     return false;
   }
-  // ... or withdraw it unmatched (true if it was) ...
-  bool withdraw(const ChannelKey& key, RecvSlot& slot) const {
+  // Withdraws the receives `call` still has posted; true if there were any.
+  bool withdraw(Call& call) const {
     std::lock_guard<std::mutex> lock(world_->mutex);
-    return !slot.done && mailbox().matching.unpost(key, &slot);
-  }
-  // ... and copy its message out once filled.
-  void take(const RecvSlot& slot, void* data, std::size_t bytes, int peer, int tag, const std::string& where) const {
-    const Message& message = slot.message;
-    if (message.payload.size() != bytes) {
-      fail(ErrorCode::Protocol, where, peer,
-           failures::expectsBytes(peer, ::tether::detail::coll::sendTagFrame(tag, message.payload.size()), bytes));
-    }
-    if (bytes != 0) std::memcpy(data, message.payload.data(), bytes);
+    bool any = false;
+    while (!call.posted.empty()) any = table().unpost(call, call.posted.front()) || any;
+    return any;
   }
 
   // Ends the waits that watch `flag` (a nonblocking call's, on another thread).
@@ -191,81 +193,48 @@ class Endpoint {
     mailbox().wake.notify_all();
   }
 
-  // One receive of a collective's round: step `key.step` from `peer`.
-  struct CollectiveRecv {
-    ChannelKey key;
-    int peer = 0;
-    void* data = nullptr;
-    std::size_t bytes = 0;
-    RecvSlot slot;
-  };
-  // A round's receives, at stable addresses (the mailbox points to their slots).
-  using Round = std::deque<CollectiveRecv>;
-
-  // Posts `r` (or takes its message if it is already here).
-  void postCollective(CollectiveRecv& r) const {
-    r.key.comm = comm_;
-    r.key.source = r.peer;
-    std::lock_guard<std::mutex> lock(world_->mutex);
-    postLocked(r.key, r.slot);
-  }
-
-  // Waits for a round's receives in order and copies them, as the TCP world
-  // matches a frame: a message of another operation at the same call id, or
-  // of the wrong size, is a Protocol error naming both sides.
-  void settleCollective(Round& round, const OpStamp& expected, Clock::time_point until,
-                        const Interrupt* interrupt) const {
-    if (round.empty()) return;
-    const std::string where = expected.call();
-    std::unique_lock<std::mutex> lock(world_->mutex);
-    for (CollectiveRecv& r : round) {
-      waitLocked(
-          lock, until, where, r.peer,
-          [&] { return failures::waitingFor(failures::stepNumber(r.key.step), failures::rankName(r.peer)); },
-          [&] {
-            rejectForeignCallsLocked(round.front().key, expected);
-            for (const CollectiveRecv& other : round)
-              if (other.slot.done) checkStamp(other.slot.message, other.peer, expected);
-            return r.slot.done;
-          },
-          interrupt);
-    }
-    for (const CollectiveRecv& r : round) {
-      const Message& message = r.slot.message;
-      if (message.payload.size() != r.bytes) {
-        fail(ErrorCode::Protocol, where, r.peer, failures::expectsBytes(r.peer, message.describe(), r.bytes));
-      }
-      if (r.bytes != 0) std::memcpy(r.data, message.payload.data(), r.bytes);
-    }
-  }
-
-  // Withdraws the round's receives that no message matched (a failed call).
-  void withdraw(Round& round) const {
-    std::lock_guard<std::mutex> lock(world_->mutex);
-    for (CollectiveRecv& r : round)
-      if (!r.slot.done) mailbox().matching.unpost(r.key, &r.slot);
-  }
-
   // After a collective: any message left at its call id was sent by a rank
   // that called something else or ran another algorithm.
   void rejectLeftovers(ChannelKey key, const OpStamp& expected) const {
     key.comm = comm_;
     std::lock_guard<std::mutex> lock(world_->mutex);
     rejectForeignCallsLocked(key, expected);
-    raise(expected, ::tether::detail::core::leftoverFrame<Message>(mailbox().matching, OfCall{key}, sourceOf, describe,
+    raise(expected, ::tether::detail::core::leftoverFrame<Stashed>(table().mailbox(), OfCall{key}, sourceOf, describe,
                                                                    expected.call()));
   }
 
  private:
-  void postLocked(const ChannelKey& key, RecvSlot& slot) const {
-    RankMailbox& box = mailbox();
-    if (auto message = box.matching.takeStashed(key)) {
-      slot.message = std::move(*message);
-      slot.done = true;
-      world_->receivedLocked(worldRank(), key, slot.message);
-      return;
+  using Stashed = InProcessCalls::Stashed;
+
+  template <class Check>
+  void settleChecking(Call& call, Clock::time_point until, const Interrupt* interrupt, Check check) const {
+    std::unique_lock<std::mutex> lock(world_->mutex);
+    try {
+      waitLocked(
+          lock, until, call.where, [&] { return waitedPeer(call); }, [&] { return waitingText(call); },
+          [&] {
+            check();
+            return table().settled(call);
+          },
+          interrupt);
+    } catch (...) {
+      table().failCall(call, std::current_exception());
+      throw;
     }
-    box.matching.post(key, PostedRecv{&slot, &slot});
+  }
+
+  CallTable& table() const { return mailbox().calls; }
+
+  // The peer a call waits for: the sender of its first receive still posted.
+  static int waitedPeer(const Call& call) { return call.posted.empty() ? -1 : call.posted.front().source; }
+  // "waiting for step 2 from rank 1", "waiting for a message with tag 5 from rank 0".
+  static std::string waitingText(const Call& call) {
+    if (call.posted.empty()) return "before completing";
+    const ChannelKey& k = call.posted.front();
+    return failures::waitingFor(k.channel == Channel::PointToPoint
+                                    ? failures::messageWithTag(static_cast<int>(k.sequence))
+                                    : failures::stepNumber(k.step),
+                                failures::rankName(k.source));
   }
 
   // "waiting to send to rank 1: it has not yet received ..." (window.hpp).
@@ -297,20 +266,20 @@ class Endpoint {
   // Sleeps on this rank's condition variable until ready(), an abort, the
   // deadline or `*interrupt`. A peer that left fails the wait: what it sent is
   // already in the mailbox, so nothing more is coming.
-  template <class WaitingFor, class Ready>
-  void waitLocked(std::unique_lock<std::mutex>& lock, Clock::time_point until, const std::string& where, int peer,
+  template <class Peer, class WaitingFor, class Ready>
+  void waitLocked(std::unique_lock<std::mutex>& lock, Clock::time_point until, const std::string& where, Peer peer,
                   WaitingFor waitingFor, Ready ready, const Interrupt* interrupt) const {
     RankMailbox& box = mailbox();
     for (;;) {
       throwIfAbortedLocked(where);
       if (ready()) return;
-      throwIfLeftLocked(where, peer);
+      throwIfLeftLocked(where, peer());
       const Interrupt why = interrupt ? *interrupt : Interrupt::None;
       if (why == Interrupt::Cancelled) fail(ErrorCode::Aborted, where, -1, failures::cancelledOnThisRank());
       if (why == Interrupt::TimedOut || box.wake.wait_until(lock, until) == std::cv_status::timeout) {
         throwIfAbortedLocked(where);
         if (ready()) return;
-        fail(ErrorCode::Timeout, where, peer, failures::timedOut(waitingFor()));
+        fail(ErrorCode::Timeout, where, peer(), failures::timedOut(waitingFor()));
       }
     }
   }
@@ -321,25 +290,23 @@ class Endpoint {
     bool operator()(const ChannelKey& k) const { return k.sameCall(key); }
   };
   static int sourceOf(const ChannelKey& k) { return k.source; }
-  static std::string describe(const Message& m) { return m.describe(); }
+  static std::string describe(const Stashed& s) { return s.header.describe(); }
   // Why a message from `source` is not of `expected` (another operation or
   // root); empty if it is.
-  static std::string mismatch(int source, const Message& m, const OpStamp& expected) {
-    if (m.op.name != expected.name) return failures::differentCollectives(source, m.describe());
-    if (m.op.root != expected.root) return failures::differentRoots(source, m.op.call(), m.op.root, expected.root);
+  static std::string mismatch(int source, const Stashed& s, const OpStamp& expected) {
+    const OpStamp& op = s.header.op;
+    if (op.name != expected.name) return failures::differentCollectives(source, s.header.describe());
+    if (op.root != expected.root) return failures::differentRoots(source, op.call(), op.root, expected.root);
     return std::string();
   }
   void raise(const OpStamp& expected, const ::tether::detail::core::FrameFault& fault) const {
     if (fault) fail(ErrorCode::Protocol, expected.call(), fault.source, fault.what);
   }
-  void checkStamp(const Message& m, int source, const OpStamp& expected) const {
-    raise(expected, {source, mismatch(source, m, expected)});
-  }
   // A message waiting at this call id from another operation, or with another root.
   void rejectForeignCallsLocked(const ChannelKey& key, const OpStamp& expected) const {
-    raise(expected, ::tether::detail::core::foreignFrame<Message>(
-                        mailbox().matching, OfCall{key}, sourceOf,
-                        [&](int source, const Message& m) { return mismatch(source, m, expected); }));
+    raise(expected, ::tether::detail::core::foreignFrame<Stashed>(
+                        table().mailbox(), OfCall{key}, sourceOf,
+                        [&](int source, const Stashed& s) { return mismatch(source, s, expected); }));
   }
 
   std::shared_ptr<WorldState> world_;

@@ -1,17 +1,22 @@
-// tether/testing/detail/message.hpp — what an in-process "frame" carries.
+// tether/testing/detail/message.hpp — what an in-process "frame" carries, and
+// the in-process instance of the shared call table.
 //
 // The in-process world mimics the wire: every message names the operation that
-// produced it (communicator, channel, collective id or tag, step, source) and
-// receivers match on that full key, so a payload can never land in the wrong
-// operation. Header-only, C++17.
+// produced it (communicator, channel, collective id or tag, operation and
+// root, step, source) and receivers match on that full key, so a payload can
+// never land in the wrong operation. Posting, matching, settling and failing
+// are the TCP world's code (tether/detail/core/call_table.hpp). Header-only, C++17.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
+#include "tether/detail/core/call_table.hpp"
+#include "tether/detail/match/mailbox.hpp"
 #include "tether/detail/wire/op.hpp"
 
 namespace tether {
@@ -32,10 +37,13 @@ struct ChannelKey {
   std::uint64_t sequence = 0;
   int source = 0;          // sender's rank in the communicator
   std::uint32_t step = 0;  // collectives: the step within the algorithm
+  std::uint32_t code = 0;  // collectives: the operation (coll::Op), as the TCP frame's tag
+  int root = -1;           // broadcast: its root
 
   bool operator==(const ChannelKey& other) const {
-    return std::tie(comm, channel, group, sequence, source, step) ==
-           std::tie(other.comm, other.channel, other.group, other.sequence, other.source, other.step);
+    return std::tie(comm, channel, group, sequence, source, step, code, root) ==
+           std::tie(other.comm, other.channel, other.group, other.sequence, other.source, other.step, other.code,
+                    other.root);
   }
   // The same call (communicator, channel, subset, id), any source and step.
   bool sameCall(const ChannelKey& other) const {
@@ -55,7 +63,8 @@ struct ChannelKeyHash {
   std::size_t operator()(const ChannelKey& k) const noexcept {
     std::uint64_t h = mix(k.comm, static_cast<std::uint64_t>(k.channel));
     h = mix(mix(h, k.group), k.sequence);
-    return static_cast<std::size_t>(mix(mix(h, static_cast<std::uint32_t>(k.source)), k.step));
+    h = mix(mix(h, static_cast<std::uint32_t>(k.source)), k.step);
+    return static_cast<std::size_t>(mix(mix(h, k.code), static_cast<std::uint32_t>(k.root)));
   }
 };
 
@@ -69,15 +78,43 @@ struct OpStamp {
   std::string call() const { return ::tether::detail::coll::callName(name, id); }
 };
 
-struct Message {
+// A message's header: its full key, its sender's stamp and world rank.
+struct Header {
+  ChannelKey key;
   OpStamp op;              // collectives only; empty name for point-to-point
   int from = -1;           // the sender's world rank (its window's lane)
-  std::uint32_t step = 0;  // collectives: the step within the algorithm
-  std::vector<unsigned char> payload;
+  std::size_t length = 0;  // payload bytes
 
-  // "allgather#2 step 0 (64 bytes)", as the TCP world describes a frame.
-  std::string describe() const { return ::tether::detail::coll::stepFrame(op.call(), step, payload.size()); }
+  // "allgather#2 step 0 (64 bytes)", "send tag 5 (8 bytes)": as the TCP world describes a frame.
+  std::string describe() const {
+    if (key.channel == Channel::PointToPoint)
+      return ::tether::detail::coll::sendTagFrame(static_cast<std::uint32_t>(key.sequence), length);
+    return ::tether::detail::coll::stepFrame(op.call(), key.step, length);
+  }
 };
+
+// A call in flight on one rank (a receive, a collective's round): what the
+// call table keeps, and how its errors name it.
+struct Call : ::tether::detail::core::CallState<ChannelKey> {
+  std::string who;    // "rank 1", "rank 1 (world 3)"
+  std::string where;  // "recv from rank 0 tag 3", "allgather#2"
+  int rank = 0;       // in its communicator
+};
+
+// The in-process world's call table: keys and headers of messages.
+struct InProcessCalls {
+  using Call = detail::Call;
+  using Key = ChannelKey;
+  using Header = detail::Header;
+  using Stashed = ::tether::detail::match::StashedFrame<Header>;
+  using Mailbox =
+      ::tether::detail::match::Mailbox<Key, ChannelKeyHash, ::tether::detail::match::PostedReceive, Stashed>;
+  static Key keyOf(int, const Header& h) { return h.key; }
+  static int sourceOf(const Key& k) { return k.source; }
+  static std::size_t lengthOf(const Header& h) { return h.length; }
+  static bool stash(Mailbox& box, const Key& k, Stashed&& f) { return box.stash(k, std::move(f), /*unique=*/false); }
+};
+using CallTable = ::tether::detail::core::CallTable<InProcessCalls>;
 
 }  // namespace detail
 }  // namespace testing

@@ -4,7 +4,7 @@
 //    the request is done when made — unless the point-to-point window holds
 //    it (world_state.hpp): then it is done once delivered, and fails at its
 //    deadline; cancel() returns false.
-//  * irecv: a receive posted on the mailbox, filled by the sender's delivery;
+//  * irecv: a receive posted in the call table, filled by the sender's delivery;
 //    cancel() withdraws it while unmatched (the communicator stays usable).
 //  * isend and irecv fail at the communicator's deadline from their start,
 //    whether waited for or only tested (test() then throws the Timeout).
@@ -131,25 +131,19 @@ class SentRequest final : public PointRequest {
   const Endpoint::Sent sent_;
 };
 
-// irecv: posted now; done once a message fills it.
+// irecv: posted now (or filled at once from a message that came first);
+// done once a message fills it.
 class RecvRequest final : public PointRequest {
  public:
   RecvRequest(std::shared_ptr<const void> owner, const Endpoint& endpoint, void* data, std::size_t bytes, int peer,
               int tag, const std::string& where)
-      : PointRequest(std::move(owner), endpoint, where, endpoint.deadline()),
-        key_(endpoint.pointToPoint(peer, tag)),
-        data_(data),
-        bytes_(bytes),
-        peer_(peer),
-        tag_(tag) {
-    endpoint_.post(key_, slot_, where_);
+      : PointRequest(std::move(owner), endpoint, where, endpoint.deadline()), call_(endpoint.call(where)) {
+    endpoint_.post(call_, endpoint_.pointToPoint(peer, tag), data, bytes);
   }
-  ~RecvRequest() override {
-    if (!finished_) endpoint_.withdraw(key_, slot_);
-  }
+  ~RecvRequest() override { endpoint_.withdraw(call_); }
 
   bool cancel() override {
-    if (finished_ || !endpoint_.withdraw(key_, slot_)) return false;
+    if (finished_ || !endpoint_.withdraw(call_)) return false;
     finished_ = true;
     error_ = std::make_exception_ptr(Error(ErrorCode::Aborted,
                                            failures::failure(endpoint_.who(), where_, failures::cancelledOnThisRank()),
@@ -158,30 +152,15 @@ class RecvRequest final : public PointRequest {
   }
 
  private:
-  bool ready() override { return endpoint_.done(slot_, where_, peer_); }
-  void block(Endpoint::Clock::time_point until) override {
-    endpoint_.waitFor(slot_, until, where_, peer_, tag_, nullptr);
-  }
-  // Filled: its message goes to the caller's buffer (sizes must agree);
-  // failed before a message came: withdrawn.
+  bool ready() override { return endpoint_.settled(call_); }
+  void block(Endpoint::Clock::time_point until) override { endpoint_.settle(call_, until, nullptr); }
+  // Failed before a message came: withdrawn.
   void ended(std::exception_ptr error) override {
-    if (error) {
-      endpoint_.withdraw(key_, slot_);
-    } else {
-      try {
-        endpoint_.take(slot_, data_, bytes_, peer_, tag_, where_);
-      } catch (...) {
-        error = std::current_exception();
-      }
-    }
+    if (error) endpoint_.withdraw(call_);
     PointRequest::ended(std::move(error));
   }
 
-  const ChannelKey key_;
-  RecvSlot slot_;  // the mailbox points to it while posted
-  void* const data_;
-  const std::size_t bytes_;
-  const int peer_, tag_;
+  Call call_;  // the call table points to it while its receive is posted
 };
 
 // A collective started (its id taken): `body` replays its plan on a thread

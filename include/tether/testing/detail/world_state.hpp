@@ -20,6 +20,7 @@
 
 #include "tether/bootstrap.hpp"
 #include "tether/detail/core/abort_state.hpp"
+#include "tether/detail/core/failures.hpp"
 #include "tether/detail/core/window.hpp"
 #include "tether/detail/env_int.hpp"
 #include "tether/detail/match/mailbox.hpp"
@@ -36,34 +37,37 @@ namespace window = ::tether::detail::core::window;
 // Request::wait whose timeout passed. Read and written under the world mutex.
 enum class Interrupt : std::uint8_t { None, Cancelled, TimedOut };
 
-// One posted receive: the message that matched it, once one has.
-struct RecvSlot {
-  bool done = false;
-  Message message;
-};
-
 // A send its window held back: done once delivered (or failed, when its
 // sender gave up on it and dropped it).
 struct SendSlot {
   bool done = false;
 };
 
-struct PostedRecv {
-  RecvSlot* slot = nullptr;
-  const void* owner = nullptr;  // the slot itself
-};
+struct WorldState;
 
-// Matching under the full key, the same code as the TCP world's
-// (tether/detail/match/mailbox.hpp): posted receives first in, first out
-// per key, so receives are non-overtaking across threads too.
-using Matching = ::tether::detail::match::Mailbox<ChannelKey, ChannelKeyHash, PostedRecv, Message>;
+// One rank: its calls in flight and the messages waiting for them (the
+// shared call table, whose hooks credit the senders' windows), its waiters'
+// condition variable, and the first abort it was told of.
+struct RankMailbox final : CallTable::Hooks {
+  RankMailbox(WorldState& world, int worldRank) : world(world), worldRank(worldRank) {}
 
-struct RankMailbox {
+  WorldState& world;
+  const int worldRank;
   std::condition_variable wake;
-  Matching matching;
-
+  CallTable calls{*this};
   // The first abort: its world rank (-1: InProcessWorld::abortAll) and reason.
   ::tether::detail::core::AbortState abort;
+
+ private:
+  void frameReceived(int, const Header& h) override;
+  std::exception_ptr lengthMismatch(const Call& call, int, const Header& h, std::size_t expected) override {
+    return std::make_exception_ptr(Error(
+        ErrorCode::Protocol,
+        ::tether::detail::core::failures::failure(
+            call.who, call.where, ::tether::detail::core::failures::expectsBytes(h.key.source, h.describe(), expected)),
+        call.rank, h.key.source));
+  }
+  void failed(Call&) override { wake.notify_all(); }
 };
 
 struct WorldState {
@@ -73,7 +77,7 @@ struct WorldState {
         defaultTimeout(timeoutFromEnvironment()),
         p2pWindow(static_cast<std::uint64_t>(::tether::detail::envInt("TETHER_P2P_WINDOW_BYTES", window::kP2PBytes,
                                                                       window::kMinBytes, std::int64_t{1} << 40))) {
-    for (int r = 0; r < nranks; ++r) mailboxes.push_back(std::make_unique<RankMailbox>());
+    for (int r = 0; r < nranks; ++r) mailboxes.push_back(std::make_unique<RankMailbox>(*this, r));
   }
 
   const int nranks;
@@ -101,47 +105,49 @@ struct WorldState {
           mix(mix(l.comm, static_cast<std::uint32_t>(l.from)), static_cast<std::uint32_t>(l.to)));
     }
   };
-  // A send its window holds: delivered when the lane has room.
+  // A send its window holds (its payload copied): delivered when the lane has room.
   struct Held {
     int dst;
-    ChannelKey key;
-    Message message;
+    Header header;
+    std::vector<unsigned char> payload;
     std::shared_ptr<SendSlot> slot;
   };
   using Window = window::Lanes<LaneId, LaneIdHash, Held>;
-  static std::uint64_t bytesOf(const Held& h) { return h.message.payload.size(); }
+  static std::uint64_t bytesOf(const Held& h) { return h.payload.size(); }
   Window& windowOf(const ChannelKey& key) { return key.channel == Channel::PointToPoint ? p2p_ : coll_; }
   static LaneId laneOf(int from, int to, const ChannelKey& key) {
     return LaneId{from, to, key.channel == Channel::PointToPoint ? 0 : key.comm};
   }
 
-  // Sends `message` from `from` to `dst`: delivered now when its lane has
-  // room (nullptr), else held behind the lane's earlier held sends until the
-  // peer has received enough (its slot).
-  std::shared_ptr<SendSlot> sendLocked(int from, int dst, const ChannelKey& key, Message message) {
-    message.from = from;
-    if (from != dst && !windowOf(key).admit(laneOf(from, dst, key), message.payload.size())) {
+  // Sends `header` and `payload` from `from` to `dst`: delivered now when
+  // its lane has room (nullptr), else copied and held behind the lane's
+  // earlier held sends until the peer has received enough (its slot).
+  std::shared_ptr<SendSlot> sendLocked(int from, int dst, Header header, const void* payload) {
+    header.from = from;
+    const auto* bytes = static_cast<const unsigned char*>(payload);
+    if (from != dst && !windowOf(header.key).admit(laneOf(from, dst, header.key), header.length)) {
       auto slot = std::make_shared<SendSlot>();
-      windowOf(key).hold(laneOf(from, dst, key), Held{dst, key, std::move(message), slot});
+      std::vector<unsigned char> copy(bytes, bytes + header.length);
+      windowOf(header.key).hold(laneOf(from, dst, header.key), Held{dst, std::move(header), std::move(copy), slot});
       return slot;
     }
-    deliverLocked(dst, key, std::move(message));
+    deliverLocked(dst, header, bytes);
     return nullptr;
   }
 
   // `to` received (matched) a message: once a credit batch is owed, as the
   // TCP world's receiver returns it, the lane's held sends that fit now are
   // delivered and their sender woken.
-  void receivedLocked(int to, const ChannelKey& key, const Message& message) {
-    const int from = message.from;
+  void receivedLocked(int to, const Header& h) {
+    const int from = h.from;
     if (from < 0 || from == to) return;
-    Window& lanes = windowOf(key);
-    const LaneId lane = laneOf(from, to, key);
-    const std::uint64_t credit = lanes.received(lane, message.payload.size());
+    Window& lanes = windowOf(h.key);
+    const LaneId lane = laneOf(from, to, h.key);
+    const std::uint64_t credit = lanes.received(lane, h.length);
     if (credit == 0) return;
-    lanes.credit(lane, credit, [&](Held&& h) {
-      h.slot->done = true;
-      deliverLocked(h.dst, h.key, std::move(h.message));
+    lanes.credit(lane, credit, [&](Held&& held) {
+      held.slot->done = true;
+      deliverLocked(held.dst, held.header, held.payload.data());
       mailboxes[static_cast<std::size_t>(from)]->wake.notify_all();
     });
   }
@@ -157,17 +163,12 @@ struct WorldState {
     return {windowOf(key).unreceived(laneOf(from, to, key)), windowOf(key).bytes()};
   }
 
-  // Delivers a copy to `dstWorld`: to the oldest receive posted under `key`,
-  // else kept until one is; caller holds `mutex`.
-  void deliverLocked(int dstWorld, const ChannelKey& key, Message message) {
+  // Delivers to `dstWorld`: into the oldest receive posted under its key
+  // (copied once, into the receiver's buffer), else into its stash; caller
+  // holds `mutex`.
+  void deliverLocked(int dstWorld, const Header& header, const unsigned char* payload) {
     RankMailbox& box = *mailboxes[static_cast<std::size_t>(dstWorld)];
-    if (auto posted = box.matching.claimPosted(key)) {
-      posted->slot->message = std::move(message);
-      posted->slot->done = true;
-      receivedLocked(dstWorld, key, posted->slot->message);
-    } else {
-      box.matching.stash(key, std::move(message), /*unique=*/false);
-    }
+    box.calls.deliver(header.key.source, header, payload);
     box.wake.notify_all();
   }
 
@@ -222,6 +223,8 @@ struct WorldState {
   Window coll_{window::kCollectiveBytes, window::kCollectiveBatch, bytesOf};
   std::unordered_map<std::uint64_t, int> commRanks_;  // a child communicator's live bootstraps
 };
+
+inline void RankMailbox::frameReceived(int, const Header& h) { world.receivedLocked(worldRank, h); }
 
 }  // namespace detail
 }  // namespace testing
