@@ -41,6 +41,7 @@ void CollectiveRun::start(World& w, const Group& g, std::shared_ptr<Op> op, std:
     recvDispls_.assign(call.blocks.recvDispls, call.blocks.recvDispls + n);
     call_.blocks = dc::Blocks{sendCounts_.data(), sendDispls_.data(), recvCounts_.data(), recvDispls_.data()};
   }
+  op->root = rootOnWire();
   launch(w.calls(), std::move(op), std::move(done), shared_from_this());
 }
 
@@ -98,6 +99,7 @@ void CollectiveRun::postSend(int peer, std::uint32_t step, const void* data, std
   h.comm = g_->comm;
   h.coll = op_->coll;
   h.step = step;
+  h.root = rootOnWire();
   forEachPart(bytes, [&](std::uint64_t part, std::size_t offset, std::size_t len) {
     h.tag = wire::collectiveTag(op_->code, part);
     h.length = len;
@@ -113,7 +115,8 @@ void CollectiveRun::postRecv(int peer, std::uint32_t step, void* data, std::size
                  wire::Kind::Collective,
                  op_->coll,
                  step,
-                 wire::collectiveTag(op_->code, part)};
+                 wire::collectiveTag(op_->code, part),
+                 rootOnWire()};
     calls_->postRecv(*op_, k, static_cast<unsigned char*>(data) + offset, len);
   });
 }

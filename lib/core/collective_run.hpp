@@ -14,6 +14,7 @@
 
 #include "base/layer.hpp"
 #include "core/op_run.hpp"
+#include "wire/frame.hpp"
 #include "tether/detail/coll/execute.hpp"
 #include "tether/detail/coll/table.hpp"
 
@@ -46,6 +47,11 @@ class CollectiveRun final : public OpRun, public std::enable_shared_from_this<Co
   const std::vector<detail::coll::Step>& plan();
   template <class F>
   void forEachPart(std::size_t bytes, F&& f);
+  // A broadcast's frames carry its root, and its receives match on it: ranks
+  // that disagree on the root fail with Protocol, never take each other's payload.
+  std::uint32_t rootOnWire() const {
+    return call_.op == detail::coll::Op::Broadcast ? static_cast<std::uint32_t>(call_.root) : wire::kNoRoot;
+  }
 
   std::uint64_t maxPayload_ = 1;  // w.config().maxPayload: larger frames are sent in parts
   const Group* g_ = nullptr;

@@ -65,6 +65,9 @@ class Op : public link::Owner, public detail::core::CallState<match::Key> {
   const std::uint64_t comm;
   std::uint64_t coll;  // 0 for point-to-point
   std::uint32_t code;  // wire::OpCode of a collective, 0 for point-to-point
+  // A broadcast's root as its frames carry it (wire::kNoRoot for any other
+  // call); set before its run starts.
+  std::uint32_t root = 0xffffffffu;
 
   // When the call started (Calls::startRun; set before the progress thread sees the op).
   std::chrono::steady_clock::time_point began{};

@@ -14,6 +14,19 @@ namespace tether {
 
 namespace failures = detail::core::failures;
 
+namespace {
+// Why a frame from `src` at `op`'s collective id is not of `op` (another
+// operation, or a broadcast with another root); empty if it is.
+std::string foreignText(int src, const wire::FrameHeader& h, const Op& op) {
+  if (wire::opCodeOf(h.tag) != op.code) return failures::differentCollectives(src, wire::describe(h));
+  if (h.root != op.root)
+    return failures::differentRoots(src,
+                                    detail::coll::callName(wire::opName(static_cast<wire::OpCode>(op.code)), h.coll),
+                                    static_cast<int>(h.root), static_cast<int>(op.root));
+  return std::string();
+}
+}  // namespace
+
 const CollectiveSeq* SequenceGuard::find(std::uint64_t comm) const {
   auto it = comms_.find(comm);
   return it == comms_.end() ? nullptr : it->second.get();
@@ -31,14 +44,12 @@ bool SequenceGuard::admit(int src, const wire::FrameHeader& h) {
     return false;
   }
   auto run = seq->running.find(h.coll);
-  if (run != seq->running.end() && wire::opCodeOf(h.tag) != run->second->code) {
-    reportProtocol(h.comm, Error(ErrorCode::Protocol,
-                                 failures::failure(failures::rankName(rank_), run->second->name(),
-                                                   failures::differentCollectives(src, wire::describe(h))),
-                                 rank_, src));
-    return false;
-  }
-  return true;
+  if (run == seq->running.end()) return true;
+  const std::string foreign = foreignText(src, h, *run->second);
+  if (foreign.empty()) return true;
+  reportProtocol(h.comm, Error(ErrorCode::Protocol,
+                               failures::failure(failures::rankName(rank_), run->second->name(), foreign), rank_, src));
+  return false;
 }
 
 bool SequenceGuard::begin(CollectiveSeq& seq, Op& op) {
@@ -62,11 +73,8 @@ std::string describe(const match::Stashed& s) { return wire::describe(s.header);
 }  // namespace
 
 void SequenceGuard::checkStashed(Op& op, const match::Mailbox& mailbox) {
-  const auto fault =
-      detail::core::foreignFrame<match::Stashed>(mailbox, OfCall{op}, sourceOf, [&](int src, const match::Stashed& s) {
-        return wire::opCodeOf(s.header.tag) == op.code ? std::string()
-                                                       : failures::differentCollectives(src, describe(s));
-      });
+  const auto fault = detail::core::foreignFrame<match::Stashed>(
+      mailbox, OfCall{op}, sourceOf, [&](int src, const match::Stashed& s) { return foreignText(src, s.header, op); });
   if (fault)
     ops_.failOp(op, std::make_exception_ptr(Error(ErrorCode::Protocol,
                                                   failures::failure(failures::rankName(rank_), op.name(), fault.what),

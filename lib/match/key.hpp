@@ -22,12 +22,13 @@ struct Key {
   std::uint64_t coll = 0;
   std::uint32_t step = 0;
   std::uint32_t tag = 0;
+  std::uint32_t root = wire::kNoRoot;  // a broadcast's: ranks that disagree on it never match
   bool operator==(const Key&) const = default;
 };
 
 inline Key keyOf(std::uint32_t src, const wire::FrameHeader& h) {
-  if (h.kind == wire::Kind::P2P) return Key{src, h.comm, h.kind, 0, 0, h.tag};
-  return Key{src, h.comm, h.kind, h.coll, h.step, h.tag};
+  if (h.kind == wire::Kind::P2P) return Key{src, h.comm, h.kind, 0, 0, h.tag, wire::kNoRoot};
+  return Key{src, h.comm, h.kind, h.coll, h.step, h.tag, h.root};
 }
 
 struct KeyHash {
@@ -41,6 +42,7 @@ struct KeyHash {
     mix(k.coll);
     mix(k.step);
     mix(k.tag);
+    mix(k.root);
     return h;
   }
 };

@@ -61,6 +61,8 @@ void encodeHeader(const FrameHeader& h, unsigned char* out) {
   le::store<std::uint32_t>(out + 24, h.step);
   le::store<std::uint32_t>(out + 28, h.tag);
   le::store<std::uint64_t>(out + 32, h.length);
+  le::store<std::uint32_t>(out + 40, h.root);
+  le::store<std::uint32_t>(out + 44, 0);  // reserved
 }
 
 HeaderBytes encodeHeader(const FrameHeader& h) {
@@ -88,6 +90,9 @@ std::optional<FrameHeader> decodeHeader(const unsigned char* in, std::uint64_t m
   h.step = le::load<std::uint32_t>(in + 24);
   h.tag = le::load<std::uint32_t>(in + 28);
   h.length = le::load<std::uint64_t>(in + 32);
+  h.root = le::load<std::uint32_t>(in + 40);
+  if (const auto reserved = le::load<std::uint32_t>(in + 44); reserved != 0)
+    return fail(fmt::format("reserved header bytes 0x{:08x} (must be 0)", reserved));
   bool control = h.kind != Kind::P2P && h.kind != Kind::Collective && h.kind != Kind::Table;
   std::uint64_t limit = control ? std::min(maxPayload, kMaxControlPayload) : maxPayload;
   if (h.length > limit)

@@ -1,4 +1,4 @@
-// The frame header: 40 bytes, little-endian, in front of every message on a
+// The frame header: 48 bytes, little-endian, in front of every message on a
 // link. Byte layout and meaning: docs/wire-protocol.md.
 #pragma once
 
@@ -19,8 +19,10 @@ TETHER_LAYER(1, "wire");
 namespace tether::wire {
 
 inline constexpr std::uint32_t kMagic = 0x52485454;  // "TTHR" as little-endian bytes
-inline constexpr std::uint16_t kProtocolVersion = 3;
-inline constexpr std::size_t kHeaderBytes = 40;
+inline constexpr std::uint16_t kProtocolVersion = 4;
+inline constexpr std::size_t kHeaderBytes = 48;
+// The root of a frame that belongs to no broadcast.
+inline constexpr std::uint32_t kNoRoot = 0xffffffffu;
 // Handshake and control frames are small; anything larger is hostile.
 inline constexpr std::uint64_t kMaxControlPayload = 64 * 1024;
 
@@ -72,6 +74,7 @@ struct FrameHeader {
   std::uint32_t step = 0;    // step within the collective's algorithm
   std::uint32_t tag = 0;     // P2P: user tag; Collective: OpCode
   std::uint64_t length = 0;  // payload bytes that follow the header
+  std::uint32_t root = kNoRoot;  // Collective: a broadcast's root (part of the matching key); else kNoRoot
 };
 
 using HeaderBytes = std::array<unsigned char, kHeaderBytes>;

@@ -1,4 +1,4 @@
-// libFuzzer target: the 40-byte frame header every link parses first, under
+// libFuzzer target: the 48-byte frame header every link parses first, under
 // the data and the control limits. A header that decodes must describe itself
 // and re-encode to the same bytes; one that does not must say why.
 #include <cstdint>

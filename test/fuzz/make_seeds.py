@@ -7,13 +7,13 @@ import os
 import struct
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MAGIC, VERSION = 0x52485454, 1
+MAGIC, VERSION = 0x52485454, 4
 KIND = dict(challenge=1, hello=2, welcome=3, reject=4, register=5, table=6, p2p=7, collective=8, abort=9,
             goodbye=10, heartbeat=11)
 
 
-def header(kind, length, comm=0, coll=0, step=0, tag=0, flags=0, magic=MAGIC, version=VERSION):
-    return struct.pack('<IHBBQQIIQ', magic, version, kind, flags, comm, coll, step, tag, length)
+def header(kind, length, comm=0, coll=0, step=0, tag=0, flags=0, magic=MAGIC, version=VERSION, root=0xffffffff):
+    return struct.pack('<IHBBQQIIQII', magic, version, kind, flags, comm, coll, step, tag, length, root, 0)
 
 
 def address(family=4, port=5000, host_id=7):
@@ -63,7 +63,7 @@ corpora = {
         'heartbeat': header(KIND['heartbeat'], 0),
         'too_long_control': header(KIND['hello'], 1 << 20),
         'wrong_magic': header(KIND['hello'], 0, magic=0xdeadbeef),
-        'wrong_version': header(KIND['hello'], 0, version=2),
+        'wrong_version': header(KIND['hello'], 0, version=3),
         'unknown_kind': header(200, 0),
     },
     'handshake': {

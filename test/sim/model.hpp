@@ -33,7 +33,7 @@ struct Params {
   double latencyUs = 10;
   double localLatencyUs = 2;
   double nicGBps = 10;
-  std::size_t headerBytes = 40;  // tether's frame header, on the wire with every message
+  std::size_t headerBytes = 48;  // tether's frame header, on the wire with every message
 
   // CPU, on the host's cores (a rank runs on one core at a time; when more
   // ranks have work than the host has cores they queue, FIFO). Per message:

@@ -158,6 +158,28 @@ void twoThreadsOnOneCommunicator(Bootstrap& b) {
   check(named, "no error names the misuse: " + errors.front());
 }
 
+// One rank of "ranks that disagree on a broadcast's root": each calls
+// broadcast with the root `roots[rank]` gives it. Over TCP a frame did not
+// name its root, so a receive took a frame of the other root's broadcast
+// with the same step and source: with roots {1, 1, 3, 3} ranks 0 and 2
+// returned the other root's payload, no rank failed. Now no rank returns
+// another root's payload; a rank that notices fails with Protocol naming
+// both roots, the others with Aborted (the world collective failed).
+void disagreeOnRoot(Bootstrap& b, const std::vector<int>& roots) {
+  b.setTimeout(milliseconds(10000));
+  const int root = roots[static_cast<std::size_t>(b.rank())];
+  std::vector<int> value(4, b.rank() == root ? b.rank() * 100 + 7 : -1);
+  try {
+    b.broadcast(value.data(), value.size() * sizeof(int), root);
+    check(value[0] == root * 100 + 7, "rank " + std::to_string(b.rank()) + " returned " + std::to_string(value[0]) +
+                                          ", not root " + std::to_string(root) + "'s payload");
+  } catch (const tether::Error& e) {
+    const bool protocol = e.code() == ErrorCode::Protocol && contains(e.what(), "root");
+    check(protocol || e.code() == ErrorCode::Aborted,
+          std::string("Protocol naming the roots, or Aborted: ") + e.what());
+  }
+}
+
 std::vector<Scenario> scenarios() {
   std::vector<Scenario> list;
   list.push_back({"collective and point-to-point contents", 3, [](Bootstrap& b) {
@@ -441,6 +463,11 @@ std::vector<Scenario> scenarios() {
                                  "every rank (trial ") +
                      trial + " of 5)"),
                     2, twoThreadsOnOneCommunicator});
+  for (const std::vector<int>& roots : std::vector<std::vector<int>>{{1, 1, 3, 3}, {0, 0, 2, 2}, {0, 3, 3, 3}})
+    list.push_back({"ranks that disagree on a broadcast's root: none takes another root's payload (roots " +
+                        std::to_string(roots[0]) + std::to_string(roots[1]) + std::to_string(roots[2]) +
+                        std::to_string(roots[3]) + ")",
+                    4, [roots](Bootstrap& b) { disagreeOnRoot(b, roots); }});
   return list;
 }
 

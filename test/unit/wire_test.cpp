@@ -38,10 +38,11 @@ TEST_CASE("frame header: little-endian layout, byte by byte", "[unit][wire]") {
   h.step = 0x21222324;
   h.tag = static_cast<std::uint32_t>(OpCode::Alltoall);
   h.length = 0x3132333435363738ULL;
+  h.root = 0x41424344;
   auto b = encodeHeader(h);
   const unsigned char expected[kHeaderBytes] = {
       0x54, 0x54, 0x48, 0x52,                          // magic "TTHR"
-      0x03, 0x00,                                      // version 3
+      0x04, 0x00,                                      // version 4
       0x08,                                            // kind Collective
       0x00,                                            // flags
       0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,  // comm
@@ -49,6 +50,8 @@ TEST_CASE("frame header: little-endian layout, byte by byte", "[unit][wire]") {
       0x24, 0x23, 0x22, 0x21,                          // step
       0x02, 0x00, 0x00, 0x00,                          // tag (alltoall)
       0x38, 0x37, 0x36, 0x35, 0x34, 0x33, 0x32, 0x31,  // length
+      0x44, 0x43, 0x42, 0x41,                          // root
+      0x00, 0x00, 0x00, 0x00,                          // reserved
   };
   CHECK(std::memcmp(b.data(), expected, kHeaderBytes) == 0);
   std::string why;
@@ -60,6 +63,7 @@ TEST_CASE("frame header: little-endian layout, byte by byte", "[unit][wire]") {
   CHECK(d->step == h.step);
   CHECK(d->tag == h.tag);
   CHECK(d->length == h.length);
+  CHECK(d->root == h.root);
   CHECK(describe(*d).find("alltoall#1230066625199609624 step 555885348") == 0);
 }
 
@@ -76,9 +80,14 @@ TEST_CASE("frame header: decoder rejects what is not a frame", "[unit][wire]") {
   CHECK(why.find("bad magic") != std::string::npos);
 
   b = good;
-  b[4] = 2;  // a peer of the previous protocol version
+  b[4] = 3;  // a peer of the previous protocol version (40-byte headers, no root)
   CHECK_FALSE(decodeHeader(b.data(), 1 << 20, &why));
-  CHECK(why.find("protocol version 2 (this side speaks 3)") != std::string::npos);
+  CHECK(why.find("protocol version 3 (this side speaks 4)") != std::string::npos);
+
+  b = good;
+  b[45] = 1;  // the reserved bytes after the root
+  CHECK_FALSE(decodeHeader(b.data(), 1 << 20, &why));
+  CHECK(why.find("reserved header bytes 0x00000100 (must be 0)") != std::string::npos);
 
   for (unsigned char kind : {0, 19, 255}) {
     b = good;
