@@ -19,6 +19,10 @@ struct PeerAddress {
   std::uint16_t port = 0;
   std::uint64_t hostId = 0;  // ranks with equal ids share a node (docs/design.md, "Host identity")
   std::uint16_t cores = 0;   // cores of that host (0: unknown)
+  // A fingerprint of what decides a collective's algorithm, plan and parts on
+  // this rank (TETHER_ALGO, TETHER_MAX_PAYLOAD_BYTES: coll::planSettings);
+  // ranks whose fingerprints differ would exchange frames of different plans.
+  std::uint64_t plans = 0;
 };
 
 }  // namespace tether

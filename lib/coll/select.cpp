@@ -32,6 +32,8 @@ void checkSettings(const std::optional<std::string>& text, std::string_view who)
   std::call_once(g_once, [&] { g_settings = std::move(parsed); });
 }
 
+std::string planSettings() { return dc::describe(settings()); }
+
 dc::Shape shape(int rank, int size, bool cpuBound) {
   dc::Shape s = settings().tuning;
   s.rank = rank;

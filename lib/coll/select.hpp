@@ -28,5 +28,9 @@ const dc::Algorithm& choose(const dc::Shape& shape, const dc::Call& call);
 // in front. The first text checked becomes the process-wide setting (one
 // algorithm table per process); later bootstraps' are checked only.
 void checkSettings(const std::optional<std::string>& text, std::string_view who);
+// This process's settings that decide a collective's algorithm and plan, as
+// text ("allgather=ring,alltoall=auto,...,chunk_bytes=262144"): every rank of
+// a world must have the same (bring-up compares their fingerprints).
+std::string planSettings();
 
 }  // namespace tether::coll

@@ -7,8 +7,10 @@
 #include <thread>
 #include <unordered_map>
 
+#include "base/crypto.hpp"
 #include "base/endpoint.hpp"
 #include "base/log.hpp"
+#include "coll/select.hpp"
 #include "core/world.hpp"
 #include "rendezvous/reserved_listener.hpp"
 
@@ -62,6 +64,7 @@ PeerAddress openListener(asio::io_context& io, const link::TcpOptions& options, 
   }
   PeerAddress self = toPeerAddress(advertised, thisHostId(cfg.hostId));
   self.cores = static_cast<std::uint16_t>(std::clamp(std::thread::hardware_concurrency(), 1u, 65535u));
+  self.plans = planFingerprint(cfg.maxPayload);
   log::info(cfg.rank, "listening on {} (advertised as {})", toString(local), toString(advertised));
   return self;
 }
@@ -105,7 +108,24 @@ Topology learnTopology(int nranks, const std::function<PeerAddress(int)>& addres
   }
   for (std::size_t n = 0; n < cores.size(); ++n)
     if (cores[n] > 0 && t.ranksOn[n] > cores[n]) t.cpuBound = true;
+  const std::uint64_t first = nranks > 0 ? address(0).plans : 0;
+  for (int r = 1; r < nranks && t.plansDiffer < 0; ++r)
+    if (address(r).plans != first) t.plansDiffer = r;
   return t;
+}
+
+std::uint64_t planFingerprint(std::uint64_t maxPayload) {
+  return crypto::hash64("tether-plans", coll::planSettings() + ",max_payload=" + std::to_string(maxPayload));
+}
+
+void checkSamePlans(const Topology& t, int rank, std::uint64_t maxPayload, const char* call) {
+  if (t.plansDiffer < 0) return;
+  throw Error(ErrorCode::InvalidArgument,
+              fmt::format("rank {}: {}: rank {}'s collective settings differ from rank 0's: every rank must set the "
+                          "same TETHER_ALGO and TETHER_MAX_PAYLOAD_BYTES, else their plans do not meet (this rank: "
+                          "{}, TETHER_MAX_PAYLOAD_BYTES={})",
+                          rank, call, t.plansDiffer, coll::planSettings(), maxPayload),
+              rank);
 }
 
 }  // namespace tether

@@ -32,7 +32,18 @@ struct Topology {
   // Some node runs more ranks than it has cores: latency is then set by CPU
   // time, and tree algorithms win. Every rank computes the same value.
   bool cpuBound = false;
+  // The lowest rank whose plan settings (PeerAddress::plans) differ from
+  // rank 0's; -1 when all agree. Every rank computes the same value.
+  int plansDiffer = -1;
 };
+
+// The fingerprint this rank advertises (PeerAddress::plans): its collective
+// settings (coll::planSettings) and its TETHER_MAX_PAYLOAD_BYTES.
+std::uint64_t planFingerprint(std::uint64_t maxPayload);
+// Before a collective `call` takes an id: Error{InvalidArgument} when the
+// ranks' plan settings differ (they would run different plans, or cut frames
+// into different parts), naming a rank that differs and this rank's settings.
+void checkSamePlans(const Topology& t, int rank, std::uint64_t maxPayload, const char* call);
 
 // Opens the TCP listener where `cfg` says — rank 0 at the root address (adopting
 // the port createUniqueId() reserved), others on an ephemeral port of the

@@ -156,6 +156,7 @@ void Communicator::collective(dc::Prepared call) {
 
 std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> Communicator::launchCollective(
     Communicator& on, dc::Call call, const void* in, void* out, Op::Clock::time_point expires) {
+  checkSamePlans(world_->topology(), rank(), world_->config().maxPayload, dc::opName(call.op));
   // The op and completion of on's last call, and its run, are reused once
   // nothing else holds them (a request or a stall probe may).
   const auto code = static_cast<std::uint32_t>(call.op);

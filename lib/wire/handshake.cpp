@@ -13,6 +13,7 @@ void putAddress(ByteWriter& w, const PeerAddress& a) {
   w.u16(a.port);
   w.u64(a.hostId);
   w.u16(a.cores);
+  w.u64(a.plans);
 }
 
 PeerAddress getAddress(ByteReader& r) {
@@ -24,6 +25,7 @@ PeerAddress getAddress(ByteReader& r) {
   if (a.port == 0) throw std::invalid_argument("address port is 0");
   a.hostId = r.u64();
   a.cores = r.u16();
+  a.plans = r.u64();
   return a;
 }
 

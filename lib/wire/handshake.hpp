@@ -96,7 +96,7 @@ using Bytes = std::vector<unsigned char>;
 using SharedBytes = std::shared_ptr<const Bytes>;
 
 // Bytes of one PeerAddress in a Register or Table message.
-inline constexpr std::size_t kAddressBytes = 1 + 16 + 2 + 8 + 2;
+inline constexpr std::size_t kAddressBytes = 1 + 16 + 2 + 8 + 2 + 8;
 
 // Every rank's address as a Table message carries it: kept encoded (and
 // shared, not copied, when it is forwarded) and decoded one entry at a time,

@@ -217,6 +217,32 @@ TEST_CASE("close() leaves in order: peers confirm, later calls say the bootstrap
   }));
 }
 
+// Before, a rank with another TETHER_ALGO ran another plan, and what the
+// ranks saw depended on how the plans met: here ranks 0 and 1 returned from
+// the all-gather and rank 2 failed with PeerLost once they had left; with
+// other rows the ranks waited out their deadline; no message said why.
+TEST_CASE("a rank with other collective settings: every collective fails at once naming it", "[multiproc][errors]") {
+  require(test::runRanks(3, [](int rank, const UniqueId& id) {
+    if (rank == 2) setenv("TETHER_ALGO", "allgather=ring", 1);
+    TcpBootstrap b(rank, 3, id, opts(20000));
+    std::vector<int> v(3, rank);
+    const std::string me = "rank " + std::to_string(rank) + ": ";
+    auto msg = expectError(ErrorCode::InvalidArgument, "rank 2's collective settings differ from rank 0's",
+                           [&] { b.allgather(v.data(), sizeof(int)); });
+    expect(msg.find(me + "allgather: ") == 0, "names the rank and call: " + msg);
+    expect(msg.find(rank == 2 ? "allgather=ring" : "allgather=auto") != std::string::npos,
+           "shows this rank's settings: " + msg);
+    expectError(ErrorCode::InvalidArgument, "TETHER_ALGO and TETHER_MAX_PAYLOAD_BYTES", [&] { b.barrier(); });
+    // Point-to-point does not depend on them.
+    int token = rank;
+    if (rank == 0) b.send(&token, sizeof token, 1, 3);
+    if (rank == 1) {
+      b.recv(&token, sizeof token, 0, 3);
+      expect(token == 0, "a message after the refused collectives");
+    }
+  }));
+}
+
 TEST_CASE("ranks calling different collectives get a Protocol error naming both", "[multiproc][errors]") {
   require(test::runRanks(2, [](int rank, const UniqueId& id) {
     TcpBootstrap b(rank, 2, id, opts(5000));

@@ -141,7 +141,7 @@ TEST_CASE("every algorithm row: messages, rounds and busiest bytes match the clo
 }
 
 TEST_CASE("both rendezvous: 2(N-1) messages, the whole table from the root to every rank", "[sim]") {
-  static_assert(tether::wire::kAddressBytes == 29);
+  static_assert(tether::wire::kAddressBytes == 37);
   for (const char* kind : {"root", "star"}) {
     for (auto [hosts, perHost] : {std::pair{1, 1}, {1, 2}, {3, 3}, {16, 8}}) {
       Params p = world(hosts, perHost);
@@ -150,7 +150,7 @@ TEST_CASE("both rendezvous: 2(N-1) messages, the whole table from the root to ev
       INFO(kind << " N=" << n);
       Engine engine(p);
       const OpResult r = runRendezvous(engine, kind, "tether").result;
-      const std::uint64_t table = 4 + 29 * n, reg = 4 + 29;
+      const std::uint64_t table = 4 + 37 * n, reg = 4 + 37;
       CHECK(r.messages == 2 * (n - 1));
       CHECK(r.rounds == (n > 1 ? 2u : 0u));
       CHECK(r.connections == n - 1);
@@ -185,7 +185,7 @@ TEST_CASE("tree rendezvous: registrations at the root, the table down a k-nomial
     INFO("N=" << n << " radix " << k);
     Engine engine(p);
     const OpResult r = runRendezvous(engine, "tree", "tether").result;
-    const std::uint64_t table = 4 + 29 * n, reg = 4 + 29, rootKids = knomialChildren(0, n, k);
+    const std::uint64_t table = 4 + 37 * n, reg = 4 + 37, rootKids = knomialChildren(0, n, k);
     std::uint64_t busiest = 0, peak = n > 1 ? 1 : 0;
     for (std::uint64_t q = 0; q < n; ++q) {
       busiest = std::max(busiest, knomialChildren(q, n, k) * table + (q ? reg : 0));
@@ -212,7 +212,7 @@ TEST_CASE("host-local rendezvous with --table-tree=false: one registration per h
     INFO("H=" << h << " R=" << r);
     Engine engine(p);
     const OpResult o = runRendezvous(engine, "host-local", "tether").result;
-    const std::uint64_t table = 4 + 29 * n, reg = 4 + 29, hostReg = 4 + 29 * r;
+    const std::uint64_t table = 4 + 37 * n, reg = 4 + 37, hostReg = 4 + 37 * r;
     CHECK(o.messages == 2 * (n - 1));                    // a registration and a table per rank
     CHECK(o.rootMessages == 2 * (r - 1) + 2 * (h - 1));  // hosts, not N: a star of H - 1 tables
     CHECK(o.rootBytes == (r - 1) * reg + (h - 1) * hostReg + (h - 1 + r - 1) * table);
@@ -233,7 +233,7 @@ TEST_CASE("host-local rendezvous with --table-tree: the table down a tree of lea
     INFO("H=" << h << " R=" << r << " radix " << k);
     Engine engine(p);
     const OpResult o = runRendezvous(engine, "host-local", "tether").result;
-    const std::uint64_t table = 4 + 29 * n, reg = 4 + 29, hostReg = 4 + 29 * r, rootKids = knomialChildren(0, h, k);
+    const std::uint64_t table = 4 + 37 * n, reg = 4 + 37, hostReg = 4 + 37 * r, rootKids = knomialChildren(0, h, k);
     CHECK(o.messages == 2 * (n - 1));  // a registration and a table per rank, as the tree
     CHECK(o.rootMessages == (r - 1) + (h - 1) + rootKids + (r - 1));  // hosts + O(log H), not N
     CHECK(o.rootBytes == (r - 1) * reg + (h - 1) * hostReg + (rootKids + r - 1) * table);

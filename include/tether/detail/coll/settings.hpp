@@ -54,6 +54,22 @@ inline std::string algoRow(const std::string& given, const std::string& key, con
 
 // TETHER_ALGO's text (nullptr or "": nothing forced, the defaults). Throws
 // Error{InvalidArgument} naming the variable, its value and the bad item.
+// The families TETHER_ALGO can force a row of, and their keys.
+constexpr Op kFamilies[] = {Op::Allgather, Op::Alltoall, Op::Broadcast, Op::Barrier};
+constexpr const char* kFamilyKeys[] = {"allgather", "alltoall", "broadcast", "barrier"};
+
+// Settings as normalised TETHER_ALGO text, every key given:
+// "allgather=auto,alltoall=ring,...,tree_radix=0,large_bytes=65536,chunk_bytes=262144".
+inline std::string describe(const Settings& s) {
+  std::string text;
+  for (std::size_t i = 0; i < 4; ++i) {
+    const char* row = s.forcedFor(kFamilies[i]);
+    text += std::string(kFamilyKeys[i]) + "=" + (*row ? row : "auto") + ",";
+  }
+  return text + "tree_radix=" + std::to_string(s.tuning.radix) + ",large_bytes=" + std::to_string(s.tuning.largeBytes) +
+         ",chunk_bytes=" + std::to_string(s.tuning.chunk);
+}
+
 inline Settings parseAlgo(const char* text) {
   Settings s;
   if (!text || !*text) return s;
@@ -77,12 +93,10 @@ inline Settings parseAlgo(const char* text) {
         throw algoError(given, e.what());
       }
     };
-    const Op families[] = {Op::Allgather, Op::Alltoall, Op::Broadcast, Op::Barrier};
-    const char* names[] = {"allgather", "alltoall", "broadcast", "barrier"};
     bool family = false;
     for (std::size_t i = 0; i < 4; ++i)
-      if (key == names[i]) {
-        s.forced[static_cast<std::size_t>(families[i])] = algoRow(given, key, value, families[i]);
+      if (key == kFamilyKeys[i]) {
+        s.forced[static_cast<std::size_t>(kFamilies[i])] = algoRow(given, key, value, kFamilies[i]);
         family = true;
       }
     if (family) continue;
