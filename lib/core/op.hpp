@@ -17,6 +17,7 @@
 #include "link/sink.hpp"
 #include "match/key.hpp"
 #include "tether/detail/core/call_table.hpp"
+#include "wire/frame.hpp"
 
 TETHER_LAYER(6, "core");
 
@@ -67,7 +68,7 @@ class Op : public link::Owner, public detail::core::CallState<match::Key> {
   std::uint32_t code;  // wire::OpCode of a collective, 0 for point-to-point
   // A broadcast's root as its frames carry it (wire::kNoRoot for any other
   // call); set before its run starts.
-  std::uint32_t root = 0xffffffffu;
+  std::uint32_t root = wire::kNoRoot;
 
   // When the call started (Calls::startRun; set before the progress thread sees the op).
   std::chrono::steady_clock::time_point began{};
