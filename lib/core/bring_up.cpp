@@ -96,8 +96,11 @@ Topology learnTopology(int nranks, const std::function<PeerAddress(int)>& addres
   std::unordered_map<std::uint64_t, int> nodes;
   std::vector<int> cores;
   t.nodeOf.resize(nranks);
+  std::uint64_t firstPlans = 0;
   for (int r = 0; r < nranks; ++r) {
     const PeerAddress a = address(r);
+    if (r == 0) firstPlans = a.plans;
+    if (t.plansDiffer < 0 && a.plans != firstPlans) t.plansDiffer = r;
     auto [it, added] = nodes.emplace(a.hostId, static_cast<int>(nodes.size()));
     if (added) {
       t.ranksOn.push_back(0);
@@ -108,9 +111,6 @@ Topology learnTopology(int nranks, const std::function<PeerAddress(int)>& addres
   }
   for (std::size_t n = 0; n < cores.size(); ++n)
     if (cores[n] > 0 && t.ranksOn[n] > cores[n]) t.cpuBound = true;
-  const std::uint64_t first = nranks > 0 ? address(0).plans : 0;
-  for (int r = 1; r < nranks && t.plansDiffer < 0; ++r)
-    if (address(r).plans != first) t.plansDiffer = r;
   return t;
 }
 
