@@ -166,13 +166,14 @@ class CallTable {
     call.posted.push_back(key);
     ++call.outstanding;
   }
-  // Withdraws `call`'s receive under `key` while unmatched; false if a frame took it.
-  bool unpost(Call& call, const Key& key) {
-    if (!mailbox_.unpost(key, &call)) return false;
-    auto it = std::find(call.posted.begin(), call.posted.end(), key);
-    if (it != call.posted.end()) call.posted.erase(it);
-    --call.outstanding;
-    return true;
+  // Withdraws every receive `call` still has posted (no frame took them);
+  // true if there was one. What it had outstanding for them is no more.
+  bool withdraw(Call& call) {
+    for (const auto& k : call.posted) mailbox_.unpost(k, &call);
+    const bool any = !call.posted.empty();
+    call.outstanding -= static_cast<int>(call.posted.size());
+    call.posted.clear();
+    return any;
   }
 
   struct Claim {
@@ -267,8 +268,7 @@ class CallTable {
   void failCall(Call& call, std::exception_ptr e) {
     if (call.error) return;
     call.error = std::move(e);
-    for (const auto& k : call.posted) mailbox_.unpost(k, &call);
-    call.posted.clear();
+    withdraw(call);
     call.outstanding = 0;
     wake(call);
     hooks_.failed(call);

@@ -181,9 +181,7 @@ class Endpoint {
   // Withdraws the receives `call` still has posted; true if there were any.
   bool withdraw(Call& call) const {
     std::lock_guard<std::mutex> lock(world_->mutex);
-    bool any = false;
-    while (!call.posted.empty()) any = table().unpost(call, call.posted.front()) || any;
-    return any;
+    return table().withdraw(call);
   }
 
   // Ends the waits that watch `flag` (a nonblocking call's, on another thread).
