@@ -1,18 +1,22 @@
 // The sequence guard: which collective each communicator of this world is in,
 // and the frames checked against it (a frame of a finished collective, another
 // operation at the same collective id, one left over after a collective
-// ended). Progress thread only.
+// ended). The checks are the shared guard's (tether/detail/core/
+// sequence_guard.hpp); here are its TCP types, its hooks (the operation table
+// ends a broken op; the log) and what a stall probe asks of a failed
+// collective. Progress thread only.
 #pragma once
 
 #include <cstdint>
 #include <exception>
 #include <memory>
-#include <unordered_map>
+#include <string>
 
 #include "base/layer.hpp"
 #include "core/op.hpp"
 #include "core/sequence.hpp"
 #include "match/mailbox.hpp"
+#include "tether/detail/core/sequence_guard.hpp"
 #include "tether/error.hpp"
 #include "wire/frame.hpp"
 
@@ -29,38 +33,53 @@ class OpFailer {
   ~OpFailer() = default;
 };
 
-class SequenceGuard {
- public:
-  SequenceGuard(int rank, OpFailer& ops) : rank_(rank), ops_(ops) {}
+// The shared guard's TCP types: ops, wire headers, the link mailbox.
+struct TcpSequences {
+  using Call = Op;
+  using Key = match::Key;
+  using Header = wire::FrameHeader;
+  using Mailbox = match::Mailbox;
+  using Stashed = match::Stashed;
+  using Seq = CollectiveSeq;
+  static std::uint64_t commOf(const Header& h) { return h.comm; }
+  static std::uint64_t collOf(const Header& h) { return h.coll; }
+  static CollectiveSeq* seqOf(const Op& op) { return op.seq.get(); }
+  static std::uint64_t collOf(const Op& op) { return op.coll; }
+  static std::string nameOf(const Op& op) { return op.name(); }
+  static bool ofCall(const Key& k, const Op& op) {
+    return k.kind == wire::Kind::Collective && k.comm == op.comm && k.coll == op.coll;
+  }
+  static int sourceOf(const Key& k) { return static_cast<int>(k.src); }
+  static std::string describe(const Header& h) { return wire::describe(h); }
+  static std::string foreignText(int src, const Header& h, const Op& op);
+};
 
-  void add(std::uint64_t comm, std::shared_ptr<CollectiveSeq> seq) { comms_[comm] = std::move(seq); }
-  void remove(std::uint64_t comm) { comms_.erase(comm); }
-  // Null if this rank has no such communicator (any more).
-  const CollectiveSeq* find(std::uint64_t comm) const;
-
-  // A collective frame from `src` that no receive was posted for: false if it
-  // breaks its communicator's sequence (reported; the frame is dropped).
-  bool admit(int src, const wire::FrameHeader& h);
-  // `op` starts as collective op.coll of `seq`; false if it failed at once
-  // (the communicator was poisoned by a protocol error while none ran).
-  bool begin(CollectiveSeq& seq, Op& op);
-  // A frame already waiting for op's collective id but naming another
-  // operation: the ranks called different collectives; fails `op`.
-  void checkStashed(Op& op, const match::Mailbox& mailbox);
-  // `op` ended (e: its error, or null). A collective that returned but left a
-  // frame of its id unread gets a Protocol error in `e`; a failed one is
-  // remembered for a peer's stall probe.
-  void end(Op& op, std::exception_ptr& e, match::Mailbox& mailbox);
-  // A frame that breaks `comm`'s sequence: every collective running on it
-  // fails; if none runs, the next one will.
-  void reportProtocol(std::uint64_t comm, const Error& e);
-
- private:
-  void checkLeftovers(Op& op, match::Mailbox& mailbox);
+// The shared guard's hooks here: the operation table ends a broken op; the log.
+class TcpSequenceHooks : public detail::core::SequenceGuard<TcpSequences>::Hooks {
+ protected:
+  TcpSequenceHooks(int rank, OpFailer& ops) : rank_(rank), ops_(ops) {}
+  ~TcpSequenceHooks() = default;
 
   const int rank_;
+
+ private:
+  void failCall(Op& op, std::exception_ptr e) override { ops_.failOp(op, std::move(e)); }
+  void noticed(const Error& e) override;
+
   OpFailer& ops_;
-  std::unordered_map<std::uint64_t, std::shared_ptr<CollectiveSeq>> comms_;
+};
+
+class SequenceGuard final : private TcpSequenceHooks, public detail::core::SequenceGuard<TcpSequences> {
+ public:
+  using Base = detail::core::SequenceGuard<TcpSequences>;
+
+  SequenceGuard(int rank, OpFailer& ops) : TcpSequenceHooks(rank, ops), Base(static_cast<TcpSequenceHooks&>(*this)) {}
+
+  // Errors name this rank by its world rank on every communicator.
+  void add(std::uint64_t comm, std::shared_ptr<CollectiveSeq> seq);
+  // The shared guard's end; a failed collective is also remembered for a
+  // peer's stall probe.
+  void end(Op& op, std::exception_ptr& e, match::Mailbox& mailbox);
 };
 
 }  // namespace tether

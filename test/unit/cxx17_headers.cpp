@@ -6,9 +6,9 @@
 #include <tether/tether.hpp>
 #include <tether/detail/coll/settings.hpp>
 #include <tether/detail/core/abort_state.hpp>
-#include <tether/detail/core/call_frames.hpp>
 #include <tether/detail/core/deadlines.hpp>
 #include <tether/detail/core/failures.hpp>
+#include <tether/detail/core/sequence_guard.hpp>
 #include <tether/testing/in_process.hpp>
 #include <tether/version.h>
 

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -122,26 +123,24 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
   void barrier(const std::vector<int>& ranks) override {
     const std::vector<int> group = tether::detail::args::subset(rank(), size(), ranks);
     tether::detail::CallSlot::Scope scope(calling_, rank(), "subset barrier");
-    std::uint64_t groupId = group.size(), count;
-    for (int r : group) groupId = detail::mix(groupId, static_cast<std::uint64_t>(r));
+    // A subset is a communicator of its own, as over TCP: its own ids and sequence.
+    std::uint64_t subsetComm = detail::mix(endpoint_.comm(), group.size()), count;
+    for (int r : group) subsetComm = detail::mix(subsetComm, static_cast<std::uint64_t>(r));
     {
       std::lock_guard<std::mutex> lock(stateMutex_);
       count = subsets_[group].take();  // each subset numbers its own barriers, as over TCP
     }
-    detail::OpStamp op;
-    op.name = nameOf(Op::SubsetBarrier);
-    op.id = count;
-    calling_.rename(op.call());
-    detail::ChannelKey key;
-    key.channel = detail::Channel::SubsetBarrier;
-    key.group = groupId;
-    key.sequence = count;
-    key.code = static_cast<std::uint32_t>(Op::SubsetBarrier);
+    Started started(endpoint_);
+    started.op.name = nameOf(Op::SubsetBarrier);
+    started.op.id = count;
+    calling_.rename(started.op.call());
     Call call;
     call.op = Op::SubsetBarrier;
     const int groupRank = static_cast<int>(std::find(group.begin(), group.end(), rank()) - group.begin());
-    guarded(op.call(), /*abortWorldOnFailure=*/false,
-            [&] { replay(record(call, groupRank, static_cast<int>(group.size())), group, op, key, nullptr, nullptr); });
+    started.plan = record(call, groupRank, static_cast<int>(group.size()));
+    begin(started, subsetComm, Op::SubsetBarrier);
+    guarded(started.op.call(), /*abortWorldOnFailure=*/false,
+            [&] { replay(started, group, nullptr, nullptr, nullptr); });
   }
 
   // ---- nonblocking (tether/request.hpp; detail/requests.hpp) ----
@@ -205,6 +204,7 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
   // A point-to-point message: delivered, or copied and held by its window.
   detail::Endpoint::Sent postMessage(const void* data, std::size_t bytes, int peer, int tag, const std::string& where) {
     detail::Header header;
+    header.key.comm = endpoint_.comm();
     header.key.channel = detail::Channel::PointToPoint;
     header.key.sequence = static_cast<std::uint64_t>(tag);
     header.length = bytes;
@@ -228,7 +228,8 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
   // if it fails (the ranks no longer agree on where they are). Returns the id.
   std::uint64_t collective(const tether::detail::coll::Prepared& prepared) {
     tether::detail::CallSlot::Scope scope(calling_, rank(), nameOf(prepared.call.op));
-    Started started = start(prepared.call);
+    Started started(endpoint_);
+    start(started, prepared.call);
     run(started, prepared.in, prepared.out, nullptr);
     return started.op.id;
   }
@@ -237,7 +238,8 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
   // then runs on a thread of its own (detail/requests.hpp).
   Request startCollective(tether::detail::coll::Prepared prepared) {
     tether::detail::CallSlot::Scope scope(calling_, rank(), nameOf(prepared.call.op));
-    auto started = std::make_shared<Started>(start(prepared.call));
+    auto started = std::make_shared<Started>(endpoint_);
+    start(*started, prepared.call);
     const void* in = prepared.in;
     void* out = prepared.out;
     return Request(std::make_unique<detail::CollectiveRequest>(
@@ -245,36 +247,51 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
         [this, started, in, out](const detail::Interrupt* interrupt) { run(*started, in, out, interrupt); }));
   }
 
-  // A collective with its id taken and its plan recorded.
+  // A collective with its id taken, its plan recorded, and its place in its
+  // communicator's sequence, taken in id order on the calling thread (a
+  // nonblocking one runs later, on a thread of its own); left when
+  // destroyed, if its run did not end there.
   struct Started {
+    explicit Started(const detail::Endpoint& endpoint) : endpoint(endpoint) {}
+    ~Started() { endpoint.end(call, nullptr); }
+    Started(const Started&) = delete;
+    Started& operator=(const Started&) = delete;
+
+    const detail::Endpoint& endpoint;
     detail::OpStamp op;
-    Plan plan;
-    detail::ChannelKey key;
+    Plan plan{0, 1};         // recorded when it starts
+    detail::ChannelKey key;  // its call id: communicator, id, operation, root
+    detail::Call call;       // its receives and its sequence entry point to it
   };
 
-  Started start(const Call& call) {
-    detail::OpStamp op;
-    op.name = nameOf(call.op);
-    op.root = call.op == Op::Broadcast ? call.root : -1;
-    Plan plan = record(call, rank(), size());  // bad settings throw before an id is taken
+  void start(Started& started, const Call& call) {
+    started.op.name = nameOf(call.op);
+    started.op.root = call.op == Op::Broadcast ? call.root : -1;
+    started.plan = record(call, rank(), size());  // bad settings throw before an id is taken
     {
       std::lock_guard<std::mutex> lock(stateMutex_);
-      calls_.usable(endpoint_.who(), op.name + "#" + std::to_string(calls_.next()), rank());
-      op.id = calls_.take();
+      calls_.usable(endpoint_.who(), started.op.name + "#" + std::to_string(calls_.next()), rank());
+      started.op.id = calls_.take();
     }
-    calling_.rename(op.call());
-    detail::ChannelKey key;
-    key.channel = detail::Channel::Collective;
-    key.sequence = op.id;
-    key.code = static_cast<std::uint32_t>(call.op);
-    key.root = op.root;
-    return Started{op, std::move(plan), key};
+    calling_.rename(started.op.call());
+    begin(started, endpoint_.comm(), call.op);
+  }
+
+  // Its call id's key, and its place in the sequence of communicator `comm`.
+  void begin(Started& started, std::uint64_t comm, Op op) {
+    started.key.comm = comm;
+    started.key.channel = detail::Channel::Collective;
+    started.key.sequence = started.op.id;
+    started.key.code = static_cast<std::uint32_t>(op);
+    started.key.root = started.op.root;
+    started.call = endpoint_.collective(started.op.call(), started.key);
+    endpoint_.begin(started.call);
   }
 
   // Replays a started collective; marks the communicator broken if it fails.
   void run(Started& started, const void* in, void* out, const detail::Interrupt* interrupt) {
     guarded(started.op.call(), /*abortWorldOnFailure=*/endpoint_.comm() == 0,
-            [&] { replay(std::move(started.plan), allRanks(), started.op, started.key, in, out, interrupt); });
+            [&] { replay(started, allRanks(), in, out, interrupt); });
   }
 
   // What keeps this bootstrap alive while a request runs (nothing when it
@@ -289,38 +306,32 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
   // to communicator ranks.
   class CallTransport {
    public:
-    CallTransport(const detail::Endpoint& endpoint, const std::vector<int>& group, const detail::OpStamp& op,
-                  detail::ChannelKey key, const detail::Interrupt* interrupt)
-        : endpoint_(endpoint),
-          group_(group),
-          op_(op),
-          key_(key),
-          until_(endpoint.deadline()),
-          interrupt_(interrupt),
-          call_(endpoint.call(op.call())) {}
+    CallTransport(const detail::Endpoint& endpoint, const std::vector<int>& group, Started& started,
+                  const detail::Interrupt* interrupt)
+        : endpoint_(endpoint), group_(group), s_(started), until_(endpoint.deadline()), interrupt_(interrupt) {}
 
     void postSend(int peer, std::uint32_t step, const void* data, std::size_t bytes) {
       detail::Header header;
-      header.key = key_;
+      header.key = s_.key;
       header.key.step = step;
-      header.op = op_;
+      header.op = s_.op;
       header.length = bytes;
-      auto sent = endpoint_.send(group_[static_cast<std::size_t>(peer)], std::move(header), data, op_.call());
+      auto sent = endpoint_.send(group_[static_cast<std::size_t>(peer)], std::move(header), data, s_.call.where);
       if (sent.slot) held_.push_back(std::move(sent));
     }
     void postRecv(int peer, std::uint32_t step, void* data, std::size_t bytes) {
-      detail::ChannelKey key = key_;
+      detail::ChannelKey key = s_.key;
       key.step = step;
       key.source = group_[static_cast<std::size_t>(peer)];
-      endpoint_.post(call_, key, data, bytes);
+      endpoint_.post(s_.call, key, data, bytes);
     }
     void settle() {
-      endpoint_.settle(call_, key_, op_, until_, interrupt_);
-      for (const detail::Endpoint::Sent& sent : held_) endpoint_.waitSent(sent, until_, op_.call(), interrupt_);
+      endpoint_.settle(s_.call, until_, interrupt_);
+      for (const detail::Endpoint::Sent& sent : held_) endpoint_.waitSent(sent, until_, s_.call.where, interrupt_);
       held_.clear();
     }
     ~CallTransport() {
-      endpoint_.withdraw(call_);
+      endpoint_.withdraw(s_.call);
       for (const detail::Endpoint::Sent& sent : held_) endpoint_.drop(sent);
     }
     CallTransport(const CallTransport&) = delete;
@@ -329,20 +340,27 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
    private:
     const detail::Endpoint& endpoint_;
     const std::vector<int>& group_;
-    const detail::OpStamp& op_;
-    const detail::ChannelKey key_;
+    Started& s_;  // its call: the call table points to it
     const Deadline until_;
     const detail::Interrupt* const interrupt_;  // a nonblocking call's, or nullptr
-    detail::Call call_;                         // the round's receives (the call table points to it)
     std::vector<detail::Endpoint::Sent> held_;  // this round's sends past their window
   };
 
-  void replay(Plan plan, const std::vector<int>& group, const detail::OpStamp& op, detail::ChannelKey key,
-              const void* in, void* out, const detail::Interrupt* interrupt = nullptr) {
-    CallTransport transport(endpoint_, group, op, key, interrupt);
-    tether::detail::coll::Execution run(std::move(plan), in, out);
-    while (run.next(transport)) transport.settle();
-    endpoint_.rejectLeftovers(key, op);
+  // Replays a started call's plan; it ends in its communicator's sequence
+  // (a message left at its id fails it).
+  void replay(Started& started, const std::vector<int>& group, const void* in, void* out,
+              const detail::Interrupt* interrupt) {
+    std::exception_ptr error;
+    try {
+      CallTransport transport(endpoint_, group, started, interrupt);
+      endpoint_.settled(started.call);  // throws what failed it when it began
+      tether::detail::coll::Execution run(std::move(started.plan), in, out);
+      while (run.next(transport)) transport.settle();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    endpoint_.end(started.call, &error);
+    if (error) std::rethrow_exception(error);
   }
 
   // Every collective (subset barriers too), as in TcpBootstrap: refused once

@@ -199,6 +199,12 @@ class CallTable {
   // A complete frame from `src`: to the oldest receive posted under its key,
   // else into the stash. False: a duplicate (W::stash refused it; dropped).
   bool deliver(int src, const Header& h, const unsigned char* payload) {
+    return deliver(src, h, payload, [] { return true; });
+  }
+  // The same, asking `admit()` before the frame goes to the stash (false:
+  // it broke its sequence, and is dropped).
+  template <class Admit>
+  bool deliver(int src, const Header& h, const unsigned char* payload, Admit admit) {
     const std::size_t length = W::lengthOf(h);
     if (auto c = claim(src, h)) {
       if (!c->call) return true;
@@ -206,6 +212,7 @@ class CallTable {
       received(*c->call);
       return true;
     }
+    if (!admit()) return true;
     std::vector<unsigned char> copy = buffers_.take(length);
     if (length) std::memcpy(copy.data(), payload, length);
     return W::stash(mailbox_, W::keyOf(src, h), Stashed{h, std::move(copy)});

@@ -10,13 +10,14 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <exception>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "tether/detail/core/call_frames.hpp"
 #include "tether/detail/core/deadlines.hpp"
 #include "tether/detail/core/failures.hpp"
 #include "tether/error.hpp"
@@ -36,6 +37,19 @@ class Endpoint {
   Endpoint(std::shared_ptr<WorldState> world, std::uint64_t comm, std::vector<int> members, int rank,
            std::chrono::milliseconds timeout)
       : world_(std::move(world)), comm_(comm), members_(std::move(members)), rank_(rank), timeoutMs_(timeout.count()) {}
+  // This rank's records of this communicator's collectives (and its
+  // subsets') leave its sequence guard, and their collective lanes go once
+  // no rank has them.
+  ~Endpoint() {
+    {
+      std::lock_guard<std::mutex> lock(world_->mutex);
+      for (const auto& s : sequences_) mailbox().sequences.remove(s.first);
+    }
+    for (const auto& s : sequences_)
+      if (s.first != comm_) world_->leaveComm(s.first);
+  }
+  Endpoint(const Endpoint&) = delete;
+  Endpoint& operator=(const Endpoint&) = delete;
 
   int rank() const { return rank_; }
   int size() const { return static_cast<int>(members_.size()); }
@@ -79,7 +93,6 @@ class Endpoint {
   // is buffered, like a socket buffer) — past the lane's window, copies and
   // holds it instead. `header.key` names the channel, id, step and operation.
   Sent send(int peer, Header header, const void* data, const std::string& where) const {
-    header.key.comm = comm_;
     header.key.source = rank_;
     const ChannelKey key = header.key;
     std::lock_guard<std::mutex> lock(world_->mutex);
@@ -131,6 +144,15 @@ class Endpoint {
     return c;
   }
 
+  // A collective call of communicator `key.comm` (this one, or a subset's)
+  // at the call id `key`, named `where`: what its sequence guard keeps.
+  Call collective(const std::string& where, const ChannelKey& key) const {
+    Call c = call(where);
+    c.key = key;
+    c.seq = &sequence(key.comm);
+    return c;
+  }
+
   // The key of a point-to-point message from `peer` with `tag`.
   ChannelKey pointToPoint(int peer, int tag) const {
     ChannelKey key;
@@ -145,8 +167,7 @@ class Endpoint {
   // from a message that came first, else posted for the next one (the call
   // table's; sizes must agree, else the call fails with a Protocol error
   // naming both).
-  void post(Call& call, ChannelKey key, void* data, std::size_t bytes) const {
-    key.comm = comm_;
+  void post(Call& call, const ChannelKey& key, void* data, std::size_t bytes) const {
     std::lock_guard<std::mutex> lock(world_->mutex);
     throwIfAbortedLocked(call.where);
     try {
@@ -159,16 +180,15 @@ class Endpoint {
   // the sender leaving, an interrupt from another thread); a call that fails
   // withdraws what it still had posted.
   void settle(Call& call, Clock::time_point until, const Interrupt* interrupt) const {
-    settleChecking(call, until, interrupt, [] {});
-  }
-  // A collective's round: the same, checking the messages waiting at its
-  // call id (`key`) against `expected` while it waits, as the TCP world
-  // checks a frame: another operation or root is a Protocol error naming both.
-  void settle(Call& call, const ChannelKey& key, const OpStamp& expected, Clock::time_point until,
-              const Interrupt* interrupt) const {
-    ChannelKey ofCall = key;
-    ofCall.comm = comm_;
-    settleChecking(call, until, interrupt, [&] { rejectForeignCallsLocked(ofCall, expected); });
+    std::unique_lock<std::mutex> lock(world_->mutex);
+    try {
+      waitLocked(
+          lock, until, call.where, [&] { return waitedPeer(call); }, [&] { return waitingText(call); },
+          [&] { return table().settled(call); }, interrupt);
+    } catch (...) {
+      table().failCall(call, std::current_exception());
+      throw;
+    }
   }
   // A look without waiting (Request::test).
   bool settled(Call& call) const {
@@ -191,36 +211,28 @@ class Endpoint {
     mailbox().wake.notify_all();
   }
 
-  // After a collective: any message left at its call id was sent by a rank
-  // that called something else or ran another algorithm.
-  void rejectLeftovers(ChannelKey key, const OpStamp& expected) const {
-    key.comm = comm_;
+  // A collective takes its place in its communicator's sequence (the shared
+  // guard, tether/detail/core/sequence_guard.hpp), in id order: it fails
+  // (its first settle throws) if a message of another operation or root
+  // came first at its id, or one broke the sequence while none ran.
+  void begin(Call& call) const {
     std::lock_guard<std::mutex> lock(world_->mutex);
-    rejectForeignCallsLocked(key, expected);
-    raise(expected, ::tether::detail::core::leftoverFrame<Stashed>(table().mailbox(), OfCall{key}, sourceOf, describe,
-                                                                   expected.call()));
+    if (sequences().begin(*call.seq, call)) sequences().checkStashed(call, table().mailbox());
+  }
+  // It ended (`*e`: its error, or null) or never ran (`e` null): one that
+  // returned with a message left at its id fails (its sender ran another
+  // algorithm or operation), and the message is dropped.
+  void end(Call& call, std::exception_ptr* e) const {
+    std::lock_guard<std::mutex> lock(world_->mutex);
+    if (!call.seq) return;
+    if (e)
+      sequences().end(call, *e, table().mailbox());
+    else
+      call.seq->running.erase(call.key.sequence);
+    call.seq = nullptr;
   }
 
  private:
-  using Stashed = InProcessCalls::Stashed;
-
-  template <class Check>
-  void settleChecking(Call& call, Clock::time_point until, const Interrupt* interrupt, Check check) const {
-    std::unique_lock<std::mutex> lock(world_->mutex);
-    try {
-      waitLocked(
-          lock, until, call.where, [&] { return waitedPeer(call); }, [&] { return waitingText(call); },
-          [&] {
-            check();
-            return table().settled(call);
-          },
-          interrupt);
-    } catch (...) {
-      table().failCall(call, std::current_exception());
-      throw;
-    }
-  }
-
   CallTable& table() const { return mailbox().calls; }
 
   // The peer a call waits for: the sender of its first receive still posted.
@@ -244,6 +256,22 @@ class Endpoint {
   }
 
   RankMailbox& mailbox() const { return *world_->mailboxes[static_cast<std::size_t>(worldRank())]; }
+  SequenceGuard& sequences() const { return mailbox().sequences; }
+
+  // The record of communicator `comm`'s collectives here, given to this
+  // rank's sequence guard when first asked for (a subset's lanes counted).
+  InProcessCalls::Seq& sequence(std::uint64_t comm) const {
+    std::lock_guard<std::mutex> lock(world_->mutex);
+    auto& seq = sequences_[comm];
+    if (!seq) {
+      seq = std::make_shared<InProcessCalls::Seq>();
+      seq->who = who();
+      seq->rank = rank_;
+      mailbox().sequences.add(comm, seq);
+      if (comm != comm_) world_->joinCommLocked(comm);
+    }
+    return *seq;
+  }
 
   void throwIfAbortedLocked(const std::string& where) const {
     const ::tether::detail::core::AbortState& abort = mailbox().abort;
@@ -282,36 +310,14 @@ class Endpoint {
     }
   }
 
-  // The frame checks of tether/detail/core/call_frames.hpp, on this mailbox.
-  struct OfCall {
-    ChannelKey key;
-    bool operator()(const ChannelKey& k) const { return k.sameCall(key); }
-  };
-  static int sourceOf(const ChannelKey& k) { return k.source; }
-  static std::string describe(const Stashed& s) { return s.header.describe(); }
-  // Why a message from `source` is not of `expected` (another operation or
-  // root); empty if it is.
-  static std::string mismatch(int source, const Stashed& s, const OpStamp& expected) {
-    const OpStamp& op = s.header.op;
-    if (op.name != expected.name) return failures::differentCollectives(source, s.header.describe());
-    if (op.root != expected.root) return failures::differentRoots(source, op.call(), op.root, expected.root);
-    return std::string();
-  }
-  void raise(const OpStamp& expected, const ::tether::detail::core::FrameFault& fault) const {
-    if (fault) fail(ErrorCode::Protocol, expected.call(), fault.source, fault.what);
-  }
-  // A message waiting at this call id from another operation, or with another root.
-  void rejectForeignCallsLocked(const ChannelKey& key, const OpStamp& expected) const {
-    raise(expected, ::tether::detail::core::foreignFrame<Stashed>(
-                        table().mailbox(), OfCall{key}, sourceOf,
-                        [&](int source, const Stashed& s) { return mismatch(source, s, expected); }));
-  }
-
   std::shared_ptr<WorldState> world_;
   std::uint64_t comm_;
   std::vector<int> members_;  // world rank of each communicator rank
   int rank_;
   std::atomic<long long> timeoutMs_;
+  // Communicator id -> this rank's record of its collectives (this
+  // communicator's and its subsets'); under the world mutex.
+  mutable std::map<std::uint64_t, std::shared_ptr<InProcessCalls::Seq>> sequences_;
 };
 
 }  // namespace detail

@@ -5,7 +5,8 @@
 // produced it (communicator, channel, collective id or tag, operation and
 // root, step, source) and receivers match on that full key, so a payload can
 // never land in the wrong operation. Posting, matching, settling and failing
-// are the TCP world's code (tether/detail/core/call_table.hpp). Header-only, C++17.
+// (tether/detail/core/call_table.hpp) and the collective sequence checks
+// (sequence_guard.hpp) are the TCP world's code. Header-only, C++17.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +17,8 @@
 #include <vector>
 
 #include "tether/detail/core/call_table.hpp"
+#include "tether/detail/core/failures.hpp"
+#include "tether/detail/core/sequence_guard.hpp"
 #include "tether/detail/match/mailbox.hpp"
 #include "tether/detail/wire/op.hpp"
 
@@ -24,16 +27,14 @@ namespace testing {
 namespace detail {
 
 // Which matching space a message belongs to (separate spaces never collide).
-enum class Channel : std::uint8_t { PointToPoint, Collective, SubsetBarrier };
+enum class Channel : std::uint8_t { PointToPoint, Collective };
 
 // The full matching key, as on the wire. For PointToPoint `sequence` is the
-// tag; for Collective it is the collective id and `step` the frame's step;
-// for SubsetBarrier `group` names the subset and `sequence` counts that
-// subset's barriers.
+// tag; for Collective it is the collective id and `step` the frame's step
+// (a subset barrier's communicator is its subset's, as over TCP).
 struct ChannelKey {
   std::uint64_t comm = 0;
   Channel channel = Channel::PointToPoint;
-  std::uint64_t group = 0;
   std::uint64_t sequence = 0;
   int source = 0;          // sender's rank in the communicator
   std::uint32_t step = 0;  // collectives: the step within the algorithm
@@ -41,13 +42,12 @@ struct ChannelKey {
   int root = -1;           // broadcast: its root
 
   bool operator==(const ChannelKey& other) const {
-    return std::tie(comm, channel, group, sequence, source, step, code, root) ==
-           std::tie(other.comm, other.channel, other.group, other.sequence, other.source, other.step, other.code,
-                    other.root);
+    return std::tie(comm, channel, sequence, source, step, code, root) ==
+           std::tie(other.comm, other.channel, other.sequence, other.source, other.step, other.code, other.root);
   }
-  // The same call (communicator, channel, subset, id), any source and step.
+  // The same call (communicator, channel, id), any source and step.
   bool sameCall(const ChannelKey& other) const {
-    return comm == other.comm && channel == other.channel && group == other.group && sequence == other.sequence;
+    return comm == other.comm && channel == other.channel && sequence == other.sequence;
   }
 };
 
@@ -62,7 +62,7 @@ inline std::uint64_t mix(std::uint64_t seed, std::uint64_t value) {
 struct ChannelKeyHash {
   std::size_t operator()(const ChannelKey& k) const noexcept {
     std::uint64_t h = mix(k.comm, static_cast<std::uint64_t>(k.channel));
-    h = mix(mix(h, k.group), k.sequence);
+    h = mix(h, k.sequence);
     h = mix(mix(h, static_cast<std::uint32_t>(k.source)), k.step);
     return static_cast<std::size_t>(mix(mix(h, k.code), static_cast<std::uint32_t>(k.root)));
   }
@@ -93,12 +93,16 @@ struct Header {
   }
 };
 
-// A call in flight on one rank (a receive, a collective's round): what the
-// call table keeps, and how its errors name it.
+// A call in flight on one rank (a receive, a collective): what the call
+// table and the sequence guard keep, and how its errors name it.
 struct Call : ::tether::detail::core::CallState<ChannelKey> {
   std::string who;    // "rank 1", "rank 1 (world 3)"
   std::string where;  // "recv from rank 0 tag 3", "allgather#2"
   int rank = 0;       // in its communicator
+  // A collective: its id's key (communicator, id, operation, root) and its
+  // communicator's sequence; null otherwise.
+  ChannelKey key;
+  ::tether::detail::core::Sequence<Call>* seq = nullptr;
 };
 
 // The in-process world's call table: keys and headers of messages.
@@ -113,8 +117,25 @@ struct InProcessCalls {
   static int sourceOf(const Key& k) { return k.source; }
   static std::size_t lengthOf(const Header& h) { return h.length; }
   static bool stash(Mailbox& box, const Key& k, Stashed&& f) { return box.stash(k, std::move(f), /*unique=*/false); }
+
+  // The sequence guard's (tether/detail/core/sequence_guard.hpp).
+  using Seq = ::tether::detail::core::Sequence<Call>;
+  static std::uint64_t commOf(const Header& h) { return h.key.comm; }
+  static std::uint64_t collOf(const Header& h) { return h.key.sequence; }
+  static Seq* seqOf(const Call& c) { return c.seq; }
+  static std::uint64_t collOf(const Call& c) { return c.key.sequence; }
+  static const std::string& nameOf(const Call& c) { return c.where; }
+  static bool ofCall(const Key& k, const Call& c) { return k.sameCall(c.key); }
+  static std::string describe(const Header& h) { return h.describe(); }
+  static std::string foreignText(int src, const Header& h, const Call& c) {
+    namespace failures = ::tether::detail::core::failures;
+    if (h.key.code != c.key.code) return failures::differentCollectives(src, h.describe());
+    if (h.key.root != c.key.root) return failures::differentRoots(src, h.op.call(), h.key.root, c.key.root);
+    return std::string();
+  }
 };
 using CallTable = ::tether::detail::core::CallTable<InProcessCalls>;
+using SequenceGuard = ::tether::detail::core::SequenceGuard<InProcessCalls>;
 
 }  // namespace detail
 }  // namespace testing

@@ -46,15 +46,17 @@ struct SendSlot {
 struct WorldState;
 
 // One rank: its calls in flight and the messages waiting for them (the
-// shared call table, whose hooks credit the senders' windows), its waiters'
-// condition variable, and the first abort it was told of.
-struct RankMailbox final : CallTable::Hooks {
+// shared call table, whose hooks credit the senders' windows), which
+// collective each of its communicators is in (the shared sequence guard),
+// its waiters' condition variable, and the first abort it was told of.
+struct RankMailbox final : CallTable::Hooks, SequenceGuard::Hooks {
   RankMailbox(WorldState& world, int worldRank) : world(world), worldRank(worldRank) {}
 
   WorldState& world;
   const int worldRank;
   std::condition_variable wake;
   CallTable calls{*this};
+  SequenceGuard sequences{*this};
   // The first abort: its world rank (-1: InProcessWorld::abortAll) and reason.
   ::tether::detail::core::AbortState abort;
 
@@ -68,6 +70,7 @@ struct RankMailbox final : CallTable::Hooks {
         call.rank, h.key.source));
   }
   void failed(Call&) override { wake.notify_all(); }
+  void failCall(Call& call, std::exception_ptr e) override { calls.failCall(call, std::move(e)); }
 };
 
 struct WorldState {
@@ -164,11 +167,15 @@ struct WorldState {
   }
 
   // Delivers to `dstWorld`: into the oldest receive posted under its key
-  // (copied once, into the receiver's buffer), else into its stash; caller
+  // (copied once, into the receiver's buffer), else into its stash — a
+  // collective frame only if it agrees with the collective its communicator
+  // is in there (else it is dropped, and that collective fails); caller
   // holds `mutex`.
   void deliverLocked(int dstWorld, const Header& header, const unsigned char* payload) {
     RankMailbox& box = *mailboxes[static_cast<std::size_t>(dstWorld)];
-    box.calls.deliver(header.key.source, header, payload);
+    box.calls.deliver(header.key.source, header, payload, [&] {
+      return header.key.channel != Channel::Collective || box.sequences.admit(header.key.source, header);
+    });
     box.wake.notify_all();
   }
 
@@ -190,13 +197,14 @@ struct WorldState {
     }
   }
 
-  // A rank's bootstrap of communicator `comm` (a split's child) was made or
-  // destroyed; once the last is gone, the communicator's collective lanes
+  // A rank's bootstrap of communicator `comm` (a split's child, or a subset
+  // barrier's group) was made or destroyed; once the last is gone, the communicator's collective lanes
   // are forgotten, as TCP ranks forget theirs when their bootstrap of it ends.
   void joinComm(std::uint64_t comm) {
     std::lock_guard<std::mutex> lock(mutex);
-    ++commRanks_[comm];
+    joinCommLocked(comm);
   }
+  void joinCommLocked(std::uint64_t comm) { ++commRanks_[comm]; }
   void leaveComm(std::uint64_t comm) {
     std::lock_guard<std::mutex> lock(mutex);
     auto it = commRanks_.find(comm);
