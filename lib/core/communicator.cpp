@@ -44,21 +44,11 @@ Communicator::Communicator(std::shared_ptr<World> world, Group group, std::chron
   world_->addCommunicator(group_.comm, seq_);
 }
 
-// This communicator's nodes, numbered in the order of their lowest rank here.
+// This communicator's nodes (tether/detail/core/nodes.hpp), from the hosts
+// the ranks advertised.
 void Communicator::learnNodes() {
   const auto& nodeOf = world_->topology().nodeOf;
-  std::unordered_map<int, int> local;  // world node -> node of this communicator
-  const int myNode = nodeOf[group_.worldRanks[group_.rank]];
-  ranksPerNode_ = localRank_ = 0;
-  for (int r = 0; r < group_.size; ++r) {
-    const int node = nodeOf[group_.worldRanks[r]];
-    local.emplace(node, static_cast<int>(local.size()));
-    if (node != myNode) continue;
-    if (r < group_.rank) ++localRank_;
-    ++ranksPerNode_;
-  }
-  nodeId_ = local[myNode];
-  nnodes_ = static_cast<int>(local.size());
+  nodes_ = detail::core::nodeView(group_.size, group_.rank, [&](int r) { return nodeOf[group_.worldRanks[r]]; });
 }
 
 Communicator::~Communicator() { world_->removeCommunicator(group_.comm); }

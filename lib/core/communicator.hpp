@@ -21,6 +21,7 @@
 #include "tether/detail/call_slot.hpp"
 #include "tether/detail/coll/front.hpp"
 #include "tether/detail/core/collective_calls.hpp"
+#include "tether/detail/core/nodes.hpp"
 #include "tether/request.hpp"
 
 TETHER_LAYER(6, "core");
@@ -47,10 +48,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   const Group& group() const { return group_; }
   int rank() const { return group_.rank; }
   int size() const { return group_.size; }
-  int nranksPerNode() const { return ranksPerNode_; }
-  int localRank() const { return localRank_; }
-  int nodeId() const { return nodeId_; }
-  int nnodes() const { return nnodes_; }
+  int nranksPerNode() const { return nodes_.ranksPerNode; }
+  int localRank() const { return nodes_.localRank; }
+  int nodeId() const { return nodes_.nodeId; }
+  int nnodes() const { return nodes_.nnodes; }
   // `peer`'s advertised address (a rank of this communicator).
   PeerAddress address(int peer) const { return world_->address(group_.worldRanks[peer]); }
   World& world() const { return *world_; }
@@ -104,7 +105,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
 
   std::shared_ptr<World> world_;
   Group group_;
-  int ranksPerNode_ = 1, localRank_ = 0, nodeId_ = 0, nnodes_ = 1;
+  detail::core::NodeView nodes_;  // from the hosts the ranks advertised
   std::atomic<std::int64_t> timeoutMs_;
 
   // One collective call at a time (tether/detail/call_slot.hpp).

@@ -214,3 +214,16 @@ TEST_CASE("a child communicator's collective lanes are forgotten once all its ra
   REQUIRE(whileAlive == std::vector<std::size_t>{4, 4});
   REQUIRE(state->collectiveLanes() == 2);
 }
+
+TEST_CASE("a communicator numbers its nodes in the order of their lowest rank, whatever the world's numbering",
+          "[testing-api]") {
+  // The rule both worlds run (tether/detail/core/nodes.hpp); ranks of one node need not be adjacent.
+  const std::vector<int> nodeOf = {5, 2, 5, 7, 2};
+  auto view = [&](int rank) {
+    return tether::detail::core::nodeView(5, rank, [&](int r) { return nodeOf[static_cast<std::size_t>(r)]; });
+  };
+  const auto r2 = view(2), r3 = view(3), r4 = view(4);
+  CHECK((r2.nodeId == 0 && r2.localRank == 1 && r2.ranksPerNode == 2 && r2.nnodes == 3));
+  CHECK((r3.nodeId == 2 && r3.localRank == 0 && r3.ranksPerNode == 1 && r3.nnodes == 3));
+  CHECK((r4.nodeId == 1 && r4.localRank == 1 && r4.ranksPerNode == 2 && r4.nnodes == 3));
+}

@@ -30,6 +30,7 @@
 #include "tether/detail/coll/table.hpp"
 #include "tether/detail/core/collective_calls.hpp"
 #include "tether/detail/core/deadlines.hpp"
+#include "tether/detail/core/nodes.hpp"
 #include "tether/detail/core/split.hpp"
 #include "tether/error.hpp"
 #include "tether/request.hpp"
@@ -56,23 +57,12 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
   int size() const override { return endpoint_.size(); }
   int worldRank() const override { return endpoint_.worldRank(); }
 
-  // Nodes: InProcessWorld's groups of nranksPerNode consecutive world ranks.
-  int nranksPerNode() const override {
-    const detail::WorldState& world = *endpoint_.world();
-    const int myNode = world.nodeOf(endpoint_.worldRank());
-    return static_cast<int>(std::count_if(endpoint_.members().begin(), endpoint_.members().end(),
-                                          [&](int w) { return world.nodeOf(w) == myNode; }));
-  }
-  int localRank() const override {
-    const detail::WorldState& world = *endpoint_.world();
-    const int myNode = world.nodeOf(endpoint_.worldRank());
-    return static_cast<int>(std::count_if(endpoint_.members().begin(), endpoint_.members().begin() + rank(),
-                                          [&](int w) { return world.nodeOf(w) == myNode; }));
-  }
-  int nodeId() const override {
-    return localNodes().at(static_cast<std::size_t>(endpoint_.world()->nodeOf(worldRank())));
-  }
-  int nnodes() const override { return static_cast<int>(localNodes().size()); }
+  // Nodes: InProcessWorld's groups of nranksPerNode consecutive world ranks
+  // (tether/detail/core/nodes.hpp).
+  int nranksPerNode() const override { return nodes().ranksPerNode; }
+  int localRank() const override { return nodes().localRank; }
+  int nodeId() const override { return nodes().nodeId; }
+  int nnodes() const override { return nodes().nnodes; }
   // "in-process:node<N>" and "in-process:node<N>:rank<W>" (world node and rank).
   std::string peerHost(int peer) const override {
     tether::detail::args::peer(rank(), size(), "peerHost", peer);
@@ -386,11 +376,10 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
     }
   }
 
-  // World node -> this communicator's node number (by lowest rank here).
-  std::map<int, int> localNodes() const {
-    std::map<int, int> nodes;
-    for (int w : endpoint_.members()) nodes.emplace(endpoint_.world()->nodeOf(w), static_cast<int>(nodes.size()));
-    return nodes;
+  tether::detail::core::NodeView nodes() const {
+    const detail::WorldState& world = *endpoint_.world();
+    return tether::detail::core::nodeView(size(), rank(),
+                                          [&](int r) { return world.nodeOf(endpoint_.worldRankOf(r)); });
   }
 
   std::vector<int> allRanks() const {
