@@ -71,19 +71,12 @@ void OpTable::failed(Op& op) {
 }
 
 std::string OpTable::pendingDescription(const Op& op) const {
-  if (!op.posted.empty()) {
-    const auto& k = op.posted.front();
-    std::string what = k.kind == wire::Kind::P2P ? failures::messageWithTag(k.tag) : failures::stepNumber(k.step);
-    return failures::waitingFor(what, links_.describeRank(static_cast<int>(k.src)));
-  }
+  if (!op.posted.empty()) return waitingText(op, [&](int src) { return links_.describeRank(src); });
   const int to = links_.queuedFor(op);
   return to < 0 ? "before completing"
                 : detail::core::window::waitingToSend(links_.describeRank(to)) + links_.windowNote(op);
 }
 
-int OpTable::waitsOn(const Op& op) const {
-  if (!op.posted.empty()) return static_cast<int>(op.posted.front().src);
-  return links_.queuedFor(op);
-}
+int OpTable::waitsOn(const Op& op) const { return op.posted.empty() ? links_.queuedFor(op) : waitedPeer(op); }
 
 }  // namespace tether

@@ -56,6 +56,10 @@ struct TcpCalls {
   static int sourceOf(const Key& k) { return static_cast<int>(k.src); }
   static std::size_t lengthOf(const Header& h) { return h.length; }
   static bool stash(Mailbox& box, const Key& k, match::Stashed&& f) { return box.stash(k, std::move(f)); }
+  static std::optional<std::uint32_t> tagOf(const Key& k) {
+    return k.kind == wire::Kind::P2P ? std::optional<std::uint32_t>(k.tag) : std::nullopt;
+  }
+  static std::uint32_t stepOf(const Key& k) { return k.step; }
 };
 using CallTable = detail::core::CallTable<TcpCalls>;
 

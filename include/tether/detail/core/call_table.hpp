@@ -18,9 +18,11 @@
 #include <cstring>
 #include <exception>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "tether/detail/core/failures.hpp"
 #include "tether/detail/match/mailbox.hpp"
 
 namespace tether {
@@ -103,7 +105,9 @@ class StashBuffers {
 //  W::Key      the full matching key; W::Header a frame's header
 //  W::Mailbox  a match::Mailbox of match::PostedReceive and match::StashedFrame<Header>
 //  W::keyOf(src, header), W::sourceOf(key), W::lengthOf(header),
-//  W::stash(mailbox, key, frame) (false: a duplicate, dropped)
+//  W::stash(mailbox, key, frame) (false: a duplicate, dropped),
+//  W::tagOf(key): a point-to-point key's tag, or nothing (a collective's:
+//  W::stepOf(key) then names its step)
 template <class W>
 class CallTable {
  public:
@@ -239,6 +243,19 @@ class CallTable {
   std::vector<unsigned char> stashBuffer(std::size_t length) { return buffers_.take(length); }
 
   // ---- waiting and ending ----
+  // The sender of the call's first receive still posted (-1: none).
+  static int waitedPeer(const Call& call) { return call.posted.empty() ? -1 : W::sourceOf(call.posted.front()); }
+  // What it waits for, "waiting for step 2 from rank 1" or "... for a
+  // message with tag 5 from rank 0" (`name(src)` names the sender); empty
+  // if no receive is posted.
+  template <class Name>
+  static std::string waitingText(const Call& call, Name name) {
+    if (call.posted.empty()) return std::string();
+    const Key& k = call.posted.front();
+    const auto tag = W::tagOf(k);
+    return failures::waitingFor(tag ? failures::messageWithTag(*tag) : failures::stepNumber(W::stepOf(k)),
+                                name(W::sourceOf(k)));
+  }
   // Nothing the call posted is outstanding (or it failed: rethrows).
   bool settled(const Call& call) const {
     if (call.error) std::rethrow_exception(call.error);

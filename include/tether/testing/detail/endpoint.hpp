@@ -235,16 +235,11 @@ class Endpoint {
  private:
   CallTable& table() const { return mailbox().calls; }
 
-  // The peer a call waits for: the sender of its first receive still posted.
-  static int waitedPeer(const Call& call) { return call.posted.empty() ? -1 : call.posted.front().source; }
-  // "waiting for step 2 from rank 1", "waiting for a message with tag 5 from rank 0".
+  // The peer a call waits for, and what for (the call table's words).
+  static int waitedPeer(const Call& call) { return CallTable::waitedPeer(call); }
   static std::string waitingText(const Call& call) {
-    if (call.posted.empty()) return "before completing";
-    const ChannelKey& k = call.posted.front();
-    return failures::waitingFor(k.channel == Channel::PointToPoint
-                                    ? failures::messageWithTag(static_cast<int>(k.sequence))
-                                    : failures::stepNumber(k.step),
-                                failures::rankName(k.source));
+    const std::string text = CallTable::waitingText(call, failures::rankName);
+    return text.empty() ? "before completing" : text;
   }
 
   // "waiting to send to rank 1: it has not yet received ..." (window.hpp).

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -116,6 +117,10 @@ struct InProcessCalls {
   static Key keyOf(int, const Header& h) { return h.key; }
   static int sourceOf(const Key& k) { return k.source; }
   static std::size_t lengthOf(const Header& h) { return h.length; }
+  static std::optional<std::uint64_t> tagOf(const Key& k) {
+    return k.channel == Channel::PointToPoint ? std::optional<std::uint64_t>(k.sequence) : std::nullopt;
+  }
+  static std::uint32_t stepOf(const Key& k) { return k.step; }
   static bool stash(Mailbox& box, const Key& k, Stashed&& f) { return box.stash(k, std::move(f), /*unique=*/false); }
 
   // The sequence guard's (tether/detail/core/sequence_guard.hpp).
