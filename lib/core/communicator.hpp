@@ -116,7 +116,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   detail::core::CollectiveCalls calls_;
   std::uint64_t splits_ = 0;
   std::map<std::vector<int>, std::shared_ptr<Communicator>> subsets_;
-  const std::shared_ptr<CollectiveSeq> seq_ = std::make_shared<CollectiveSeq>();
+  const std::shared_ptr<CollectiveSeq> seq_ = std::make_shared<CollectiveSeq>(world_->rank());
   std::shared_ptr<CommCounters> counters_;
   // The collective call's op and completion, and its run, reused by the next
   // call once nothing else holds them (launchCollective).

@@ -14,6 +14,7 @@
 
 #include "base/layer.hpp"
 
+#include "tether/detail/core/failures.hpp"
 #include "tether/detail/core/sequence_guard.hpp"
 
 TETHER_LAYER(6, "core");
@@ -26,6 +27,9 @@ struct CommCounters;  // observe.hpp
 // A communicator's collectives here (tether/detail/core/sequence_guard.hpp),
 // and what this world adds to them.
 struct CollectiveSeq : detail::core::Sequence<Op> {
+  // Errors name this rank by its world rank on every communicator.
+  explicit CollectiveSeq(int worldRank) : Sequence(detail::core::failures::rankName(worldRank), worldRank) {}
+
   // The latest collective that failed here, for a peer's stall probe.
   std::uint64_t failedColl = 0;
   std::string failedWhat;

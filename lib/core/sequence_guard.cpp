@@ -17,12 +17,6 @@ std::string TcpSequences::foreignText(int src, const wire::FrameHeader& h, const
   return std::string();
 }
 
-void SequenceGuard::add(std::uint64_t comm, std::shared_ptr<CollectiveSeq> seq) {
-  seq->who = failures::rankName(rank_);
-  seq->rank = rank_;
-  Base::add(comm, std::move(seq));
-}
-
 void SequenceGuard::end(Op& op, std::exception_ptr& e, match::Mailbox& mailbox) {
   Base::end(op, e, mailbox);
   if (!e || !op.seq) return;

@@ -75,8 +75,6 @@ class SequenceGuard final : private TcpSequenceHooks, public detail::core::Seque
 
   SequenceGuard(int rank, OpFailer& ops) : TcpSequenceHooks(rank, ops), Base(static_cast<TcpSequenceHooks&>(*this)) {}
 
-  // Errors name this rank by its world rank on every communicator.
-  void add(std::uint64_t comm, std::shared_ptr<CollectiveSeq> seq);
   // The shared guard's end; a failed collective is also remembered for a
   // peer's stall probe.
   void end(Op& op, std::exception_ptr& e, match::Mailbox& mailbox);

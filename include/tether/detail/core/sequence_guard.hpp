@@ -71,14 +71,17 @@ class RunningCalls {
   std::vector<Entry> v_;
 };
 
-// One communicator's collectives on this rank; a world's record derives from it.
+// One communicator's collectives on this rank; a world's record derives from
+// it. Named when made, before any thread can see it.
 template <class Call>
 struct Sequence {
+  Sequence(std::string who, int rank) : who(std::move(who)), rank(rank) {}
+
   std::uint64_t started = 0;   // highest collective id started on this rank
   RunningCalls<Call> running;  // started and not yet ended
   std::exception_ptr poison;   // a protocol error seen while none ran
-  std::string who;             // this rank in errors: "rank 3", "rank 1 (world 3)"
-  int rank = -1;               // ... and as Error::rank()
+  const std::string who;       // this rank in errors: "rank 3", "rank 1 (world 3)"
+  const int rank;              // ... and as Error::rank()
 
   bool finished(std::uint64_t coll) const { return coll <= started && running.find(coll) == running.end(); }
 };

@@ -259,9 +259,7 @@ class Endpoint {
     std::lock_guard<std::mutex> lock(world_->mutex);
     auto& seq = sequences_[comm];
     if (!seq) {
-      seq = std::make_shared<InProcessCalls::Seq>();
-      seq->who = who();
-      seq->rank = rank_;
+      seq = std::make_shared<InProcessCalls::Seq>(who(), rank_);
       mailbox().sequences.add(comm, seq);
       if (comm != comm_) world_->joinCommLocked(comm);
     }
