@@ -121,15 +121,12 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
       count = subsets_[group].take();  // each subset numbers its own barriers, as over TCP
     }
     Started started(endpoint_);
-    started.op.name = nameOf(Op::SubsetBarrier);
-    started.op.id = count;
-    calling_.rename(started.op.call());
     Call call;
     call.op = Op::SubsetBarrier;
     const int groupRank = static_cast<int>(std::find(group.begin(), group.end(), rank()) - group.begin());
     started.plan = record(call, groupRank, static_cast<int>(group.size()));
-    begin(started, subsetComm, Op::SubsetBarrier);
-    guarded(started.op.call(), /*abortWorldOnFailure=*/false,
+    begin(started, subsetComm, count, call);
+    guarded(started.call.where, /*abortWorldOnFailure=*/false,
             [&] { replay(started, group, nullptr, nullptr, nullptr); });
   }
 
@@ -221,7 +218,7 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
     Started started(endpoint_);
     start(started, prepared.call);
     run(started, prepared.in, prepared.out, nullptr);
-    return started.op.id;
+    return started.key.sequence;
   }
 
   // The nonblocking form: holds the call slot until the call has its id,
@@ -233,7 +230,7 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
     const void* in = prepared.in;
     void* out = prepared.out;
     return Request(std::make_unique<detail::CollectiveRequest>(
-        owner(), endpoint_, started->op.call(), /*abortWorldOnCancel=*/endpoint_.comm() == 0, std::move(prepared.keep),
+        owner(), endpoint_, started->call.where, /*abortWorldOnCancel=*/endpoint_.comm() == 0, std::move(prepared.keep),
         [this, started, in, out](const detail::Interrupt* interrupt) { run(*started, in, out, interrupt); }));
   }
 
@@ -248,39 +245,38 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
     Started& operator=(const Started&) = delete;
 
     const detail::Endpoint& endpoint;
-    detail::OpStamp op;
     Plan plan{0, 1};         // recorded when it starts
     detail::ChannelKey key;  // its call id: communicator, id, operation, root
     detail::Call call;       // its receives and its sequence entry point to it
   };
 
   void start(Started& started, const Call& call) {
-    started.op.name = nameOf(call.op);
-    started.op.root = call.op == Op::Broadcast ? call.root : -1;
     started.plan = record(call, rank(), size());  // bad settings throw before an id is taken
+    std::uint64_t id;
     {
       std::lock_guard<std::mutex> lock(stateMutex_);
-      calls_.usable(endpoint_.who(), started.op.name + "#" + std::to_string(calls_.next()), rank());
-      started.op.id = calls_.take();
+      calls_.usable(endpoint_.who(), tether::detail::coll::callName(nameOf(call.op), calls_.next()), rank());
+      id = calls_.take();
     }
-    calling_.rename(started.op.call());
-    begin(started, endpoint_.comm(), call.op);
+    begin(started, endpoint_.comm(), id, call);
   }
 
-  // Its call id's key, and its place in the sequence of communicator `comm`.
-  void begin(Started& started, std::uint64_t comm, Op op) {
+  // Its call id's key (communicator `comm`, `id`), its name, and its place
+  // in the communicator's sequence.
+  void begin(Started& started, std::uint64_t comm, std::uint64_t id, const Call& call) {
     started.key.comm = comm;
     started.key.channel = detail::Channel::Collective;
-    started.key.sequence = started.op.id;
-    started.key.code = static_cast<std::uint32_t>(op);
-    started.key.root = started.op.root;
-    started.call = endpoint_.collective(started.op.call(), started.key);
+    started.key.sequence = id;
+    started.key.code = static_cast<std::uint32_t>(call.op);
+    started.key.root = call.op == Op::Broadcast ? call.root : -1;
+    started.call = endpoint_.collective(started.key.call(), started.key);
+    calling_.rename(started.call.where);
     endpoint_.begin(started.call);
   }
 
   // Replays a started collective; marks the communicator broken if it fails.
   void run(Started& started, const void* in, void* out, const detail::Interrupt* interrupt) {
-    guarded(started.op.call(), /*abortWorldOnFailure=*/endpoint_.comm() == 0,
+    guarded(started.call.where, /*abortWorldOnFailure=*/endpoint_.comm() == 0,
             [&] { replay(started, allRanks(), in, out, interrupt); });
   }
 
@@ -304,7 +300,6 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
       detail::Header header;
       header.key = s_.key;
       header.key.step = step;
-      header.op = s_.op;
       header.length = bytes;
       auto sent = endpoint_.send(group_[static_cast<std::size_t>(peer)], std::move(header), data, s_.call.where);
       if (sent.slot) held_.push_back(std::move(sent));

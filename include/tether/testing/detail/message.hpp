@@ -42,6 +42,12 @@ struct ChannelKey {
   std::uint32_t code = 0;  // collectives: the operation (coll::Op), as the TCP frame's tag
   int root = -1;           // broadcast: its root
 
+  // A collective's call: "allgather#2", as the TCP world names it.
+  std::string call() const {
+    namespace coll = ::tether::detail::coll;
+    return coll::callName(coll::opName(static_cast<coll::Op>(code)), sequence);
+  }
+
   bool operator==(const ChannelKey& other) const {
     return std::tie(comm, channel, sequence, source, step, code, root) ==
            std::tie(other.comm, other.channel, other.sequence, other.source, other.step, other.code, other.root);
@@ -69,20 +75,10 @@ struct ChannelKeyHash {
   }
 };
 
-// The header a sender stamps on a collective message: which operation and
-// which call, so the receiver can name both sides of a mismatch.
-struct OpStamp {
-  std::string name;      // "allgather", "broadcast", ...
-  std::uint64_t id = 0;  // collective id (or subset-barrier count)
-  int root = -1;         // broadcast root, else -1
-
-  std::string call() const { return ::tether::detail::coll::callName(name, id); }
-};
-
-// A message's header: its full key, its sender's stamp and world rank.
+// A message's header: its full key (which names its operation) and its
+// sender's world rank.
 struct Header {
   ChannelKey key;
-  OpStamp op;              // collectives only; empty name for point-to-point
   int from = -1;           // the sender's world rank (its window's lane)
   std::size_t length = 0;  // payload bytes
 
@@ -90,7 +86,7 @@ struct Header {
   std::string describe() const {
     if (key.channel == Channel::PointToPoint)
       return ::tether::detail::coll::sendTagFrame(static_cast<std::uint32_t>(key.sequence), length);
-    return ::tether::detail::coll::stepFrame(op.call(), key.step, length);
+    return ::tether::detail::coll::stepFrame(key.call(), key.step, length);
   }
 };
 
@@ -135,7 +131,7 @@ struct InProcessCalls {
   static std::string foreignText(int src, const Header& h, const Call& c) {
     namespace failures = ::tether::detail::core::failures;
     if (h.key.code != c.key.code) return failures::differentCollectives(src, h.describe());
-    if (h.key.root != c.key.root) return failures::differentRoots(src, h.op.call(), h.key.root, c.key.root);
+    if (h.key.root != c.key.root) return failures::differentRoots(src, h.key.call(), h.key.root, c.key.root);
     return std::string();
   }
 };
