@@ -182,7 +182,7 @@ class SequenceGuard {
   void end(Call& call, std::exception_ptr& e, Mailbox& mailbox) {
     Seq* seq = W::seqOf(call);
     if (!seq) return;
-    seq->running.erase(W::collOf(call));
+    leave(call);
     if (e) return;
     const Fault extra = lowestFault(mailbox, call, [&](int src, const Stashed& s) {
       return failures::neverReceives(src, W::describe(s.header), W::nameOf(call));
@@ -191,6 +191,11 @@ class SequenceGuard {
     mailbox.dropStashed(OfCall{call});
     e = std::make_exception_ptr(
         Error(ErrorCode::Protocol, failures::failure(seq->who, W::nameOf(call), extra.what), seq->rank, extra.source));
+  }
+
+  // `call` leaves its sequence without a check (it never ran).
+  void leave(Call& call) {
+    if (Seq* seq = W::seqOf(call)) seq->running.erase(W::collOf(call));
   }
 
   // A frame that breaks `comm`'s sequence: every collective running on it

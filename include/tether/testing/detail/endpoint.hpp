@@ -228,7 +228,7 @@ class Endpoint {
     if (e)
       sequences().end(call, *e, table().mailbox());
     else
-      call.seq->running.erase(call.key.sequence);
+      sequences().leave(call);
     call.seq = nullptr;
   }
 
