@@ -165,6 +165,20 @@ inline void cancelWorldCollective(Bootstrap& b) {
   }
 }
 
+// After its own abort, a rank's next nonblocking collective throws Aborted
+// at once, as the blocking form does: no request for a call that cannot run.
+inline void collectiveAfterAbortThrows(Bootstrap& b) {
+  if (b.rank() == 0) {
+    b.abort("stopping here");
+    tether::Error e = errorFrom([&] { (void)b.ibarrier(); });
+    check(e.code() == ErrorCode::Aborted, std::string("ibarrier after abort: ") + e.what());
+  } else {
+    int never = 0;
+    tether::Error e = errorFrom([&] { b.recv(&never, sizeof never, 0, 9); });
+    check(e.code() == ErrorCode::Aborted && has(e, "rank 0"), std::string("peer told: ") + e.what());
+  }
+}
+
 inline void invalidArgumentsFirst(Bootstrap& b) {
   const int n = b.size();
   std::vector<int> buf(2 * n);
@@ -325,6 +339,8 @@ inline std::vector<Case> cases() {
       {"nonblocking: test() alone completes an irecv and an in-place ialltoall", 3, testAloneCompletes},
       {"nonblocking: cancel withdraws an unmatched irecv cleanly", 2, cancelUnmatchedIrecv},
       {"nonblocking: cancelling a world collective poisons it and tells the peers", 2, cancelWorldCollective},
+      {"nonblocking: a collective started after this rank aborted throws Aborted at once", 2,
+       collectiveAfterAbortThrows},
       {"nonblocking: invalid arguments throw before a collective id is taken", 3, invalidArgumentsFirst},
       {"nonblocking: a request dropped on another thread while the next collective starts", 3,
        requestDroppedOnAnotherThread},

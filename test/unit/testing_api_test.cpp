@@ -1,9 +1,12 @@
 // InProcessWorld: collectives, point-to-point and split produce the right
 // contents for several world sizes. Errors: testing_api_errors_test.cpp.
 #include <atomic>
+#include <filesystem>
 #include <set>
 #include <thread>
 #include <vector>
+
+#include <tether/request.hpp>
 
 #include <catch2/catch.hpp>
 #include <tether/testing/in_process.hpp>
@@ -226,4 +229,40 @@ TEST_CASE("concurrent receivers on one (peer, tag) each get a distinct message",
   });
   REQUIRE(got.size() == static_cast<std::size_t>(receivers * each));
   for (int i = 0; i < receivers * each; ++i) REQUIRE(got.count(i) == 1);
+}
+
+namespace {
+int threadsOfThisProcess() {
+  int n = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) n += task.exists() ? 1 : 0;
+  return n;
+}
+}  // namespace
+
+// A nonblocking collective is a state machine the peers' messages drive, as
+// over TCP's progress thread: starting one starts no thread (before: one
+// per request), and it completes though its caller only waits at the end.
+TEST_CASE("nonblocking collectives start no thread: 20 in flight, completed by the peers' calls", "[testing-api]") {
+  const int n = 3, calls = 20;
+  InProcessWorld world(n);
+  world.run([&](Bootstrap& b) {
+    std::vector<std::vector<int>> all(calls, std::vector<int>(n, -1));
+    for (int c = 0; c < calls; ++c) all[c][b.rank()] = 100 * c + b.rank();
+    int go = 0;
+    if (b.rank() != 0) {  // the others call only once rank 0 has started all of its own
+      b.recv(&go, sizeof go, 0, 1);
+      for (int c = 0; c < calls; ++c) b.allgather(all[c].data(), sizeof(int));
+    } else {
+      const int before = threadsOfThisProcess();
+      std::vector<tether::Request> requests;
+      for (int c = 0; c < calls; ++c) requests.push_back(b.iallgather(all[c].data(), sizeof(int)));
+      check(threadsOfThisProcess() == before, "threads before and after starting " + std::to_string(calls) +
+                                                  " collectives: " + std::to_string(before) + " and " +
+                                                  std::to_string(threadsOfThisProcess()));
+      for (int r = 1; r < n; ++r) b.send(&go, sizeof go, r, 1);
+      for (auto& request : requests) request.wait();
+    }
+    for (int c = 0; c < calls; ++c)
+      for (int r = 0; r < n; ++r) check(all[c][r] == 100 * c + r, "allgather " + std::to_string(c));
+  });
 }

@@ -34,6 +34,7 @@
 #include "tether/detail/core/split.hpp"
 #include "tether/error.hpp"
 #include "tether/request.hpp"
+#include "tether/testing/detail/collective_run.hpp"
 #include "tether/testing/detail/endpoint.hpp"
 #include "tether/testing/detail/requests.hpp"
 
@@ -79,7 +80,7 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
     tether::detail::args::message(rank(), size(), "send", data, bytes, peer, tag);
     const auto until = endpoint_.deadline();
     const std::string where = sendName(peer, tag);
-    endpoint_.waitSent(postMessage(data, bytes, peer, tag, where), until, where, nullptr);
+    endpoint_.waitSent(postMessage(data, bytes, peer, tag, where), until, where);
   }
 
   void recv(void* data, std::size_t bytes, int peer, int tag) override {
@@ -87,7 +88,7 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
     const auto until = endpoint_.deadline();
     detail::Call call = endpoint_.call(tether::detail::core::failures::recvName(peer, tag));
     endpoint_.post(call, endpoint_.pointToPoint(peer, tag), data, bytes);
-    endpoint_.settle(call, until, nullptr);
+    endpoint_.settle(call, until);
   }
 
   void allgather(void* allData, std::size_t bytesPerRank) override {
@@ -120,14 +121,14 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
       std::lock_guard<std::mutex> lock(stateMutex_);
       count = subsets_[group].take();  // each subset numbers its own barriers, as over TCP
     }
-    Started started(endpoint_);
+    detail::CollectiveRun run(endpoint_);
     Call call;
     call.op = Op::SubsetBarrier;
     const int groupRank = static_cast<int>(std::find(group.begin(), group.end(), rank()) - group.begin());
-    started.plan = record(call, groupRank, static_cast<int>(group.size()));
-    begin(started, subsetComm, count, call);
-    guarded(started.call.where, /*abortWorldOnFailure=*/false,
-            [&] { replay(started, group, nullptr, nullptr, nullptr); });
+    run.plan = record(call, groupRank, static_cast<int>(group.size()));
+    begin(run, subsetComm, count, call);
+    launch(run, group, nullptr, nullptr, /*abortWorldOnFailure=*/false);
+    if (auto e = run.wait(detail::Endpoint::Clock::time_point::max())) std::rethrow_exception(e);
   }
 
   // ---- nonblocking (tether/request.hpp; detail/requests.hpp) ----
@@ -180,7 +181,6 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
   std::chrono::milliseconds timeout() const override { return endpoint_.timeout(); }
 
  private:
-  using Deadline = detail::Endpoint::Clock::time_point;
   using Op = tether::detail::coll::Op;
   using Call = tether::detail::coll::Call;
   using Plan = tether::detail::coll::Plan;
@@ -211,165 +211,85 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
     return dc::record(*dc::choose(shape, call, settings.forcedFor(call.op)), shape, call);
   }
 
-  // Numbers the call, replays its plan, and marks the communicator unusable
-  // if it fails (the ranks no longer agree on where they are). Returns the id.
+  // Numbers the call, runs its plan, and waits for it; a failure marks the
+  // communicator unusable (launch). Returns the id.
   std::uint64_t collective(const tether::detail::coll::Prepared& prepared) {
     tether::detail::CallSlot::Scope scope(calling_, rank(), nameOf(prepared.call.op));
-    Started started(endpoint_);
-    start(started, prepared.call);
-    run(started, prepared.in, prepared.out, nullptr);
-    return started.key.sequence;
+    detail::CollectiveRun run(endpoint_);
+    start(run, prepared.call);
+    launch(run, allRanks(), prepared.in, prepared.out, /*abortWorldOnFailure=*/endpoint_.comm() == 0);
+    if (auto e = run.wait(detail::Endpoint::Clock::time_point::max())) std::rethrow_exception(e);
+    return run.key.sequence;
   }
 
-  // The nonblocking form: holds the call slot until the call has its id,
-  // then runs on a thread of its own (detail/requests.hpp).
+  // The nonblocking form: holds the call slot until the call has its id and
+  // has started; it runs on as the peers' messages come (detail/collective_run.hpp).
   Request startCollective(tether::detail::coll::Prepared prepared) {
     tether::detail::CallSlot::Scope scope(calling_, rank(), nameOf(prepared.call.op));
-    auto started = std::make_shared<Started>(endpoint_);
-    start(*started, prepared.call);
-    const void* in = prepared.in;
-    void* out = prepared.out;
-    return Request(std::make_unique<detail::CollectiveRequest>(
-        owner(), endpoint_, started->call.where, /*abortWorldOnCancel=*/endpoint_.comm() == 0, std::move(prepared.keep),
-        [this, started, in, out](const detail::Interrupt* interrupt) { run(*started, in, out, interrupt); }));
+    auto run = std::make_shared<detail::CollectiveRun>(endpoint_);
+    start(*run, prepared.call);
+    run->keep = std::move(prepared.keep);  // `in` may point into it (an in-place all-to-all); moved, not copied
+    const bool world = endpoint_.comm() == 0;
+    launch(*run, allRanks(), prepared.in, prepared.out, /*abortWorldOnFailure=*/world);
+    return Request(std::make_unique<detail::CollectiveRequest>(owner(), endpoint_, run->call.where,
+                                                               /*abortWorldOnCancel=*/world, std::move(run)));
   }
 
-  // A collective with its id taken, its plan recorded, and its place in its
-  // communicator's sequence, taken in id order on the calling thread (a
-  // nonblocking one runs later, on a thread of its own); left when
-  // destroyed, if its run did not end there.
-  struct Started {
-    explicit Started(const detail::Endpoint& endpoint) : endpoint(endpoint) {}
-    ~Started() { endpoint.end(call, nullptr); }
-    Started(const Started&) = delete;
-    Started& operator=(const Started&) = delete;
-
-    const detail::Endpoint& endpoint;
-    Plan plan{0, 1};         // recorded when it starts
-    detail::ChannelKey key;  // its call id: communicator, id, operation, root
-    detail::Call call;       // its receives and its sequence entry point to it
-  };
-
-  void start(Started& started, const Call& call) {
-    started.plan = record(call, rank(), size());  // bad settings throw before an id is taken
+  // Records its plan, takes its id, and its place in its communicator's
+  // sequence (in id order, on the calling thread).
+  void start(detail::CollectiveRun& run, const Call& call) {
+    run.plan = record(call, rank(), size());  // bad settings throw before an id is taken
     std::uint64_t id;
     {
       std::lock_guard<std::mutex> lock(stateMutex_);
       calls_.usable(endpoint_.who(), tether::detail::coll::callName(nameOf(call.op), calls_.next()), rank());
       id = calls_.take();
     }
-    begin(started, endpoint_.comm(), id, call);
+    begin(run, endpoint_.comm(), id, call);
   }
 
   // Its call id's key (communicator `comm`, `id`), its name, and its place
   // in the communicator's sequence.
-  void begin(Started& started, std::uint64_t comm, std::uint64_t id, const Call& call) {
-    started.key.comm = comm;
-    started.key.channel = detail::Channel::Collective;
-    started.key.sequence = id;
-    started.key.code = static_cast<std::uint32_t>(call.op);
-    started.key.root = call.op == Op::Broadcast ? call.root : -1;
-    started.call = endpoint_.collective(started.key.call(), started.key);
-    calling_.rename(started.call.where);
-    endpoint_.begin(started.call);
+  void begin(detail::CollectiveRun& run, std::uint64_t comm, std::uint64_t id, const Call& call) {
+    run.key.comm = comm;
+    run.key.channel = detail::Channel::Collective;
+    run.key.sequence = id;
+    run.key.code = static_cast<std::uint32_t>(call.op);
+    run.key.root = call.op == Op::Broadcast ? call.root : -1;
+    run.call = endpoint_.collective(run.key.call(), run.key);
+    calling_.rename(run.call.where);
+    endpoint_.begin(run.call);
   }
 
-  // Replays a started collective; marks the communicator broken if it fails.
-  void run(Started& started, const void* in, void* out, const detail::Interrupt* interrupt) {
-    guarded(started.call.where, /*abortWorldOnFailure=*/endpoint_.comm() == 0,
-            [&] { replay(started, allRanks(), in, out, interrupt); });
+  // Every collective (subset barriers too), as in TcpBootstrap: refused once
+  // one has failed, or the world aborted; one that fails marks the
+  // communicator broken and, on the world communicator, may abort the world
+  // (tether/detail/core/collective_calls.hpp) — when it fails, whether or
+  // not its caller waits. `group` maps plan ranks to communicator ranks.
+  void launch(detail::CollectiveRun& run, std::vector<int> group, const void* in, void* out, bool abortWorldOnFailure) {
+    {
+      std::lock_guard<std::mutex> lock(stateMutex_);
+      calls_.usable(endpoint_.who(), run.call.where, rank());
+    }
+    endpoint_.throwIfAborted(run.call.where);
+    run.start(std::move(group), in, out, [this, abortWorldOnFailure](std::exception_ptr e) {
+      try {
+        std::rethrow_exception(e);
+      } catch (const Error& error) {  // under the world mutex
+        {
+          std::lock_guard<std::mutex> lock(stateMutex_);
+          calls_.markBroken(error.what());
+        }
+        if (abortWorldOnFailure && tether::detail::core::failureAbortsWorld(error, size()))
+          endpoint_.world()->abortAllLocked(endpoint_.worldRank(), error.what());
+      } catch (...) {
+      }
+    });
   }
 
   // What keeps this bootstrap alive while a request runs (nothing when it
   // was not made by make_shared; its owner then keeps it).
   std::shared_ptr<const void> owner() const { return weak_from_this().lock(); }
-
-  // One call's view of the world, the executor's transport
-  // (tether/detail/coll/execute.hpp): sends are delivered at once or held by
-  // their window, receives are posted in the call table, and a round
-  // settles once they are filled and its held sends delivered (as over TCP,
-  // where a round ends when its sends are written); `group` maps plan ranks
-  // to communicator ranks.
-  class CallTransport {
-   public:
-    CallTransport(const detail::Endpoint& endpoint, const std::vector<int>& group, Started& started,
-                  const detail::Interrupt* interrupt)
-        : endpoint_(endpoint), group_(group), s_(started), until_(endpoint.deadline()), interrupt_(interrupt) {}
-
-    void postSend(int peer, std::uint32_t step, const void* data, std::size_t bytes) {
-      detail::Header header;
-      header.key = s_.key;
-      header.key.step = step;
-      header.length = bytes;
-      auto sent = endpoint_.send(group_[static_cast<std::size_t>(peer)], std::move(header), data, s_.call.where);
-      if (sent.slot) held_.push_back(std::move(sent));
-    }
-    void postRecv(int peer, std::uint32_t step, void* data, std::size_t bytes) {
-      detail::ChannelKey key = s_.key;
-      key.step = step;
-      key.source = group_[static_cast<std::size_t>(peer)];
-      endpoint_.post(s_.call, key, data, bytes);
-    }
-    void settle() {
-      endpoint_.settle(s_.call, until_, interrupt_);
-      for (const detail::Endpoint::Sent& sent : held_) endpoint_.waitSent(sent, until_, s_.call.where, interrupt_);
-      held_.clear();
-    }
-    ~CallTransport() {
-      endpoint_.withdraw(s_.call);
-      for (const detail::Endpoint::Sent& sent : held_) endpoint_.drop(sent);
-    }
-    CallTransport(const CallTransport&) = delete;
-    CallTransport& operator=(const CallTransport&) = delete;
-
-   private:
-    const detail::Endpoint& endpoint_;
-    const std::vector<int>& group_;
-    Started& s_;  // its call: the call table points to it
-    const Deadline until_;
-    const detail::Interrupt* const interrupt_;  // a nonblocking call's, or nullptr
-    std::vector<detail::Endpoint::Sent> held_;  // this round's sends past their window
-  };
-
-  // Replays a started call's plan; it ends in its communicator's sequence
-  // (a message left at its id fails it).
-  void replay(Started& started, const std::vector<int>& group, const void* in, void* out,
-              const detail::Interrupt* interrupt) {
-    std::exception_ptr error;
-    try {
-      CallTransport transport(endpoint_, group, started, interrupt);
-      endpoint_.settled(started.call);  // throws what failed it when it began
-      tether::detail::coll::Execution run(std::move(started.plan), in, out);
-      while (run.next(transport)) transport.settle();
-    } catch (...) {
-      error = std::current_exception();
-    }
-    endpoint_.end(started.call, &error);
-    if (error) std::rethrow_exception(error);
-  }
-
-  // Every collective (subset barriers too), as in TcpBootstrap: refused once
-  // one has failed; a failure marks the communicator broken, and on the world
-  // communicator may abort the world (tether/detail/core/collective_calls.hpp).
-  template <class Body>
-  void guarded(const std::string& where, bool abortWorldOnFailure, Body body) {
-    {
-      std::lock_guard<std::mutex> lock(stateMutex_);
-      calls_.usable(endpoint_.who(), where, rank());
-    }
-    endpoint_.throwIfAborted(where);
-    try {
-      body();
-    } catch (const Error& error) {
-      {
-        std::lock_guard<std::mutex> lock(stateMutex_);
-        calls_.markBroken(error.what());
-      }
-      if (abortWorldOnFailure && tether::detail::core::failureAbortsWorld(error, size()))
-        endpoint_.world()->abortAll(endpoint_.worldRank(), error.what());
-      throw;
-    }
-  }
 
   tether::detail::core::NodeView nodes() const {
     const detail::WorldState& world = *endpoint_.world();

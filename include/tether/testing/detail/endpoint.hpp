@@ -30,9 +30,27 @@ namespace detail {
 
 namespace failures = ::tether::detail::core::failures;
 
+class CollectiveRun;
+
 class Endpoint {
  public:
   using Clock = ::tether::detail::core::DeadlineClock;
+
+  // The world mutex, held; before it is let go, the runs woken meanwhile
+  // are resumed (WorldState::drainLocked), here as a waiting rank does
+  // before it sleeps.
+  class Locked {
+   public:
+    explicit Locked(WorldState& world) : world_(world), lock_(world.mutex) {}
+    ~Locked() { world_.drainLocked(); }
+    Locked(const Locked&) = delete;
+    Locked& operator=(const Locked&) = delete;
+    std::unique_lock<std::mutex>& lock() { return lock_; }
+
+   private:
+    WorldState& world_;
+    std::unique_lock<std::mutex> lock_;
+  };
 
   Endpoint(std::shared_ptr<WorldState> world, std::uint64_t comm, std::vector<int> members, int rank,
            std::chrono::milliseconds timeout)
@@ -42,7 +60,7 @@ class Endpoint {
   // no rank has them.
   ~Endpoint() {
     {
-      std::lock_guard<std::mutex> lock(world_->mutex);
+      Locked lock(*world_);
       for (const auto& s : sequences_) mailbox().sequences.remove(s.first);
     }
     for (const auto& s : sequences_)
@@ -77,7 +95,7 @@ class Endpoint {
   }
 
   void throwIfAborted(const std::string& where) const {
-    std::lock_guard<std::mutex> lock(world_->mutex);
+    Locked lock(*world_);
     throwIfAbortedLocked(where);
   }
 
@@ -95,20 +113,20 @@ class Endpoint {
   Sent send(int peer, Header header, const void* data, const std::string& where) const {
     header.key.source = rank_;
     const ChannelKey key = header.key;
-    std::lock_guard<std::mutex> lock(world_->mutex);
+    Locked lock(*world_);
     throwIfAbortedLocked(where);
     return Sent{world_->sendLocked(worldRank(), worldRankOf(peer), std::move(header), data), peer, key};
   }
 
   // Waits until a held send is delivered (or `until`, an abort, the peer
-  // leaving, an interrupt); one that fails is dropped, never delivered.
-  void waitSent(const Sent& sent, Clock::time_point until, const std::string& where, const Interrupt* interrupt) const {
+  // leaving); one that fails is dropped, never delivered.
+  void waitSent(const Sent& sent, Clock::time_point until, const std::string& where) const {
     if (!sent.slot) return;
-    std::unique_lock<std::mutex> lock(world_->mutex);
+    Locked lock(*world_);
     try {
       waitLocked(
-          lock, until, where, [&] { return sent.peer; }, [&] { return heldText(sent); },
-          [&] { return sent.slot->done; }, interrupt);
+          lock.lock(), until, where, [&] { return sent.peer; }, [&] { return heldText(sent); },
+          [&] { return sent.slot->done; });
     } catch (...) {
       world_->dropLocked(sent.slot);
       throw;
@@ -117,13 +135,13 @@ class Endpoint {
   // Gives up on a held send (its call failed): it is never delivered.
   void drop(const Sent& sent) const {
     if (!sent.slot) return;
-    std::lock_guard<std::mutex> lock(world_->mutex);
+    Locked lock(*world_);
     world_->dropLocked(sent.slot);
   }
   // A look without waiting (Request::test); one that fails is dropped.
   bool delivered(const Sent& sent, const std::string& where) const {
     if (!sent.slot) return true;
-    std::lock_guard<std::mutex> lock(world_->mutex);
+    Locked lock(*world_);
     try {
       throwIfAbortedLocked(where);
       if (sent.slot->done) return true;
@@ -168,7 +186,7 @@ class Endpoint {
   // table's; sizes must agree, else the call fails with a Protocol error
   // naming both).
   void post(Call& call, const ChannelKey& key, void* data, std::size_t bytes) const {
-    std::lock_guard<std::mutex> lock(world_->mutex);
+    Locked lock(*world_);
     throwIfAbortedLocked(call.where);
     try {
       if (!table().takeStashed(call, key, data, bytes)) table().post(call, key, data, bytes);
@@ -177,14 +195,13 @@ class Endpoint {
     }
   }
   // Waits until every receive `call` posted is filled (or `until`, an abort,
-  // the sender leaving, an interrupt from another thread); a call that fails
-  // withdraws what it still had posted.
-  void settle(Call& call, Clock::time_point until, const Interrupt* interrupt) const {
-    std::unique_lock<std::mutex> lock(world_->mutex);
+  // the sender leaving); a call that fails withdraws what it still had posted.
+  void settle(Call& call, Clock::time_point until) const {
+    Locked lock(*world_);
     try {
       waitLocked(
-          lock, until, call.where, [&] { return waitedPeer(call); }, [&] { return waitingText(call); },
-          [&] { return table().settled(call); }, interrupt);
+          lock.lock(), until, call.where, [&] { return waitedPeer(call); }, [&] { return waitingText(call); },
+          [&] { return table().settled(call); });
     } catch (...) {
       table().failCall(call, std::current_exception());
       throw;
@@ -192,7 +209,7 @@ class Endpoint {
   }
   // A look without waiting (Request::test).
   bool settled(Call& call) const {
-    std::lock_guard<std::mutex> lock(world_->mutex);
+    Locked lock(*world_);
     throwIfAbortedLocked(call.where);
     if (table().settled(call)) return true;
     throwIfLeftLocked(call.where, waitedPeer(call));
@@ -200,15 +217,8 @@ class Endpoint {
   }
   // Withdraws the receives `call` still has posted; true if there were any.
   bool withdraw(Call& call) const {
-    std::lock_guard<std::mutex> lock(world_->mutex);
+    Locked lock(*world_);
     return table().withdraw(call);
-  }
-
-  // Ends the waits that watch `flag` (a nonblocking call's, on another thread).
-  void interrupt(Interrupt& flag, Interrupt why) const {
-    std::lock_guard<std::mutex> lock(world_->mutex);
-    if (flag == Interrupt::None) flag = why;
-    mailbox().wake.notify_all();
   }
 
   // A collective takes its place in its communicator's sequence (the shared
@@ -216,14 +226,21 @@ class Endpoint {
   // (its first settle throws) if a message of another operation or root
   // came first at its id, or one broke the sequence while none ran.
   void begin(Call& call) const {
-    std::lock_guard<std::mutex> lock(world_->mutex);
+    Locked lock(*world_);
     if (sequences().begin(*call.seq, call)) sequences().checkStashed(call, table().mailbox());
   }
   // It ended (`*e`: its error, or null) or never ran (`e` null): one that
   // returned with a message left at its id fails (its sender ran another
   // algorithm or operation), and the message is dropped.
   void end(Call& call, std::exception_ptr* e) const {
-    std::lock_guard<std::mutex> lock(world_->mutex);
+    Locked lock(*world_);
+    endLocked(call, e);
+  }
+
+ private:
+  friend class CollectiveRun;  // runs under the world mutex (detail/collective_run.hpp)
+
+  void endLocked(Call& call, std::exception_ptr* e) const {
     if (!call.seq) return;
     if (e)
       sequences().end(call, *e, table().mailbox());
@@ -232,7 +249,6 @@ class Endpoint {
     call.seq = nullptr;
   }
 
- private:
   CallTable& table() const { return mailbox().calls; }
 
   // The peer a call waits for, and what for (the call table's words).
@@ -256,7 +272,7 @@ class Endpoint {
   // The record of communicator `comm`'s collectives here, given to this
   // rank's sequence guard when first asked for (a subset's lanes counted).
   InProcessCalls::Seq& sequence(std::uint64_t comm) const {
-    std::lock_guard<std::mutex> lock(world_->mutex);
+    Locked lock(*world_);
     auto& seq = sequences_[comm];
     if (!seq) {
       seq = std::make_shared<InProcessCalls::Seq>(who(), rank_);
@@ -282,20 +298,20 @@ class Endpoint {
          failures::lostRank(peer, failures::closedItsBootstrap() + " (its body returned)"));
   }
 
-  // Sleeps on this rank's condition variable until ready(), an abort, the
-  // deadline or `*interrupt`. A peer that left fails the wait: what it sent is
-  // already in the mailbox, so nothing more is coming.
+  // Sleeps on this rank's condition variable until ready(), an abort or the
+  // deadline. A peer that left fails the wait: what it sent is already in
+  // the mailbox, so nothing more is coming. Woken runs are resumed first.
   template <class Peer, class WaitingFor, class Ready>
   void waitLocked(std::unique_lock<std::mutex>& lock, Clock::time_point until, const std::string& where, Peer peer,
-                  WaitingFor waitingFor, Ready ready, const Interrupt* interrupt) const {
+                  WaitingFor waitingFor, Ready ready) const {
     RankMailbox& box = mailbox();
     for (;;) {
+      world_->drainLocked();
       throwIfAbortedLocked(where);
       if (ready()) return;
       throwIfLeftLocked(where, peer());
-      const Interrupt why = interrupt ? *interrupt : Interrupt::None;
-      if (why == Interrupt::Cancelled) fail(ErrorCode::Aborted, where, -1, failures::cancelledOnThisRank());
-      if (why == Interrupt::TimedOut || box.wake.wait_until(lock, until) == std::cv_status::timeout) {
+      if (box.wake.wait_until(lock, until) == std::cv_status::timeout) {
+        world_->drainLocked();
         throwIfAbortedLocked(where);
         if (ready()) return;
         fail(ErrorCode::Timeout, where, peer(), failures::timedOut(waitingFor()));

@@ -8,30 +8,27 @@
 //    cancel() withdraws it while unmatched (the communicator stays usable).
 //  * isend and irecv fail at the communicator's deadline from their start,
 //    whether waited for or only tested (test() then throws the Timeout).
-//  * collectives: the plan runs on a thread of its own (the TCP world's
-//    progress thread does the same work), so peers progress whether or not
-//    this rank tests; cancel() fails it with Aborted "cancelled on this
-//    rank", leaves the communicator unusable and, on the world communicator,
-//    aborts the world naming this rank.
+//  * collectives: a run (detail/collective_run.hpp) the peers' messages
+//    drive, as the TCP world's progress thread drives its own, so peers
+//    progress whether or not this rank tests; test() and wait() fail it at
+//    its deadline; cancel() fails it with Aborted "cancelled on this rank",
+//    leaves the communicator unusable and, on the world communicator, aborts
+//    the world naming this rank.
 // A request not done when destroyed is cancelled and waited for, so the
 // caller's buffers are never touched after the destructor. Header-only, C++17.
 #pragma once
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <exception>
-#include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <utility>
-#include <vector>
 
 #include "tether/detail/core/deadlines.hpp"
 #include "tether/error.hpp"
 #include "tether/request.hpp"
+#include "tether/testing/detail/collective_run.hpp"
 #include "tether/testing/detail/endpoint.hpp"
 
 namespace tether {
@@ -118,7 +115,7 @@ class SentRequest final : public PointRequest {
   ~SentRequest() override {
     if (finished_) return;
     try {
-      endpoint_.waitSent(sent_, deadline_, where_, nullptr);
+      endpoint_.waitSent(sent_, deadline_, where_);
     } catch (...) {
     }
   }
@@ -126,7 +123,7 @@ class SentRequest final : public PointRequest {
 
  private:
   bool ready() override { return endpoint_.delivered(sent_, where_); }
-  void block(Endpoint::Clock::time_point until) override { endpoint_.waitSent(sent_, until, where_, nullptr); }
+  void block(Endpoint::Clock::time_point until) override { endpoint_.waitSent(sent_, until, where_); }
 
   const Endpoint::Sent sent_;
 };
@@ -153,7 +150,7 @@ class RecvRequest final : public PointRequest {
 
  private:
   bool ready() override { return endpoint_.settled(call_); }
-  void block(Endpoint::Clock::time_point until) override { endpoint_.settle(call_, until, nullptr); }
+  void block(Endpoint::Clock::time_point until) override { endpoint_.settle(call_, until); }
   // Failed before a message came: withdrawn.
   void ended(std::exception_ptr error) override {
     if (error) endpoint_.withdraw(call_);
@@ -163,105 +160,47 @@ class RecvRequest final : public PointRequest {
   Call call_;  // the call table points to it while its receive is posted
 };
 
-// A collective started (its id taken): `body` replays its plan on a thread
-// of its own, watching the interrupt that cancel() and wait() set.
+// A collective started: its run goes on as messages come; test() and
+// wait() look at it (and fail it at its deadline), cancel() fails it.
 class CollectiveRequest final : public RequestBase {
  public:
   CollectiveRequest(std::shared_ptr<const void> owner, const Endpoint& endpoint, const std::string& where,
-                    bool abortWorldOnCancel, std::vector<unsigned char> keep,
-                    std::function<void(const Interrupt*)> body)
-      : RequestBase(std::move(owner), endpoint, where),
-        abortWorldOnCancel_(abortWorldOnCancel),
-        keep_(std::move(keep)) {
-    thread_ = std::thread([this, body] {
-      std::exception_ptr error;
-      try {
-        body(&interrupt_);
-      } catch (...) {
-        error = std::current_exception();
-      }
-      std::lock_guard<std::mutex> lock(mutex_);
-      error_ = error;
-      done_ = true;
-      wake_.notify_all();
-    });
-  }
+                    bool abortWorldOnCancel, std::shared_ptr<CollectiveRun> run)
+      : RequestBase(std::move(owner), endpoint, where), abortWorldOnCancel_(abortWorldOnCancel), run_(std::move(run)) {}
   ~CollectiveRequest() override {
     try {
       cancel();
     } catch (...) {
     }
-    if (thread_.joinable()) thread_.join();
   }
 
   bool test() override {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (!done_) return false;
-    }
-    finish();
+    if (!run_->test()) return false;
+    if (auto e = run_->error()) std::rethrow_exception(e);
     return true;
   }
 
+  // Past `timeout` it fails with Timeout, as a blocking call.
   void wait(std::chrono::milliseconds timeout) override {
-    const auto deadline = until(timeout);
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      if (!wake_.wait_until(lock, deadline, [&] { return done_; })) {
-        lock.unlock();
-        endpoint_.interrupt(interrupt_, Interrupt::TimedOut);  // it fails with Timeout, as a blocking call
-      }
-    }
-    finish();
+    if (auto e = run_->wait(until(timeout))) std::rethrow_exception(e);
   }
 
   // True if the call ended because of it.
   bool cancel() override {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (done_) return false;
-    }
-    endpoint_.interrupt(interrupt_, Interrupt::Cancelled);
-    std::exception_ptr error;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return done_; });
-      error = error_;
-    }
-    if (!error) return false;  // it completed first
-    try {
-      std::rethrow_exception(error);
-    } catch (const Error& e) {
-      if (e.code() != ErrorCode::Aborted ||
-          std::string(e.what()).find(failures::cancelledOnThisRank()) == std::string::npos)
-        return false;
-      // Peers have started it too and wait for steps this rank will not send.
-      if (abortWorldOnCancel_) endpoint_.world()->abortAll(endpoint_.worldRank(), e.what());
-      return true;
-    } catch (...) {
-      return false;
-    }
+    const auto e = std::make_exception_ptr(
+        Error(ErrorCode::Aborted, failures::failure(endpoint_.who(), where_, failures::cancelledOnThisRank()),
+              endpoint_.rank(), -1));
+    if (!run_->cancel(e)) return false;
+    // Peers have started it too and wait for steps this rank will not send.
+    if (abortWorldOnCancel_)
+      endpoint_.world()->abortAll(endpoint_.worldRank(),
+                                  failures::failure(endpoint_.who(), where_, failures::cancelledOnThisRank()));
+    return true;
   }
 
  private:
-  // Waits for the thread; rethrows the call's error.
-  void finish() {
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return done_; });
-    }
-    if (thread_.joinable()) thread_.join();
-    if (error_) std::rethrow_exception(error_);
-  }
-
   const bool abortWorldOnCancel_;
-  std::vector<unsigned char> keep_;        // in-place all-to-all's blocks to send
-  Interrupt interrupt_ = Interrupt::None;  // under the world mutex
-  std::mutex mutex_;                       // guards the two below
-  std::condition_variable wake_;
-  bool done_ = false;
-  std::exception_ptr error_;
-  std::thread thread_;
+  const std::shared_ptr<CollectiveRun> run_;
 };
 
 }  // namespace detail

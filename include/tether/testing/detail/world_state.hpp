@@ -33,14 +33,13 @@ namespace detail {
 
 namespace window = ::tether::detail::core::window;
 
-// Ends a nonblocking call's waits from another thread: Request::cancel, or
-// Request::wait whose timeout passed. Read and written under the world mutex.
-enum class Interrupt : std::uint8_t { None, Cancelled, TimedOut };
-
 // A send its window held back: done once delivered (or failed, when its
-// sender gave up on it and dropped it).
+// sender gave up on it and dropped it). A collective's counts as one of its
+// call's outstanding operations until then, as over TCP a frame referencing
+// the caller's buffer counts until written.
 struct SendSlot {
   bool done = false;
+  Call* call = nullptr;  // a collective's (its run is resumed once its round is done), else null
 };
 
 struct WorldState;
@@ -69,7 +68,7 @@ struct RankMailbox final : CallTable::Hooks, SequenceGuard::Hooks {
             call.who, call.where, ::tether::detail::core::failures::expectsBytes(h.key.source, h.describe(), expected)),
         call.rank, h.key.source));
   }
-  void failed(Call&) override { wake.notify_all(); }
+  void failed(Call&) override;
   void failCall(Call& call, std::exception_ptr e) override { calls.failCall(call, std::move(e)); }
 };
 
@@ -151,13 +150,34 @@ struct WorldState {
     lanes.credit(lane, credit, [&](Held&& held) {
       held.slot->done = true;
       deliverLocked(held.dst, held.header, held.payload.data());
-      mailboxes[static_cast<std::size_t>(from)]->wake.notify_all();
+      RankMailbox& sender = *mailboxes[static_cast<std::size_t>(from)];
+      if (Call* call = std::exchange(held.slot->call, nullptr)) {
+        if (!call->error) --call->outstanding;
+        sender.calls.wake(*call);
+        stirLocked(from);
+      }
+      sender.wake.notify_all();
     });
   }
 
   // The sender gave up on a held send (it failed): it is never delivered.
   void dropLocked(const std::shared_ptr<SendSlot>& slot) {
+    slot->call = nullptr;
     for (Window* w : {&p2p_, &coll_}) w->dropHeld([&](const LaneId&, const Held& h) { return h.slot == slot; });
+  }
+
+  // `worldRank`'s call table may have woken a run (a frame was delivered to
+  // it, a held send of its was delivered, a call of its failed).
+  void stirLocked(int worldRank) { stirred_.push_back(worldRank); }
+  // Resumes the woken runs of every stirred rank until none is left (a run
+  // that sends may wake others'): on the thread that holds the mutex, where
+  // no run is stepping (detail/collective_run.hpp).
+  void drainLocked() {
+    while (!stirred_.empty()) {
+      const int r = stirred_.back();
+      stirred_.pop_back();
+      mailboxes[static_cast<std::size_t>(r)]->calls.resumeWoken();
+    }
   }
 
   // How much of `from`'s frames on the lane of `key` to `to` are unreceived,
@@ -176,6 +196,7 @@ struct WorldState {
     box.calls.deliver(header.key.source, header, payload, [&] {
       return header.key.channel != Channel::Collective || box.sequences.admit(header.key.source, header);
     });
+    stirLocked(dstWorld);
     box.wake.notify_all();
   }
 
@@ -191,6 +212,9 @@ struct WorldState {
   // waiters: like TCP, where the aborting rank sends an abort notice to its peers.
   void abortAll(int byWorldRank, const std::string& reason) {
     std::lock_guard<std::mutex> lock(mutex);
+    abortAllLocked(byWorldRank, reason);
+  }
+  void abortAllLocked(int byWorldRank, const std::string& reason) {
     for (auto& box : mailboxes) {
       box->abort.record(byWorldRank, reason);
       box->wake.notify_all();
@@ -230,9 +254,14 @@ struct WorldState {
   Window p2p_{p2pWindow, window::kCreditBatch, bytesOf};
   Window coll_{window::kCollectiveBytes, window::kCollectiveBatch, bytesOf};
   std::unordered_map<std::uint64_t, int> commRanks_;  // a child communicator's live bootstraps
+  std::vector<int> stirred_;                          // ranks drainLocked looks at
 };
 
 inline void RankMailbox::frameReceived(int, const Header& h) { world.receivedLocked(worldRank, h); }
+inline void RankMailbox::failed(Call&) {
+  world.stirLocked(worldRank);
+  wake.notify_all();
+}
 
 }  // namespace detail
 }  // namespace testing
