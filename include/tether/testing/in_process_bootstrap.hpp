@@ -34,7 +34,7 @@
 #include "tether/detail/core/split.hpp"
 #include "tether/error.hpp"
 #include "tether/request.hpp"
-#include "tether/testing/detail/collective_run.hpp"
+#include "tether/testing/detail/run.hpp"
 #include "tether/testing/detail/endpoint.hpp"
 #include "tether/testing/detail/requests.hpp"
 
@@ -78,17 +78,16 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
   // the peer has not received), once the peer has received enough of them.
   void send(const void* data, std::size_t bytes, int peer, int tag) override {
     tether::detail::args::message(rank(), size(), "send", data, bytes, peer, tag);
-    const auto until = endpoint_.deadline();
-    const std::string where = sendName(peer, tag);
-    endpoint_.waitSent(postMessage(data, bytes, peer, tag, where), until, where);
+    detail::Run run(endpoint_);
+    startSend(run, data, bytes, peer, tag);
+    waitFor(run);
   }
 
   void recv(void* data, std::size_t bytes, int peer, int tag) override {
     tether::detail::args::message(rank(), size(), "recv", data, bytes, peer, tag);
-    const auto until = endpoint_.deadline();
-    detail::Call call = endpoint_.call(tether::detail::core::failures::recvName(peer, tag));
-    endpoint_.post(call, endpoint_.pointToPoint(peer, tag), data, bytes);
-    endpoint_.settle(call, until);
+    detail::Run run(endpoint_);
+    startRecv(run, data, bytes, peer, tag);
+    waitFor(run);
   }
 
   void allgather(void* allData, std::size_t bytesPerRank) override {
@@ -121,30 +120,30 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
       std::lock_guard<std::mutex> lock(stateMutex_);
       count = subsets_[group].take();  // each subset numbers its own barriers, as over TCP
     }
-    detail::CollectiveRun run(endpoint_);
+    detail::Run run(endpoint_);
     Call call;
     call.op = Op::SubsetBarrier;
     const int groupRank = static_cast<int>(std::find(group.begin(), group.end(), rank()) - group.begin());
     run.plan = record(call, groupRank, static_cast<int>(group.size()));
     begin(run, subsetComm, count, call);
     launch(run, group, nullptr, nullptr, /*abortWorldOnFailure=*/false);
-    if (auto e = run.wait(detail::Endpoint::Clock::time_point::max())) std::rethrow_exception(e);
+    waitFor(run);
   }
 
   // ---- nonblocking (tether/request.hpp; detail/requests.hpp) ----
 
   Request isend(const void* data, std::size_t bytes, int peer, int tag) override {
     tether::detail::args::message(rank(), size(), "isend", data, bytes, peer, tag);
-    const auto until = endpoint_.deadline();
-    const std::string where = sendName(peer, tag);
-    return Request(std::make_unique<detail::SentRequest>(owner(), endpoint_, where,
-                                                         postMessage(data, bytes, peer, tag, where), until));
+    auto run = std::make_shared<detail::Run>(endpoint_);
+    startSend(*run, data, bytes, peer, tag);
+    return request(std::move(run), detail::RunRequest::Cancel::Never);
   }
 
   Request irecv(void* data, std::size_t bytes, int peer, int tag) override {
     tether::detail::args::message(rank(), size(), "irecv", data, bytes, peer, tag);
-    return Request(std::make_unique<detail::RecvRequest>(owner(), endpoint_, data, bytes, peer, tag,
-                                                         tether::detail::core::failures::recvName(peer, tag)));
+    auto run = std::make_shared<detail::Run>(endpoint_);
+    startRecv(*run, data, bytes, peer, tag);
+    return request(std::move(run), detail::RunRequest::Cancel::Fail);
   }
 
   Request iallgather(void* allData, std::size_t bytesPerRank) override {
@@ -186,16 +185,25 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
   using Plan = tether::detail::coll::Plan;
 
   static const char* nameOf(Op op) { return tether::detail::coll::opName(op); }
-  static std::string sendName(int peer, int tag) { return tether::detail::core::failures::sendName(peer, tag); }
 
   // A point-to-point message: delivered, or copied and held by its window.
-  detail::Endpoint::Sent postMessage(const void* data, std::size_t bytes, int peer, int tag, const std::string& where) {
+  void startSend(detail::Run& run, const void* data, std::size_t bytes, int peer, int tag) {
+    run.call = endpoint_.call(tether::detail::core::failures::sendName(peer, tag));
     detail::Header header;
-    header.key.comm = endpoint_.comm();
-    header.key.channel = detail::Channel::PointToPoint;
-    header.key.sequence = static_cast<std::uint64_t>(tag);
+    header.key = endpoint_.pointToPoint(rank(), tag);
     header.length = bytes;
-    return endpoint_.send(peer, std::move(header), data, where);
+    run.startSend(peer, std::move(header), data);
+  }
+  void startRecv(detail::Run& run, void* data, std::size_t bytes, int peer, int tag) {
+    run.call = endpoint_.call(tether::detail::core::failures::recvName(peer, tag));
+    run.startRecv(endpoint_.pointToPoint(peer, tag), data, bytes);
+  }
+  // A blocking call waits for its run (to its deadline).
+  static void waitFor(detail::Run& run) {
+    if (auto e = run.wait(detail::Endpoint::Clock::time_point::max())) std::rethrow_exception(e);
+  }
+  Request request(std::shared_ptr<detail::Run> run, detail::RunRequest::Cancel cancel) {
+    return Request(std::make_unique<detail::RunRequest>(owner(), endpoint_, std::move(run), cancel));
   }
 
   // The algorithm TcpBootstrap would choose for this call here, recorded.
@@ -215,29 +223,29 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
   // communicator unusable (launch). Returns the id.
   std::uint64_t collective(const tether::detail::coll::Prepared& prepared) {
     tether::detail::CallSlot::Scope scope(calling_, rank(), nameOf(prepared.call.op));
-    detail::CollectiveRun run(endpoint_);
+    detail::Run run(endpoint_);
     start(run, prepared.call);
     launch(run, allRanks(), prepared.in, prepared.out, /*abortWorldOnFailure=*/endpoint_.comm() == 0);
-    if (auto e = run.wait(detail::Endpoint::Clock::time_point::max())) std::rethrow_exception(e);
+    waitFor(run);
     return run.key.sequence;
   }
 
   // The nonblocking form: holds the call slot until the call has its id and
-  // has started; it runs on as the peers' messages come (detail/collective_run.hpp).
+  // has started; it runs on as the peers' messages come (detail/run.hpp).
   Request startCollective(tether::detail::coll::Prepared prepared) {
     tether::detail::CallSlot::Scope scope(calling_, rank(), nameOf(prepared.call.op));
-    auto run = std::make_shared<detail::CollectiveRun>(endpoint_);
+    auto run = std::make_shared<detail::Run>(endpoint_);
     start(*run, prepared.call);
     run->keep = std::move(prepared.keep);  // `in` may point into it (an in-place all-to-all); moved, not copied
     const bool world = endpoint_.comm() == 0;
     launch(*run, allRanks(), prepared.in, prepared.out, /*abortWorldOnFailure=*/world);
-    return Request(std::make_unique<detail::CollectiveRequest>(owner(), endpoint_, run->call.where,
-                                                               /*abortWorldOnCancel=*/world, std::move(run)));
+    return request(std::move(run),
+                   world ? detail::RunRequest::Cancel::FailAndAbortWorld : detail::RunRequest::Cancel::Fail);
   }
 
   // Records its plan, takes its id, and its place in its communicator's
   // sequence (in id order, on the calling thread).
-  void start(detail::CollectiveRun& run, const Call& call) {
+  void start(detail::Run& run, const Call& call) {
     run.plan = record(call, rank(), size());  // bad settings throw before an id is taken
     std::uint64_t id;
     {
@@ -250,7 +258,7 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
 
   // Its call id's key (communicator `comm`, `id`), its name, and its place
   // in the communicator's sequence.
-  void begin(detail::CollectiveRun& run, std::uint64_t comm, std::uint64_t id, const Call& call) {
+  void begin(detail::Run& run, std::uint64_t comm, std::uint64_t id, const Call& call) {
     run.key.comm = comm;
     run.key.channel = detail::Channel::Collective;
     run.key.sequence = id;
@@ -266,13 +274,12 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
   // communicator broken and, on the world communicator, may abort the world
   // (tether/detail/core/collective_calls.hpp) — when it fails, whether or
   // not its caller waits. `group` maps plan ranks to communicator ranks.
-  void launch(detail::CollectiveRun& run, std::vector<int> group, const void* in, void* out, bool abortWorldOnFailure) {
+  void launch(detail::Run& run, std::vector<int> group, const void* in, void* out, bool abortWorldOnFailure) {
     {
       std::lock_guard<std::mutex> lock(stateMutex_);
       calls_.usable(endpoint_.who(), run.call.where, rank());
     }
-    endpoint_.throwIfAborted(run.call.where);
-    run.start(std::move(group), in, out, [this, abortWorldOnFailure](std::exception_ptr e) {
+    run.startCollective(std::move(group), in, out, [this, abortWorldOnFailure](std::exception_ptr e) {
       try {
         std::rethrow_exception(e);
       } catch (const Error& error) {  // under the world mutex

@@ -1,15 +1,13 @@
 // tether/testing/detail/endpoint.hpp — one rank's view of one in-process communicator.
 //
-// Posts and takes messages on the shared mailboxes, with the call's deadline,
-// abort handling and errors that name rank, peer and operation — the in-process
-// counterpart of the TCP link layer. Header-only, C++17.
+// Its ranks, names, deadlines and the waits of its calls (detail/run.hpp),
+// with abort handling and errors that name rank, peer and operation; its
+// collectives' places in their sequences. Header-only, C++17.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <cstring>
-#include <deque>
 #include <exception>
 #include <map>
 #include <memory>
@@ -30,7 +28,7 @@ namespace detail {
 
 namespace failures = ::tether::detail::core::failures;
 
-class CollectiveRun;
+class Run;
 
 class Endpoint {
  public:
@@ -74,7 +72,6 @@ class Endpoint {
   int worldRank() const { return members_[static_cast<std::size_t>(rank_)]; }
   int worldRankOf(int rank) const { return members_[static_cast<std::size_t>(rank)]; }
   std::uint64_t comm() const { return comm_; }
-  const std::vector<int>& members() const { return members_; }
   const std::shared_ptr<WorldState>& world() const { return world_; }
 
   std::chrono::milliseconds timeout() const { return std::chrono::milliseconds(timeoutMs_.load()); }
@@ -92,65 +89,6 @@ class Endpoint {
 
   [[noreturn]] void fail(ErrorCode code, const std::string& where, int peer, const std::string& what) const {
     throw Error(code, failures::failure(who(), where, what), rank_, peer);
-  }
-
-  void throwIfAborted(const std::string& where) const {
-    Locked lock(*world_);
-    throwIfAbortedLocked(where);
-  }
-
-  // A send: delivered (slot empty), or held by its window until the peer
-  // has received enough of this rank's earlier frames on its lane.
-  struct Sent {
-    std::shared_ptr<SendSlot> slot;
-    int peer = 0;
-    ChannelKey key;
-  };
-
-  // Delivers the message into the peer's posted receive or its stash (send
-  // is buffered, like a socket buffer) — past the lane's window, copies and
-  // holds it instead. `header.key` names the channel, id, step and operation.
-  Sent send(int peer, Header header, const void* data, const std::string& where) const {
-    header.key.source = rank_;
-    const ChannelKey key = header.key;
-    Locked lock(*world_);
-    throwIfAbortedLocked(where);
-    return Sent{world_->sendLocked(worldRank(), worldRankOf(peer), std::move(header), data), peer, key};
-  }
-
-  // Waits until a held send is delivered (or `until`, an abort, the peer
-  // leaving); one that fails is dropped, never delivered.
-  void waitSent(const Sent& sent, Clock::time_point until, const std::string& where) const {
-    if (!sent.slot) return;
-    Locked lock(*world_);
-    try {
-      waitLocked(
-          lock.lock(), until, where, [&] { return sent.peer; }, [&] { return heldText(sent); },
-          [&] { return sent.slot->done; });
-    } catch (...) {
-      world_->dropLocked(sent.slot);
-      throw;
-    }
-  }
-  // Gives up on a held send (its call failed): it is never delivered.
-  void drop(const Sent& sent) const {
-    if (!sent.slot) return;
-    Locked lock(*world_);
-    world_->dropLocked(sent.slot);
-  }
-  // A look without waiting (Request::test); one that fails is dropped.
-  bool delivered(const Sent& sent, const std::string& where) const {
-    if (!sent.slot) return true;
-    Locked lock(*world_);
-    try {
-      throwIfAbortedLocked(where);
-      if (sent.slot->done) return true;
-      throwIfLeftLocked(where, sent.peer);
-    } catch (...) {
-      world_->dropLocked(sent.slot);
-      throw;
-    }
-    return false;
   }
 
   // A call of this rank on this communicator, named `where` in its errors.
@@ -181,46 +119,6 @@ class Endpoint {
     return key;
   }
 
-  // A receive of `call` under `key` into the caller's buffer: filled now
-  // from a message that came first, else posted for the next one (the call
-  // table's; sizes must agree, else the call fails with a Protocol error
-  // naming both).
-  void post(Call& call, const ChannelKey& key, void* data, std::size_t bytes) const {
-    Locked lock(*world_);
-    throwIfAbortedLocked(call.where);
-    try {
-      if (!table().takeStashed(call, key, data, bytes)) table().post(call, key, data, bytes);
-    } catch (...) {  // sizes differ: the call fails when it settles, as when a later message does
-      table().failCall(call, std::current_exception());
-    }
-  }
-  // Waits until every receive `call` posted is filled (or `until`, an abort,
-  // the sender leaving); a call that fails withdraws what it still had posted.
-  void settle(Call& call, Clock::time_point until) const {
-    Locked lock(*world_);
-    try {
-      waitLocked(
-          lock.lock(), until, call.where, [&] { return waitedPeer(call); }, [&] { return waitingText(call); },
-          [&] { return table().settled(call); });
-    } catch (...) {
-      table().failCall(call, std::current_exception());
-      throw;
-    }
-  }
-  // A look without waiting (Request::test).
-  bool settled(Call& call) const {
-    Locked lock(*world_);
-    throwIfAbortedLocked(call.where);
-    if (table().settled(call)) return true;
-    throwIfLeftLocked(call.where, waitedPeer(call));
-    return false;
-  }
-  // Withdraws the receives `call` still has posted; true if there were any.
-  bool withdraw(Call& call) const {
-    Locked lock(*world_);
-    return table().withdraw(call);
-  }
-
   // A collective takes its place in its communicator's sequence (the shared
   // guard, tether/detail/core/sequence_guard.hpp), in id order: it fails
   // (its first settle throws) if a message of another operation or root
@@ -229,17 +127,13 @@ class Endpoint {
     Locked lock(*world_);
     if (sequences().begin(*call.seq, call)) sequences().checkStashed(call, table().mailbox());
   }
-  // It ended (`*e`: its error, or null) or never ran (`e` null): one that
-  // returned with a message left at its id fails (its sender ran another
-  // algorithm or operation), and the message is dropped.
-  void end(Call& call, std::exception_ptr* e) const {
-    Locked lock(*world_);
-    endLocked(call, e);
-  }
 
  private:
-  friend class CollectiveRun;  // runs under the world mutex (detail/collective_run.hpp)
+  friend class Run;  // runs under the world mutex (detail/run.hpp)
 
+  // A call ended (`*e`: its error, or null) or never ran (`e` null): a
+  // collective that returned with a message left at its id fails (its
+  // sender ran another algorithm or operation), and the message is dropped.
   void endLocked(Call& call, std::exception_ptr* e) const {
     if (!call.seq) return;
     if (e)
@@ -251,19 +145,13 @@ class Endpoint {
 
   CallTable& table() const { return mailbox().calls; }
 
-  // The peer a call waits for, and what for (the call table's words).
-  static int waitedPeer(const Call& call) { return CallTable::waitedPeer(call); }
-  static std::string waitingText(const Call& call) {
-    const std::string text = CallTable::waitingText(call, failures::rankName);
-    return text.empty() ? "before completing" : text;
-  }
-
-  // "waiting to send to rank 1: it has not yet received ..." (window.hpp).
-  std::string heldText(const Sent& sent) const {
-    const auto lane = world_->windowLocked(worldRank(), worldRankOf(sent.peer), sent.key);
-    return window::waitingToSend(failures::rankName(sent.peer)) +
-           (sent.key.channel == Channel::PointToPoint ? window::p2pNote(lane.first, lane.second)
-                                                      : window::collectiveNote(lane.first, lane.second));
+  // "waiting to send to rank 1: it has not yet received ..." (window.hpp):
+  // a send to `peer` under `key` its window holds.
+  std::string heldText(int peer, const ChannelKey& key) const {
+    const auto lane = world_->windowLocked(worldRank(), worldRankOf(peer), key);
+    return window::waitingToSend(failures::rankName(peer)) + (key.channel == Channel::PointToPoint
+                                                                  ? window::p2pNote(lane.first, lane.second)
+                                                                  : window::collectiveNote(lane.first, lane.second));
   }
 
   RankMailbox& mailbox() const { return *world_->mailboxes[static_cast<std::size_t>(worldRank())]; }

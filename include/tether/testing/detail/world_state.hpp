@@ -171,7 +171,7 @@ struct WorldState {
   void stirLocked(int worldRank) { stirred_.push_back(worldRank); }
   // Resumes the woken runs of every stirred rank until none is left (a run
   // that sends may wake others'): on the thread that holds the mutex, where
-  // no run is stepping (detail/collective_run.hpp).
+  // no run is stepping (detail/run.hpp).
   void drainLocked() {
     while (!stirred_.empty()) {
       const int r = stirred_.back();

@@ -1,0 +1,264 @@
+// tether/testing/detail/run.hpp — one call of one rank (a send, a receive,
+// a collective), run as the TCP world runs its calls (lib/core/op_run.hpp):
+// a state machine, not a thread. It posts what it sends and receives — a
+// collective its plan's steps up to each settle — and parks in the shared
+// call table (CallTable::settleOrResume); the table wakes it once its
+// receives are filled and its held sends delivered, and the thread that
+// delivered the last of them resumes it before it lets go of the world mutex
+// (WorldState::drainLocked). So a nonblocking call needs no thread, and a
+// rank's calls progress whether or not its caller waits. A caller that waits
+// or tests fails the run at its deadline, on an abort, or when the peer it
+// waits for has left. Header-only, C++17.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tether/detail/coll/execute.hpp"
+#include "tether/detail/core/call_table.hpp"
+#include "tether/error.hpp"
+#include "tether/testing/detail/endpoint.hpp"
+
+namespace tether {
+namespace testing {
+namespace detail {
+
+class Run final : public ::tether::detail::core::Resumable {
+ public:
+  using Clock = Endpoint::Clock;
+  using Plan = ::tether::detail::coll::Plan;
+  // Told of a collective's failure under the world mutex: the bootstrap
+  // marks its communicator broken and may abort the world.
+  using Failed = std::function<void(std::exception_ptr)>;
+
+  explicit Run(const Endpoint& endpoint) : endpoint_(endpoint) {}
+  // One that did not end (a collective that never started; one whose
+  // request could not be cancelled) leaves nothing behind: not its
+  // receives, its held sends, its place in the call table or its sequence.
+  ~Run() {
+    Endpoint::Locked lock(*endpoint_.world_);
+    if (done_) return;
+    letGo();
+    call.resumer = nullptr;
+    endpoint_.endLocked(call, nullptr);
+  }
+  Run(const Run&) = delete;
+  Run& operator=(const Run&) = delete;
+
+  Call call;                        // its receives (and a collective's sequence entry) point to it
+  Plan plan{0, 1};                  // a collective's, recorded before it starts
+  ChannelKey key;                   // a collective's call id: communicator, id, operation, root
+  std::vector<unsigned char> keep;  // an in-place all-to-all's blocks to send
+
+  // Each starts the call (its deadline the communicator's timeout from now)
+  // and takes it as far as it goes now; an abort throws first.
+  // A collective: replays the plan over `group` (plan rank -> communicator
+  // rank) from `in` into `out`.
+  void startCollective(std::vector<int> group, const void* in, void* out, Failed failed) {
+    Endpoint::Locked lock(*endpoint_.world_);
+    begin();
+    group_ = std::move(group);
+    failed_ = std::move(failed);
+    exec_.emplace(std::move(plan), in, out);
+    resume(call.error);  // failed as it began: a frame of another operation came first
+  }
+  // A point-to-point message to `peer` (delivered, or held by its window).
+  void startSend(int peer, Header header, const void* data) {
+    Endpoint::Locked lock(*endpoint_.world_);
+    begin();
+    send(peer, std::move(header), data);
+    settle();
+  }
+  // A receive under `k`: filled from a message that came first, else posted.
+  void startRecv(const ChannelKey& k, void* data, std::size_t bytes) {
+    Endpoint::Locked lock(*endpoint_.world_);
+    begin();
+    try {
+      receive(k, data, bytes);
+    } catch (...) {  // sizes differ
+      return finish(std::current_exception());
+    }
+    settle();
+  }
+
+  // Waits until it ended; at `until` (or its deadline), an abort, or the
+  // peer it waits for leaving, fails it. Its error, or null.
+  std::exception_ptr wait(Clock::time_point until) {
+    Endpoint::Locked lock(*endpoint_.world_);
+    if (!done_) {
+      try {
+        endpoint_.waitLocked(
+            lock.lock(), std::min(until, until_), call.where, [&] { return peer(); }, [&] { return waitingText(); },
+            [&] { return done_; });
+      } catch (...) {
+        fail(std::current_exception());
+      }
+    }
+    return error_;
+  }
+
+  // A look without waiting (Request::test): fails it as wait() would. True once it ended.
+  bool test() {
+    Endpoint::Locked lock(*endpoint_.world_);
+    if (done_) return true;
+    try {
+      endpoint_.throwIfAbortedLocked(call.where);
+      endpoint_.throwIfLeftLocked(call.where, peer());
+      if (Clock::now() >= until_)
+        endpoint_.fail(ErrorCode::Timeout, call.where, peer(), failures::timedOut(waitingText()));
+    } catch (...) {
+      fail(std::current_exception());
+    }
+    return done_;
+  }
+
+  // Fails it with `e` unless it ended already; true if it ended with `e`.
+  bool cancel(const std::exception_ptr& e) {
+    Endpoint::Locked lock(*endpoint_.world_);
+    if (done_) return false;
+    fail(e);
+    return error_ == e;
+  }
+  std::exception_ptr error() const {
+    Endpoint::Locked lock(*endpoint_.world_);
+    return error_;
+  }
+
+  // ---- under the world mutex ----
+
+  // The call table's: what it waited for is done (or `e` failed it).
+  void resume(std::exception_ptr e) override {
+    if (e || !exec_) return finish(e);
+    try {
+      endpoint_.throwIfAbortedLocked(call.where);
+      while (exec_->next(*this))
+        if (!endpoint_.table().settleOrResume(call, *this)) return;  // resumed when the round is done
+    } catch (...) {
+      return finish(std::current_exception());
+    }
+    finish(nullptr);
+  }
+
+  // The plan executor's transport (tether/detail/coll/execute.hpp).
+  void postSend(int peer, std::uint32_t step, const void* data, std::size_t bytes) {
+    Header header;
+    header.key = key;
+    header.key.step = step;
+    header.length = bytes;
+    send(group_[static_cast<std::size_t>(peer)], std::move(header), data);
+  }
+  void postRecv(int peer, std::uint32_t step, void* data, std::size_t bytes) {
+    ChannelKey k = key;
+    k.step = step;
+    k.source = group_[static_cast<std::size_t>(peer)];
+    receive(k, data, bytes);
+  }
+
+ private:
+  void begin() {
+    until_ = endpoint_.deadline();
+    endpoint_.throwIfAbortedLocked(call.where);
+  }
+
+  // Delivered now, or held by its window (copied) and counted until delivered.
+  void send(int peer, Header header, const void* data) {
+    header.key.source = endpoint_.rank();
+    const ChannelKey sentKey = header.key;
+    auto slot =
+        endpoint_.world_->sendLocked(endpoint_.worldRank(), endpoint_.worldRankOf(peer), std::move(header), data);
+    if (!slot) return;
+    held_.erase(std::remove_if(held_.begin(), held_.end(), [](const Held& h) { return h.slot->done; }), held_.end());
+    slot->call = &call;
+    ++call.outstanding;
+    held_.push_back(Held{std::move(slot), peer, sentKey});
+  }
+  // Takes a message that came first, or posts the receive (sizes differ: throws).
+  void receive(const ChannelKey& k, void* data, std::size_t bytes) {
+    CallTable& table = endpoint_.table();
+    if (!table.takeStashed(call, k, data, bytes)) table.post(call, k, data, bytes);
+  }
+  // A send's or receive's one wait.
+  void settle() {
+    try {
+      if (!endpoint_.table().settleOrResume(call, *this)) return;
+    } catch (...) {
+      return finish(std::current_exception());
+    }
+    finish(nullptr);
+  }
+
+  // Ends the run with `e` through the call table (it waits there), at once.
+  void fail(const std::exception_ptr& e) {
+    if (done_) return;
+    endpoint_.table().failCall(call, e);
+    endpoint_.world_->drainLocked();
+    if (!done_) finish(call.error ? call.error : e);  // it was not waiting (cannot happen; never left hanging)
+  }
+
+  // It ended: nothing of it stays posted or held, a collective leaves its
+  // sequence (a message left at its id fails one that returned), and its
+  // caller is woken.
+  void finish(std::exception_ptr e) {
+    letGo();
+    endpoint_.endLocked(call, &e);
+    exec_.reset();
+    done_ = true;
+    error_ = e;
+    if (e && failed_) failed_(e);
+    endpoint_.mailbox().wake.notify_all();
+  }
+
+  // Withdraws its receives and drops its held sends (never delivered now).
+  void letGo() {
+    endpoint_.table().withdraw(call);
+    for (const Held& h : held_)
+      if (!h.slot->done) endpoint_.world_->dropLocked(h.slot);
+    held_.clear();
+  }
+
+  // A send its window held: the peer it goes to and its key (for the words).
+  struct Held {
+    std::shared_ptr<SendSlot> slot;
+    int peer;
+    ChannelKey key;
+  };
+  // The peer it waits for, and what for: a receive's sender, else a held send's.
+  const Held* heldSend() const {
+    for (const Held& h : held_)
+      if (!h.slot->done) return &h;
+    return nullptr;
+  }
+  int peer() const {
+    const int from = CallTable::waitedPeer(call);
+    if (from >= 0) return from;
+    const Held* held = heldSend();
+    return held ? held->peer : -1;
+  }
+  std::string waitingText() const {
+    std::string text = CallTable::waitingText(call, failures::rankName);
+    if (text.empty()) {
+      if (const Held* held = heldSend()) text = endpoint_.heldText(held->peer, held->key);
+    }
+    return text.empty() ? "before completing" : text;
+  }
+
+  const Endpoint& endpoint_;
+  std::vector<int> group_;
+  Failed failed_;
+  Clock::time_point until_{};
+  std::optional<::tether::detail::coll::Execution> exec_;
+  std::vector<Held> held_;  // sends its window held, until delivered
+  bool done_ = false;
+  std::exception_ptr error_;
+};
+
+}  // namespace detail
+}  // namespace testing
+}  // namespace tether
