@@ -108,8 +108,9 @@ std::vector<Variable> makeTable() {
   t.push_back(number("TETHER_MAX_LINKS", T::Expert, 1, kMaxCount, "64", "soft budget of open links per rank"));
   t.push_back(number("TETHER_LIVENESS_S", T::Expert, kMinLivenessS, kMaxLivenessS, "16",
                      "a silent peer is lost after this many seconds (TCP keepalive and TCP_USER_TIMEOUT)"));
-  t.push_back(number("TETHER_MAX_PAYLOAD_BYTES", T::Expert, 64 * 1024, std::int64_t{1} << 40, "1073741824",
-                     "largest data frame accepted"));
+  t.push_back(number("TETHER_MAX_PAYLOAD_BYTES", T::Expert, static_cast<std::int64_t>(detail::kMinMaxPayloadBytes),
+                     static_cast<std::int64_t>(detail::kMaxMaxPayloadBytes),
+                     std::to_string(detail::kMaxPayloadBytes).c_str(), "largest data frame accepted"));
   t.push_back(number("TETHER_P2P_WINDOW_BYTES", T::Expert, detail::kMinP2PWindowBytes, std::int64_t{1} << 40,
                      std::to_string(detail::kP2PWindowBytes).c_str(),
                      "point-to-point bytes (payload + 128 per message) a rank may have sent to one peer that "

@@ -27,7 +27,7 @@ struct WorldConfig {
   std::chrono::milliseconds timeout = kDefaultTimeout;
   std::chrono::steady_clock::time_point began{};  // the rendezvous deadline counts from here (unset: create())
   std::chrono::milliseconds handshakeTimeout{10000};
-  std::uint64_t maxPayload = 1ULL << 30;
+  std::uint64_t maxPayload = detail::kMaxPayloadBytes;
   std::size_t eagerBytes = 64 * 1024;  // sends up to this size are copied and forgotten
   // Point-to-point bytes (payload + SendWindow::kMessageCost each) sent to
   // one peer and not yet received there; past it sends wait (TETHER_P2P_WINDOW_BYTES).

@@ -3,10 +3,14 @@
 // and operation.
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include <catch2/catch.hpp>
+#include <tether/request.hpp>
 #include <tether/testing/in_process.hpp>
 
 #include "testing_api_support.hpp"
@@ -346,6 +350,34 @@ TEST_CASE("send/recv size mismatch is a Protocol error naming both sizes", "[tes
   REQUIRE(contains(e.what(),
                    "rank 1: recv from rank 0 tag 3: rank 0 sent send tag 3 (8 bytes), this rank expects 16 "
                    "bytes"));
+}
+
+// As over TCP (test/multiproc/errors_test.cpp, the same texts): a message no
+// receiver would accept is refused at either end before a byte moves.
+TEST_CASE("a message over TETHER_MAX_PAYLOAD_BYTES is InvalidArgument at the sender and the receiver",
+          "[testing-api]") {
+  ::setenv("TETHER_MAX_PAYLOAD_BYTES", "65536", 1);
+  InProcessWorld world(2);
+  ::unsetenv("TETHER_MAX_PAYLOAD_BYTES");
+  world.run([](Bootstrap& b) {
+    std::vector<unsigned char> big(65537, 1);
+    const std::string r = "rank " + std::to_string(b.rank()) + ": ";
+    const std::string what = " 65537 bytes is more than TETHER_MAX_PAYLOAD_BYTES=65536";
+    auto refused = [&](const std::string& text, const std::function<void()>& call) {
+      const Error e = errorFrom(call);
+      check(e.code() == ErrorCode::InvalidArgument && contains(e.what(), text), std::string("refused: ") + e.what());
+    };
+    if (b.rank() == 0) {
+      refused(r + "send:" + what, [&] { b.send(big.data(), big.size(), 1, 3); });
+      refused(r + "isend:" + what, [&] { (void)b.isend(big.data(), big.size(), 1, 3); });
+      b.send(big.data(), 65536, 1, 3);  // at the limit: delivered
+    } else {
+      refused(r + "recv:" + what, [&] { b.recv(big.data(), big.size(), 0, 3); });
+      refused(r + "irecv:" + what, [&] { (void)b.irecv(big.data(), big.size(), 0, 3); });
+      b.recv(big.data(), 65536, 0, 3);
+    }
+    b.barrier();  // nobody was blamed: the communicator still works
+  });
 }
 
 TEST_CASE("invalid arguments are InvalidArgument naming rank, peer and operation", "[testing-api]") {

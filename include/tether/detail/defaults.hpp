@@ -20,6 +20,11 @@ namespace detail {
 // tether/detail/core/window.hpp).
 inline constexpr std::uint64_t kP2PWindowBytes = 4ULL << 20;
 inline constexpr std::uint64_t kMinP2PWindowBytes = 64 * 1024;
+// TETHER_MAX_PAYLOAD_BYTES (the largest data frame a receiver accepts): its
+// default, least and largest value.
+inline constexpr std::uint64_t kMaxPayloadBytes = 1ULL << 30;
+inline constexpr std::uint64_t kMinMaxPayloadBytes = 64 * 1024;
+inline constexpr std::uint64_t kMaxMaxPayloadBytes = 1ULL << 40;
 }  // namespace detail
 
 }  // namespace tether

@@ -4,8 +4,9 @@
 // (in_process.hpp). Same contract, matching and errors as TcpBootstrap, from the
 // same code (tether/detail/: argument checks and call building, algorithm
 // choice and plans, the plan executor, full-key matching, collective ids and
-// failure policies, split membership); what is here is the in-memory
-// transport under them, and the nonblocking calls (detail/requests.hpp).
+// failure policies, split membership, the call table and the sequence
+// guard); what is here is the in-memory transport under them: each call a
+// run (detail/run.hpp), a request a run's handle (detail/requests.hpp).
 // Header-only, C++17.
 #pragma once
 
@@ -78,6 +79,7 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
   // the peer has not received), once the peer has received enough of them.
   void send(const void* data, std::size_t bytes, int peer, int tag) override {
     tether::detail::args::message(rank(), size(), "send", data, bytes, peer, tag);
+    tether::detail::args::payload(rank(), "send", bytes, endpoint_.world()->maxPayload);
     detail::Run run(endpoint_);
     startSend(run, data, bytes, peer, tag);
     waitFor(run);
@@ -85,6 +87,7 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
 
   void recv(void* data, std::size_t bytes, int peer, int tag) override {
     tether::detail::args::message(rank(), size(), "recv", data, bytes, peer, tag);
+    tether::detail::args::payload(rank(), "recv", bytes, endpoint_.world()->maxPayload);
     detail::Run run(endpoint_);
     startRecv(run, data, bytes, peer, tag);
     waitFor(run);
@@ -134,6 +137,7 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
 
   Request isend(const void* data, std::size_t bytes, int peer, int tag) override {
     tether::detail::args::message(rank(), size(), "isend", data, bytes, peer, tag);
+    tether::detail::args::payload(rank(), "isend", bytes, endpoint_.world()->maxPayload);
     auto run = std::make_shared<detail::Run>(endpoint_);
     startSend(*run, data, bytes, peer, tag);
     return request(std::move(run), detail::RunRequest::Cancel::Never);
@@ -141,6 +145,7 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
 
   Request irecv(void* data, std::size_t bytes, int peer, int tag) override {
     tether::detail::args::message(rank(), size(), "irecv", data, bytes, peer, tag);
+    tether::detail::args::payload(rank(), "irecv", bytes, endpoint_.world()->maxPayload);
     auto run = std::make_shared<detail::Run>(endpoint_);
     startRecv(*run, data, bytes, peer, tag);
     return request(std::move(run), detail::RunRequest::Cancel::Fail);

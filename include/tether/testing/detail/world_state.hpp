@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "tether/bootstrap.hpp"
+#include "tether/detail/defaults.hpp"
 #include "tether/detail/core/abort_state.hpp"
 #include "tether/detail/core/failures.hpp"
 #include "tether/detail/core/window.hpp"
@@ -78,14 +79,19 @@ struct WorldState {
         nranksPerNode(ranksPerNode),
         defaultTimeout(timeoutFromEnvironment()),
         p2pWindow(static_cast<std::uint64_t>(::tether::detail::envInt("TETHER_P2P_WINDOW_BYTES", window::kP2PBytes,
-                                                                      window::kMinBytes, std::int64_t{1} << 40))) {
+                                                                      window::kMinBytes, std::int64_t{1} << 40))),
+        maxPayload(static_cast<std::uint64_t>(::tether::detail::envInt(
+            "TETHER_MAX_PAYLOAD_BYTES", static_cast<std::int64_t>(::tether::detail::kMaxPayloadBytes),
+            static_cast<std::int64_t>(::tether::detail::kMinMaxPayloadBytes),
+            static_cast<std::int64_t>(::tether::detail::kMaxMaxPayloadBytes)))) {
     for (int r = 0; r < nranks; ++r) mailboxes.push_back(std::make_unique<RankMailbox>(*this, r));
   }
 
   const int nranks;
   const int nranksPerNode;
   const std::chrono::milliseconds defaultTimeout;
-  const std::uint64_t p2pWindow;  // TETHER_P2P_WINDOW_BYTES, read when the world is made
+  const std::uint64_t p2pWindow;   // TETHER_P2P_WINDOW_BYTES, read when the world is made
+  const std::uint64_t maxPayload;  // TETHER_MAX_PAYLOAD_BYTES: a larger message is refused, as over TCP
   std::mutex mutex;
   std::vector<std::unique_ptr<RankMailbox>> mailboxes;  // by world rank
   // By world rank: its body returned (InProcessWorld::run), as a TcpBootstrap
