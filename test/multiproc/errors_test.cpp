@@ -193,11 +193,22 @@ TEST_CASE("close() after an abort does not wait for goodbyes from ranks that abo
       4,
       [](int rank, const UniqueId& id) {
         TcpBootstrap b(rank, 4, id, opts(60000));
-        b.barrier();
         if (rank == 1) {
+          b.barrier();
           b.abort("rank 1 gives up");
         } else {
-          expectError(ErrorCode::Aborted, "aborted by rank 1: rank 1 gives up", [&] { b.barrier(); });
+          // Rank 1 may leave barrier#1 and abort before this rank has seen
+          // the barrier's last frame: then barrier#1 is the call aborted here
+          // (3 runs of 60 with two cores oversubscribed 4-fold, 2026-12-06).
+          bool aborted = false;
+          try {
+            b.barrier();
+          } catch (const Error& e) {
+            expect(e.code() == ErrorCode::Aborted && std::string(e.what()).find("rank 1 gives up") != std::string::npos,
+                   std::string("barrier#1 fails only with rank 1's abort: ") + e.what());
+            aborted = true;
+          }
+          if (!aborted) expectError(ErrorCode::Aborted, "aborted by rank 1: rank 1 gives up", [&] { b.barrier(); });
         }
         b.close(std::chrono::milliseconds(60000));
       },
