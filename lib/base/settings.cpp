@@ -111,7 +111,8 @@ std::vector<Variable> makeTable() {
   t.push_back(number("TETHER_MAX_PAYLOAD_BYTES", T::Expert, static_cast<std::int64_t>(detail::kMinMaxPayloadBytes),
                      static_cast<std::int64_t>(detail::kMaxMaxPayloadBytes),
                      std::to_string(detail::kMaxPayloadBytes).c_str(), "largest data frame accepted"));
-  t.push_back(number("TETHER_P2P_WINDOW_BYTES", T::Expert, detail::kMinP2PWindowBytes, std::int64_t{1} << 40,
+  t.push_back(number("TETHER_P2P_WINDOW_BYTES", T::Expert, detail::kMinP2PWindowBytes,
+                     static_cast<std::int64_t>(detail::kMaxP2PWindowBytes),
                      std::to_string(detail::kP2PWindowBytes).c_str(),
                      "point-to-point bytes (payload + 128 per message) a rank may have sent to one peer that "
                      "the peer has not received; past it sends wait"));

@@ -21,6 +21,11 @@ Error AbortChannel::abortedError(const std::string& opName) const {
   return state_.error(failures::rankName(rank_), opName, rank_, rank_);
 }
 
+Error AbortChannel::abortedError(const std::string& opName, const detail::core::RankNames& names) const {
+  std::lock_guard lock(mutex_);
+  return state_.error(names.who(), opName, names.rank(), rank_);
+}
+
 bool AbortChannel::beginHandling(const wire::AbortNotice& n) {
   if (handled_) return false;
   handled_ = true;

@@ -23,6 +23,7 @@
 
 #include "base/layer.hpp"
 #include "tether/detail/core/abort_state.hpp"
+#include "tether/detail/core/rank_names.hpp"
 #include "tether/error.hpp"
 #include "wire/notice.hpp"
 
@@ -40,8 +41,11 @@ class AbortChannel {
   bool aborted() const { return aborted_.load(); }
   // Records `n` as this world's abort unless one is recorded already.
   void record(const wire::AbortNotice& n);
-  // Error{Aborted} for `opName`, naming the origin (peer()) and its reason.
+  // Error{Aborted} for `opName`, naming the origin (peer(), a world rank:
+  // an abort is the world's) and its reason; `names`: how the call's
+  // communicator names this rank (else by its world rank).
   Error abortedError(const std::string& opName) const;
+  Error abortedError(const std::string& opName, const detail::core::RankNames& names) const;
 
   // ---- progress thread ----
   // True once: the first abort this rank handles (records `n` if none yet).

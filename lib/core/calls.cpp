@@ -29,11 +29,11 @@ void Calls::checkProcess(const std::string& opName) const {
 void Calls::checkStart(const Op& op) const {
   checkProcess(op);
   if (p_.closed.load())
-    throw Error(ErrorCode::InvalidArgument, fmt::format("rank {}: {}: the bootstrap was closed", rank(), op.name()),
-                rank());
+    throw Error(ErrorCode::InvalidArgument, fmt::format("{}: {}: the bootstrap was closed", op.who(), op.name()),
+                op.rank());
   if (p_.abort.aborted()) {
     if (op.counters) op.counters->aborts.fetch_add(1, std::memory_order_relaxed);
-    throw p_.abort.abortedError(op.name());
+    throw p_.abort.abortedError(op.name(), *op.names);
   }
 }
 
@@ -43,7 +43,7 @@ void Calls::startRun(Op& op, Resumable& run, PostSlot& slot) {
   auto begin = [this, &op, &run] {
     if (p_.abort.handled()) {
       if (op.counters) op.counters->aborts.fetch_add(1, std::memory_order_relaxed);
-      return run.resume(std::make_exception_ptr(p_.abort.abortedError(op.name())));
+      return run.resume(std::make_exception_ptr(p_.abort.abortedError(op.name(), *op.names)));
     }
     p_.ops.add(op);
     if (op.expires != Op::Clock::time_point{}) deadlines_.add(op);
@@ -105,9 +105,8 @@ bool Calls::cancel(const std::shared_ptr<Op>& op) {
         op->kind() == Op::Kind::Collective || (op->kind() == Op::Kind::Recv && !op->posted.empty());
     if (op->active && !op->error && withdrawable) {
       *cancelled = true;
-      const std::string what =
-          failures::failure(failures::rankName(rank()), op->name(), failures::cancelledOnThisRank());
-      p_.ops.failOp(*op, std::make_exception_ptr(Error(ErrorCode::Aborted, what, rank())));
+      const std::string what = failures::failure(op->who(), op->name(), failures::cancelledOnThisRank());
+      p_.ops.failOp(*op, std::make_exception_ptr(Error(ErrorCode::Aborted, what, op->rank())));
       // Peers already run this collective and will never get our steps: on
       // the world communicator they are told at once (as after any failed
       // collective); a child communicator's peers fail at their deadline.
@@ -155,7 +154,7 @@ void Calls::beginCollective(CollectiveSeq& seq, Op& op) {
   if (p_.table.diedCount() > 0)
     for (int m : op.members)
       if (m != rank() && p_.table.peer(m).gone && !p_.table.peer(m).graceful)
-        return p_.ops.failOp(op, std::make_exception_ptr(p_.peers.peerGoneError(m, op.name())));
+        return p_.ops.failOp(op, std::make_exception_ptr(p_.peers.peerGoneError(m, op)));
   p_.sequences.checkStashed(op, p_.ops.mailbox());
 }
 

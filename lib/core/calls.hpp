@@ -138,7 +138,9 @@ class Calls final : public TransferView, public PeerTraffic {
   int queuedFor(const Op& op) const override;
   std::string windowNote(const Op& op) const override;
   void frameReceived(int src, const wire::FrameHeader& h) override;
-  std::string describeRank(int worldRank) const override { return p_.peers.describeRank(worldRank); }
+  std::string describeRank(const Op& op, int worldRank) const override {
+    return op.nameOf(worldRank, p_.table.remoteOf(worldRank));
+  }
 
  private:
   int rank() const { return cfg_.rank; }
@@ -154,6 +156,7 @@ class Calls final : public TransferView, public PeerTraffic {
   Parts p_;
   std::function<void(const wire::AbortNotice&)> abortWorld_;
   const pid_t creator_ = fds::processId();
+  const detail::core::RankNames worldNames_{cfg_.rank};  // for a frame of no communicator here
   std::string lastError_;
   std::atomic<int> postedStarts_{0};  // starts posted to the loop that have not run yet (startRun)
   RequestDeadlines deadlines_;        // the running ops that have an Op::expires

@@ -22,7 +22,7 @@ void Calls::sendFrame(Op& op, int dst, const wire::FrameHeader& h, const void* p
     return;
   }
   auto link = p_.peers.linkFor(dst);
-  if (!link) throw p_.peers.peerGoneError(dst, op.name());
+  if (!link) throw p_.peers.peerGoneError(dst, op);
   if (op.counters) op.counters->sent(h.length);
   p_.table.touch(*link);
   log::trace(rank(), "queue {} to rank {}", h, dst);
@@ -77,7 +77,7 @@ void Calls::onCredit(int peer, wire::Kind data, std::uint64_t comm, std::uint64_
       continue;
     }
     Op& op = *static_cast<Op*>(f.owner);
-    p_.ops.failOp(op, std::make_exception_ptr(p_.peers.peerGoneError(peer, op.name())));
+    p_.ops.failOp(op, std::make_exception_ptr(p_.peers.peerGoneError(peer, op)));
   }
 }
 
@@ -120,7 +120,7 @@ void Calls::failHeldSends() {
       p_.ops.failOp(
           op, std::make_exception_ptr(Error(
                   ErrorCode::InvalidArgument,
-                  fmt::format("rank {}: {}: the bootstrap was closed while {}", rank(), op.name(), waited), rank())));
+                  fmt::format("{}: {}: the bootstrap was closed while {}", op.who(), op.name(), waited), op.rank())));
     }
 }
 
@@ -131,7 +131,8 @@ void Calls::postRecv(Op& op, const match::Key& key, void* buf, std::size_t len) 
     if (!self && op.counters) op.counters->received(len);  // a frame that came before its receive
     return;
   }
-  if (!self && p_.table.peer(static_cast<int>(key.src)).gone) throw p_.peers.peerGoneError(static_cast<int>(key.src), op.name());
+  if (!self && p_.table.peer(static_cast<int>(key.src)).gone)
+    throw p_.peers.peerGoneError(static_cast<int>(key.src), op);
   // A point-to-point receive from a rank we never talked to opens the link now
   // (the sender would open it anyway), so that rank's death shows as a refused
   // dial or EOF -> PeerLost instead of a wait until the deadline.
@@ -170,12 +171,12 @@ void Calls::failOpsOfPeer(int p, bool gone, bool graceful, link::Link& link) {
     if (std::find(affected.begin(), affected.end(), op) == affected.end()) affected.push_back(op);
   }
   for (Op* op : affected)
-    p_.ops.failOp(*op, std::make_exception_ptr(gone ? p_.peers.peerGoneError(p, op->name())
-                                                  : Error(ErrorCode::PeerLost,
-                                                          fmt::format("rank {}: {}: the connection to rank {} broke "
-                                                                      "while it was being closed",
-                                                                      rank(), op->name(), p),
-                                                          rank(), p)));
+    p_.ops.failOp(*op, std::make_exception_ptr(gone ? p_.peers.peerGoneError(p, *op)
+                                                    : Error(ErrorCode::PeerLost,
+                                                            fmt::format("{}: {}: the connection to {} broke "
+                                                                        "while it was being closed",
+                                                                        op->who(), op->name(), op->nameOf(p)),
+                                                            op->rank(), op->peerOf(p))));
 }
 
 // ---- link::LinkSink: data frames ----
@@ -215,11 +216,14 @@ void Calls::onDataComplete(link::Link& link, const wire::FrameHeader& h, const l
       const bool delivered = p_.ops.deliver(link.peer(), h, std::move(stashed));
       if (delivered && p_.ops.mailbox().stashedCount() == stashedBefore)
         if (const CollectiveSeq* seq = p_.sequences.find(h.comm); seq && seq->counters) seq->counters->received(h.length);
-      if (!delivered)
-        p_.sequences.reportProtocol(
-            h.comm, Error(ErrorCode::Protocol,
-                          fmt::format("rank {}: rank {} sent {} twice", rank(), link.peer(), wire::describe(h)), rank(),
-                          link.peer()));
+      if (!delivered) {
+        const CollectiveSeq* seq = p_.sequences.find(h.comm);
+        const detail::core::RankNames& names = seq ? seq->names : worldNames_;
+        p_.sequences.reportProtocol(h.comm, Error(ErrorCode::Protocol,
+                                                  fmt::format("{}: {} sent {} twice", names.who(),
+                                                              names.nameOfWorld(link.peer()), wire::describe(h)),
+                                                  names.rank(), names.rankOf(link.peer())));
+      }
       break;
     }
     case link::Target::Where::Discard:

@@ -24,7 +24,9 @@ namespace asio = boost::asio;
 namespace dc = detail::coll;
 
 Communicator::Communicator(std::shared_ptr<World> world)
-    : world_(std::move(world)), timeoutMs_(world_->config().timeout.count()) {
+    : world_(std::move(world)),
+      timeoutMs_(world_->config().timeout.count()),
+      names_(std::make_shared<const detail::core::RankNames>(world_->rank())) {
   const World& w = *world_;
   group_.comm = w.config().worldId;
   group_.rank = w.rank();
@@ -37,8 +39,12 @@ Communicator::Communicator(std::shared_ptr<World> world)
 }
 
 Communicator::Communicator(std::shared_ptr<World> world, Group group, std::chrono::milliseconds timeout,
-                           std::shared_ptr<CommCounters> counters)
-    : world_(std::move(world)), group_(std::move(group)), timeoutMs_(timeout.count()), counters_(std::move(counters)) {
+                           std::shared_ptr<CommCounters> counters, std::shared_ptr<const detail::core::RankNames> names)
+    : world_(std::move(world)),
+      group_(std::move(group)),
+      timeoutMs_(timeout.count()),
+      names_(std::move(names)),
+      counters_(std::move(counters)) {
   learnNodes();
   seq_->counters = counters_;
   world_->addCommunicator(group_.comm, seq_);
@@ -75,6 +81,7 @@ Communicator::PointCall Communicator::leasePoint(ReusedCall& kept, const std::sh
     c.run = std::make_shared<PointRun>();
   }
   c.op->counters = counters_;
+  c.op->names = names_;
   if (expires != Op::Clock::time_point{}) {
     c.op->expires = expires;
     c.op->self = c.op;
@@ -161,12 +168,13 @@ std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> Communicator::launch
     op = std::make_shared<Op>(on.group_.comm, coll, code, child);
     done = std::make_shared<Completion>();
   }
-  if (calls_.broken()) calls_.usable(fmt::format("rank {}", rank()), op->name(), rank());
+  if (calls_.broken()) calls_.usable(names_->who(), op->name(), rank());
   on.calls_.take();
   calling_.rename(op->name());
   op->members.assign(on.group_.worldRanks.begin(), on.group_.worldRanks.end());
   op->seq = on.seq_;
   op->counters = counters_;
+  op->names = on.names_;
   if (expires != Op::Clock::time_point{}) {
     op->expires = expires;
     op->self = op;
@@ -205,7 +213,7 @@ void Communicator::subsetBarrier(const std::vector<int>& sorted) {
     g.rank = static_cast<int>(std::find(sorted.begin(), sorted.end(), rank()) - sorted.begin());
     g.size = static_cast<int>(sorted.size());
     for (int r : sorted) g.worldRanks.push_back(group_.worldRanks[r]);
-    sub.reset(new Communicator(world_, std::move(g), timeout(), counters_));
+    sub.reset(new Communicator(world_, std::move(g), timeout(), counters_, names_));
   }
   dc::Call call;
   call.op = dc::Op::SubsetBarrier;
@@ -230,7 +238,9 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
   g.size = static_cast<int>(members.parentRanks.size());
   g.rank = members.rank;
   for (int p : members.parentRanks) g.worldRanks.push_back(group_.worldRanks[p]);
-  return std::shared_ptr<Communicator>(new Communicator(world_, std::move(g), timeout(), std::make_shared<CommCounters>()));
+  auto names = std::make_shared<const detail::core::RankNames>(g.rank, g.worldRanks);
+  return std::shared_ptr<Communicator>(
+      new Communicator(world_, std::move(g), timeout(), std::make_shared<CommCounters>(), std::move(names)));
 }
 
 }  // namespace tether

@@ -77,9 +77,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::shared_ptr<Communicator> split(int color, int key);
 
  private:
-  // `counters`: a subset barrier's communicator counts into its parent's.
+  // `counters`: a subset barrier's communicator counts into its parent's;
+  // `names`: how its errors name ranks (a subset's: its parent's).
   Communicator(std::shared_ptr<World> world, Group group, std::chrono::milliseconds timeout,
-               std::shared_ptr<CommCounters> counters);
+               std::shared_ptr<CommCounters> counters, std::shared_ptr<const detail::core::RankNames> names);
   void learnNodes();
   // Runs one collective on `on` (this communicator or one of its subsets);
   // collMutex_ is held. A failure leaves this communicator unusable.
@@ -116,7 +117,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   detail::core::CollectiveCalls calls_;
   std::uint64_t splits_ = 0;
   std::map<std::vector<int>, std::shared_ptr<Communicator>> subsets_;
-  const std::shared_ptr<CollectiveSeq> seq_ = std::make_shared<CollectiveSeq>(world_->rank());
+  // How its calls' errors name ranks: "rank 3"; on a child "rank 1 (world 3)".
+  const std::shared_ptr<const detail::core::RankNames> names_;
+  const std::shared_ptr<CollectiveSeq> seq_ = std::make_shared<CollectiveSeq>(*names_);
   std::shared_ptr<CommCounters> counters_;
   // The collective call's op and completion, and its run, reused by the next
   // call once nothing else holds them (launchCollective).

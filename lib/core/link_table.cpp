@@ -135,11 +135,15 @@ Link* LinkTable::idleVictim(const std::vector<char>& awaited) const {
   return victim;
 }
 
-std::string LinkTable::describe(int peer) const {
-  if (peer < 0 || peer >= nranks()) return fmt::format("rank {}", peer);
+std::string LinkTable::remoteOf(int peer) const {
+  if (peer < 0 || peer >= nranks()) return std::string();
   const auto& l = current(peer);
-  if (l && !l->remote().empty()) return fmt::format("rank {} ({})", peer, l->remote());
-  return fmt::format("rank {}", peer);
+  return l ? l->remote() : std::string();
+}
+
+std::string LinkTable::describe(int peer) const {
+  const std::string remote = remoteOf(peer);
+  return remote.empty() ? fmt::format("rank {}", peer) : fmt::format("rank {} ({})", peer, remote);
 }
 
 }  // namespace tether

@@ -83,6 +83,8 @@ class LinkTable {
 
   // "rank 3 (10.0.0.7:41235)".
   std::string describe(int peer) const;
+  // `peer`'s address as its current link has it ("10.0.0.7:41235"), or "".
+  std::string remoteOf(int peer) const;
 
   // Current and lingering links.
   template <class F>

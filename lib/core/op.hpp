@@ -17,6 +17,7 @@
 #include "link/sink.hpp"
 #include "match/key.hpp"
 #include "tether/detail/core/call_table.hpp"
+#include "tether/detail/core/rank_names.hpp"
 #include "wire/frame.hpp"
 
 TETHER_LAYER(6, "core");
@@ -46,6 +47,20 @@ class Op : public link::Owner, public detail::core::CallState<match::Key> {
   // errors name the operation. Built on demand (only errors and logs need it).
   std::string name() const;
   Kind kind() const { return kind_; }
+
+  // How its errors name ranks: its communicator's RankNames, set before it
+  // starts. Frames and links number ranks by world rank; errors, rank() and
+  // peer() by the communicator's (tether/detail/core/rank_names.hpp).
+  std::shared_ptr<const detail::core::RankNames> names;
+  // This rank: "rank 3", "rank 1 (world 3)"; and its communicator rank.
+  std::string who() const { return names->who(); }
+  int rank() const { return names->rank(); }
+  // World rank `worldRank` in the communicator (Error::peer()), and its
+  // name (`more`, its address, inside the parentheses).
+  int peerOf(int worldRank) const { return names->rankOf(worldRank); }
+  std::string nameOf(int worldRank, const std::string& more = std::string()) const {
+    return names->nameOfWorld(worldRank, more);
+  }
 
   // A finished collective's op, ready for the next call of its communicator
   // (its memory kept): collective `coll` of wire::OpCode `code`.

@@ -28,11 +28,11 @@ std::string Op::name() const {
 
 namespace {
 
-Error lengthError(int rank, const Op& op, int src, const wire::FrameHeader& h, std::size_t expected) {
+Error lengthError(const Op& op, int src, const wire::FrameHeader& h, std::size_t expected) {
   return Error(
       ErrorCode::Protocol,
-      failures::failure(failures::rankName(rank), op.name(), failures::expectsBytes(src, wire::describe(h), expected)),
-      rank, src);
+      failures::failure(op.who(), op.name(), failures::expectsBytes(op.nameOf(src), wire::describe(h), expected)),
+      op.rank(), op.peerOf(src));
 }
 
 bool postedFrom(const Op& op, int peer) {
@@ -47,7 +47,7 @@ bool OpTable::awaits(int peer) const {
 }
 
 std::exception_ptr OpTable::lengthMismatch(const Op& op, int src, const wire::FrameHeader& h, std::size_t expected) {
-  return std::make_exception_ptr(lengthError(rank_, op, src, h, expected));
+  return std::make_exception_ptr(lengthError(op, src, h, expected));
 }
 
 void OpTable::transferDone(Op& op, bool abandoned) {
@@ -71,10 +71,10 @@ void OpTable::failed(Op& op) {
 }
 
 std::string OpTable::pendingDescription(const Op& op) const {
-  if (!op.posted.empty()) return waitingText(op, [&](int src) { return links_.describeRank(src); });
+  if (!op.posted.empty()) return waitingText(op, [&](int src) { return links_.describeRank(op, src); });
   const int to = links_.queuedFor(op);
   return to < 0 ? "before completing"
-                : detail::core::window::waitingToSend(links_.describeRank(to)) + links_.windowNote(op);
+                : detail::core::window::waitingToSend(links_.describeRank(op, to)) + links_.windowNote(op);
 }
 
 int OpTable::waitsOn(const Op& op) const { return op.posted.empty() ? links_.queuedFor(op) : waitedPeer(op); }

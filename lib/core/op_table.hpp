@@ -39,8 +39,9 @@ class TransferView {
   // A data frame `h` from `src` was received (into a receive or out of the
   // stash), or dropped: credit for its sender's window.
   virtual void frameReceived(int src, const wire::FrameHeader& h) = 0;
-  // "rank 3 (10.0.0.7:41235)".
-  virtual std::string describeRank(int rank) const = 0;
+  // World rank `rank` as `op`'s errors name it, with its address: "rank 3
+  // (10.0.0.7:41235)", "rank 1 (world 3, 10.0.0.7:41235)".
+  virtual std::string describeRank(const Op& op, int rank) const = 0;
 
  protected:
   ~TransferView() = default;

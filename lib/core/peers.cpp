@@ -119,12 +119,11 @@ void Peers::failAll(const std::string& reason) {
   for (auto& l : all) l->fail(reason);
 }
 
-Error Peers::peerGoneError(int peer, const std::string& opName) const {
+Error Peers::peerGoneError(int peer, const Op& op) const {
   const auto& st = p_.table.peer(peer);
   std::string why = st.graceful ? failures::closedItsBootstrap() : st.reason;
-  return Error(ErrorCode::PeerLost,
-               failures::failure(failures::rankName(cfg_.rank), opName, failures::lostRank(peer, why)), cfg_.rank,
-               peer);
+  return Error(ErrorCode::PeerLost, failures::failure(op.who(), op.name(), failures::lostRank(op.nameOf(peer), why)),
+               op.rank(), op.peerOf(peer));
 }
 
 // ---- NoticeLinks (for the abort relay) ----

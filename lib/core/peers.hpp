@@ -100,8 +100,8 @@ class Peers final : public link::LinkSink, public NoticeLinks {
   void checkDrained();
   // Every link, current and lingering, fails with `reason`.
   void failAll(const std::string& reason);
-  // Error{PeerLost} for `opName`, naming `peer` and why it is gone.
-  Error peerGoneError(int peer, const std::string& opName) const;
+  // Error{PeerLost} for `op`, naming `peer` (a world rank) and why it is gone.
+  Error peerGoneError(int peer, const Op& op) const;
   // "rank 3 (10.0.0.7:41235)".
   std::string describeRank(int worldRank) const { return p_.table.describe(worldRank); }
 

@@ -27,13 +27,13 @@ struct CommCounters;  // observe.hpp
 // A communicator's collectives here (tether/detail/core/sequence_guard.hpp),
 // and what this world adds to them.
 struct CollectiveSeq : detail::core::Sequence<Op> {
-  // Errors name this rank by its world rank on every communicator.
-  explicit CollectiveSeq(int worldRank) : Sequence(detail::core::failures::rankName(worldRank), worldRank) {}
+  // `names`: how its communicator's errors name ranks.
+  explicit CollectiveSeq(detail::core::RankNames names) : Sequence(std::move(names)) {}
 
   // The latest collective that failed here, for a peer's stall probe.
   std::uint64_t failedColl = 0;
   std::string failedWhat;
-  int failedPeer = -1;  // the rank its error named
+  int failedPeer = -1;  // the rank its error named, as a world rank
   // The communicator's counters: frames that arrive before their receive is
   // posted are counted through here (set before the sequence is shared).
   std::shared_ptr<CommCounters> counters;

@@ -8,7 +8,7 @@ namespace tether {
 
 namespace failures = detail::core::failures;
 
-std::string TcpSequences::foreignText(int src, const wire::FrameHeader& h, const Op& op) {
+std::string TcpSequences::foreignText(const std::string& src, const wire::FrameHeader& h, const Op& op) {
   if (wire::opCodeOf(h.tag) != op.code) return failures::differentCollectives(src, wire::describe(h));
   if (h.root != op.root)
     return failures::differentRoots(src,
@@ -25,7 +25,7 @@ void SequenceGuard::end(Op& op, std::exception_ptr& e, match::Mailbox& mailbox) 
     std::rethrow_exception(e);
   } catch (const Error& err) {
     op.seq->failedWhat = err.what();
-    op.seq->failedPeer = err.peer();
+    op.seq->failedPeer = op.seq->names.worldRank(err.peer());  // a stall probe follows world ranks
   } catch (const std::exception& other) {
     op.seq->failedWhat = other.what();
     op.seq->failedPeer = -1;

@@ -51,7 +51,10 @@ struct TcpSequences {
   }
   static int sourceOf(const Key& k) { return static_cast<int>(k.src); }
   static std::string describe(const Header& h) { return wire::describe(h); }
-  static std::string foreignText(int src, const Header& h, const Op& op);
+  // Frames name their sender by its world rank; errors by the communicator's.
+  static int sourceRank(const CollectiveSeq& seq, int src) { return seq.names.rankOf(src); }
+  static std::string sourceName(const CollectiveSeq& seq, int src) { return seq.names.nameOfWorld(src); }
+  static std::string foreignText(const std::string& src, const Header& h, const Op& op);
 };
 
 // The shared guard's hooks here: the operation table ends a broken op; the log.

@@ -25,21 +25,23 @@ constexpr auto kAskAgain = std::chrono::milliseconds(20);
 }  // namespace
 
 asio::awaitable<StallProbe::Finding> StallProbe::findBehind(std::uint64_t comm, std::uint64_t coll,
-                                                            std::string collName, int first,
-                                                            std::chrono::milliseconds budget) {
+                                                            std::string collName,
+                                                            std::shared_ptr<const detail::core::RankNames> names,
+                                                            int first, std::chrono::milliseconds budget) {
   const auto deadline = std::chrono::steady_clock::now() + budget;
   std::vector<int> chain;
+  auto name = [&](int worldRank) { return names->nameOfWorld(worldRank); };
   auto via = [&] {
     if (chain.size() < 2) return std::string();
-    std::string path = "this rank waits for rank " + std::to_string(chain.front());
-    for (std::size_t i = 1; i < chain.size(); ++i) path += fmt::format(", which waits for rank {}", chain[i]);
+    std::string path = "this rank waits for " + name(chain.front());
+    for (std::size_t i = 1; i < chain.size(); ++i) path += ", which waits for " + name(chain[i]);
     return " (" + path + ")";
   };
   for (int cur = first;;) {
     chain.push_back(cur);
     const std::uint32_t id = nextId_++;
     if (!send_(cur, wire::Kind::StatusQuery, wire::encode(wire::StatusQuery{id, comm, coll})))
-      co_return Finding{fmt::format("rank {} is unreachable{}", cur, via()), cur};
+      co_return Finding{fmt::format("{} is unreachable{}", name(cur), via()), cur};
     auto timer = std::make_shared<asio::steady_timer>(io_, deadline);
     pending_[id] = Pending{cur, timer, std::nullopt};
     boost::system::error_code ignored;
@@ -47,9 +49,9 @@ asio::awaitable<StallProbe::Finding> StallProbe::findBehind(std::uint64_t comm, 
     auto answer = std::move(pending_[id].answer);
     pending_.erase(id);
     if (!answer)
-      co_return Finding{fmt::format("rank {} did not answer where it is within {} ms (unreachable, or not making "
+      co_return Finding{fmt::format("{} did not answer where it is within {} ms (unreachable, or not making "
                                     "progress){}",
-                                    cur, budget.count(), via()),
+                                    name(cur), budget.count(), via()),
                         cur};
     switch (answer->state) {
       case wire::StallState::NotEntered:
@@ -59,17 +61,17 @@ asio::awaitable<StallProbe::Finding> StallProbe::findBehind(std::uint64_t comm, 
           cur = static_cast<int>(answer->waitsOn);
           continue;
         }
-        co_return Finding{fmt::format("rank {} has not entered {} (it is {}){}", cur, collName, answer->doing, via()),
+        co_return Finding{fmt::format("{} has not entered {} (it is {}){}", name(cur), collName, answer->doing, via()),
                           cur};
       case wire::StallState::NoComm:
-        co_return Finding{fmt::format("rank {} has not entered {} (it has no such communicator: {}){}", cur, collName,
+        co_return Finding{fmt::format("{} has not entered {} (it has no such communicator: {}){}", name(cur), collName,
                                       answer->doing, via()),
                           cur};
       case wire::StallState::Finished:
         if (!answer->doing.empty())  // it failed there: its own error (maybe its own probe's finding)
-          co_return Finding{fmt::format("rank {} gave up on it{}: {}", cur, via(), answer->doing),
+          co_return Finding{fmt::format("{} gave up on it{}: {}", name(cur), via(), answer->doing),
                             answer->waitsOn == wire::kNoRank ? -1 : static_cast<int>(answer->waitsOn)};
-        co_return Finding{fmt::format("rank {} has finished {}{}", cur, collName, via()), -1};
+        co_return Finding{fmt::format("{} has finished {}{}", name(cur), collName, via()), -1};
       case wire::StallState::Running:
         break;
     }
@@ -83,7 +85,7 @@ asio::awaitable<StallProbe::Finding> StallProbe::findBehind(std::uint64_t comm, 
         co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
         continue;
       }
-      co_return Finding{fmt::format("rank {} is {}{}", cur, answer->doing, via()), -1};
+      co_return Finding{fmt::format("{} is {}{}", name(cur), answer->doing, via()), -1};
     }
     if (next == rank_ || std::find(chain.begin(), chain.end(), next) != chain.end()) {
       chain.push_back(next);
@@ -102,22 +104,21 @@ void StallProbe::onAnswer(int peer, const wire::StatusAnswer& a) {
 
 void StallProbe::timeOut(const std::shared_ptr<Op>& op, OpTable& ops, bool mayProbe, std::chrono::milliseconds budget) {
   if (!op->active || op->error) return;
-  std::string what =
-      failures::failure(failures::rankName(rank_), op->name(), failures::timedOut(ops.pendingDescription(*op)));
+  std::string what = failures::failure(op->who(), op->name(), failures::timedOut(ops.pendingDescription(*op)));
   const int peer = ops.waitsOn(*op);
   if (op->kind() == Op::Kind::Collective && peer >= 0 && peer != rank_ && mayProbe) {
     asio::co_spawn(io_, probeThenFail(op, ops, std::move(what), peer, budget), asio::detached);
     return;
   }
-  ops.failOp(*op, std::make_exception_ptr(Error(ErrorCode::Timeout, what, rank_, peer)));
+  ops.failOp(*op, std::make_exception_ptr(Error(ErrorCode::Timeout, what, op->rank(), op->peerOf(peer))));
 }
 
 asio::awaitable<void> StallProbe::probeThenFail(std::shared_ptr<Op> op, OpTable& ops, std::string what, int peer,
                                                 std::chrono::milliseconds budget) {
-  auto found = co_await findBehind(op->comm, op->coll, op->name(), peer, budget);
+  auto found = co_await findBehind(op->comm, op->coll, op->name(), op->names, peer, budget);
   if (!op->active || op->error) co_return;  // it completed meanwhile, or an abort ended it
-  ops.failOp(*op, std::make_exception_ptr(Error(ErrorCode::Timeout, what + "; " + found.text, rank_,
-                                                found.behind >= 0 ? found.behind : peer)));
+  ops.failOp(*op, std::make_exception_ptr(Error(ErrorCode::Timeout, what + "; " + found.text, op->rank(),
+                                                op->peerOf(found.behind >= 0 ? found.behind : peer))));
 }
 
 wire::StatusAnswer statusOf(const wire::StatusQuery& q, const OpTable& ops, const SequenceGuard& sequences) {

@@ -61,7 +61,9 @@ class StallProbe {
 
   // Follows the waits of collective `coll` of communicator `comm` (named
   // `collName` here) from `first`, the rank this rank waits on, for at most `budget`.
-  boost::asio::awaitable<Finding> findBehind(std::uint64_t comm, std::uint64_t coll, std::string collName, int first,
+  // `names`: how the call's communicator names ranks (the chain is walked by world rank).
+  boost::asio::awaitable<Finding> findBehind(std::uint64_t comm, std::uint64_t coll, std::string collName,
+                                             std::shared_ptr<const detail::core::RankNames> names, int first,
                                              std::chrono::milliseconds budget);
   // A StatusAnswer from `peer` arrived.
   void onAnswer(int peer, const wire::StatusAnswer& a);

@@ -44,6 +44,7 @@ wire::FrameHeader frame(std::uint64_t coll, std::uint32_t code, std::uint32_t st
 std::shared_ptr<Op> collective(const std::shared_ptr<CollectiveSeq>& seq, std::uint64_t coll, std::uint32_t code) {
   auto op = std::make_shared<Op>(kComm, coll, code, false);
   op->seq = seq;
+  op->names = std::make_shared<const detail::core::RankNames>(seq->names);
   return op;
 }
 
@@ -51,7 +52,7 @@ std::shared_ptr<Op> collective(const std::shared_ptr<CollectiveSeq>& seq, std::u
 struct Guarded {
   Failures failures;
   SequenceGuard guard{0, failures};
-  std::shared_ptr<CollectiveSeq> seq = std::make_shared<CollectiveSeq>(0);
+  std::shared_ptr<CollectiveSeq> seq = std::make_shared<CollectiveSeq>(detail::core::RankNames(0));
   match::Mailbox mailbox;
   Guarded() { guard.add(kComm, seq); }
 };
@@ -92,7 +93,7 @@ TEST_CASE_METHOD(Guarded, "A frame naming another operation at a running collect
 TEST_CASE("A stashed frame of another operation is found when its collective starts", "[unit][core]") {
   Failures failures;
   SequenceGuard guard(1, failures);
-  auto seq = std::make_shared<CollectiveSeq>(1);
+  auto seq = std::make_shared<CollectiveSeq>(detail::core::RankNames(1));
   guard.add(kComm, seq);
   match::Mailbox mailbox;
   const auto h = frame(7, kBarrier);
@@ -134,7 +135,7 @@ TEST_CASE("A frame for a communicator this rank does not know is let through", "
   SequenceGuard guard(0, failures);
   CHECK(guard.admit(1, frame(1, kAllgather)));
   CHECK(guard.find(kComm) == nullptr);
-  auto seq = std::make_shared<CollectiveSeq>(0);
+  auto seq = std::make_shared<CollectiveSeq>(detail::core::RankNames(0));
   guard.add(kComm, seq);
   CHECK(guard.find(kComm) == seq.get());
   guard.remove(kComm);

@@ -16,10 +16,11 @@ namespace tether {
 inline constexpr std::chrono::milliseconds kDefaultTimeout{300000};
 
 namespace detail {
-// TETHER_P2P_WINDOW_BYTES: its default and least value (the window's rule:
-// tether/detail/core/window.hpp).
+// TETHER_P2P_WINDOW_BYTES: its default, least and largest value (the
+// window's rule: tether/detail/core/window.hpp).
 inline constexpr std::uint64_t kP2PWindowBytes = 4ULL << 20;
 inline constexpr std::uint64_t kMinP2PWindowBytes = 64 * 1024;
+inline constexpr std::uint64_t kMaxP2PWindowBytes = 1ULL << 40;
 // TETHER_MAX_PAYLOAD_BYTES (the largest data frame a receiver accepts): its
 // default, least and largest value.
 inline constexpr std::uint64_t kMaxPayloadBytes = 1ULL << 30;

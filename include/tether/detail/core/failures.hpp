@@ -41,28 +41,31 @@ inline std::string aborted(bool onThisRank, int origin, const std::string& reaso
 // Why a peer is gone when it left in order.
 inline std::string closedItsBootstrap() { return "it closed its bootstrap"; }
 
+// The texts below name another rank by `peer`, as its communicator's
+// RankNames (rank_names.hpp) gives it: "rank 2", "rank 1 (world 2)".
+
 // "lost rank 2: <why>".
-inline std::string lostRank(int peer, const std::string& why) { return "lost " + rankName(peer) + ": " + why; }
+inline std::string lostRank(const std::string& peer, const std::string& why) { return "lost " + peer + ": " + why; }
 
 // `src` sent a frame (`sent`, as described) of another collective at this call.
-inline std::string differentCollectives(int src, const std::string& sent) {
-  return rankName(src) + " is in " + sent + " — the ranks called different collectives";
+inline std::string differentCollectives(const std::string& src, const std::string& sent) {
+  return src + " is in " + sent + " — the ranks called different collectives";
 }
 
 // `src` (a rank in `call`, "broadcast#3") runs it with another root.
-inline std::string differentRoots(int src, const std::string& call, int root, int myRoot) {
-  return rankName(src) + " is in " + call + " with root " + std::to_string(root) + ", this rank's root is " +
+inline std::string differentRoots(const std::string& src, const std::string& call, int root, int myRoot) {
+  return src + " is in " + call + " with root " + std::to_string(root) + ", this rank's root is " +
          std::to_string(myRoot);
 }
 
 // `src` sent a frame of this call (`call`) that no step of it receives.
-inline std::string neverReceives(int src, const std::string& sent, const std::string& call) {
-  return rankName(src) + " sent " + sent + " which this rank's " + call + " never receives";
+inline std::string neverReceives(const std::string& src, const std::string& sent, const std::string& call) {
+  return src + " sent " + sent + " which this rank's " + call + " never receives";
 }
 
 // `src` sent a frame whose length is not the one this rank posted.
-inline std::string expectsBytes(int src, const std::string& sent, std::size_t bytes) {
-  return rankName(src) + " sent " + sent + ", this rank expects " + std::to_string(bytes) + " bytes";
+inline std::string expectsBytes(const std::string& src, const std::string& sent, std::size_t bytes) {
+  return src + " sent " + sent + ", this rank expects " + std::to_string(bytes) + " bytes";
 }
 
 // What a call waits for: "a message with tag 7", "step 2".

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "tether/detail/core/failures.hpp"
+#include "tether/detail/core/rank_names.hpp"
 #include "tether/error.hpp"
 
 namespace tether {
@@ -75,13 +76,12 @@ class RunningCalls {
 // it. Named when made, before any thread can see it.
 template <class Call>
 struct Sequence {
-  Sequence(std::string who, int rank) : who(std::move(who)), rank(rank) {}
+  explicit Sequence(RankNames names) : names(std::move(names)) {}
 
   std::uint64_t started = 0;   // highest collective id started on this rank
   RunningCalls<Call> running;  // started and not yet ended
   std::exception_ptr poison;   // a protocol error seen while none ran
-  const std::string who;       // this rank in errors: "rank 3", "rank 1 (world 3)"
-  const int rank;              // ... and as Error::rank()
+  const RankNames names;       // how its errors name ranks: this one is names.who(), names.rank()
 
   bool finished(std::uint64_t coll) const { return coll <= started && running.find(coll) == running.end(); }
 };
@@ -92,9 +92,12 @@ struct Sequence {
 //  W::commOf(header), W::collOf(header): a collective frame's communicator and id
 //  W::seqOf(call)  the call's record; W::collOf(call); W::nameOf(call): "allgather#2"
 //  W::ofCall(key, call): a frame of the call's communicator and id (any source, step)
-//  W::sourceOf(key): its sender as errors name it; W::describe(header)
-//  W::foreignText(src, header, call): why a frame at the call's id is not of
-//    it (failures::differentCollectives, differentRoots); empty if it is
+//  W::sourceOf(key): its sender as keys number it; W::describe(header)
+//  W::sourceRank(seq, src), W::sourceName(seq, src): that sender's rank in
+//    the communicator (Error::peer()) and its name ("rank 1 (world 2)")
+//  W::foreignText(name, header, call): why a frame at the call's id is not of
+//    it (failures::differentCollectives, differentRoots; `name` its sender's);
+//    empty if it is
 template <class W>
 class SequenceGuard {
  public:
@@ -138,18 +141,18 @@ class SequenceGuard {
     const std::uint64_t coll = W::collOf(h);
     if (seq.finished(coll)) {
       reportProtocol(seq, Error(ErrorCode::Protocol,
-                                seq.who + ": received " + W::describe(h) + " from " + failures::rankName(src) +
+                                seq.names.who() + ": received " + W::describe(h) + " from " + W::sourceName(seq, src) +
                                     ", but this rank has already finished that collective (latest: #" +
                                     std::to_string(seq.started) + ")",
-                                seq.rank, src));
+                                seq.names.rank(), W::sourceRank(seq, src)));
       return false;
     }
     auto run = seq.running.find(coll);
     if (run == seq.running.end()) return true;
-    const std::string foreign = W::foreignText(src, h, *run->second);
+    const std::string foreign = W::foreignText(W::sourceName(seq, src), h, *run->second);
     if (foreign.empty()) return true;
-    reportProtocol(
-        seq, Error(ErrorCode::Protocol, failures::failure(seq.who, W::nameOf(*run->second), foreign), seq.rank, src));
+    reportProtocol(seq, Error(ErrorCode::Protocol, failures::failure(seq.names.who(), W::nameOf(*run->second), foreign),
+                              seq.names.rank(), W::sourceRank(seq, src)));
     return false;
   }
 
@@ -168,12 +171,13 @@ class SequenceGuard {
   // or root: the ranks called different collectives; fails `call`.
   void checkStashed(Call& call, const Mailbox& mailbox) {
     const Seq& seq = *W::seqOf(call);
-    const Fault fault =
-        lowestFault(mailbox, call, [&](int src, const Stashed& s) { return W::foreignText(src, s.header, call); });
+    const Fault fault = lowestFault(mailbox, call, [&](int src, const Stashed& s) {
+      return W::foreignText(W::sourceName(seq, src), s.header, call);
+    });
     if (fault)
-      hooks_.failCall(call, std::make_exception_ptr(Error(ErrorCode::Protocol,
-                                                          failures::failure(seq.who, W::nameOf(call), fault.what),
-                                                          seq.rank, fault.source)));
+      hooks_.failCall(call, std::make_exception_ptr(Error(
+                                ErrorCode::Protocol, failures::failure(seq.names.who(), W::nameOf(call), fault.what),
+                                seq.names.rank(), W::sourceRank(seq, fault.source))));
   }
 
   // `call` ended (e: its error, or null). One that returned but left a frame
@@ -185,12 +189,13 @@ class SequenceGuard {
     leave(call);
     if (e) return;
     const Fault extra = lowestFault(mailbox, call, [&](int src, const Stashed& s) {
-      return failures::neverReceives(src, W::describe(s.header), W::nameOf(call));
+      return failures::neverReceives(W::sourceName(*seq, src), W::describe(s.header), W::nameOf(call));
     });
     if (!extra) return;
     mailbox.dropStashed(OfCall{call});
-    e = std::make_exception_ptr(
-        Error(ErrorCode::Protocol, failures::failure(seq->who, W::nameOf(call), extra.what), seq->rank, extra.source));
+    e = std::make_exception_ptr(Error(ErrorCode::Protocol,
+                                      failures::failure(seq->names.who(), W::nameOf(call), extra.what),
+                                      seq->names.rank(), W::sourceRank(*seq, extra.source)));
   }
 
   // `call` leaves its sequence without a check (it never ran).

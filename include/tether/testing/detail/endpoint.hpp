@@ -52,7 +52,12 @@ class Endpoint {
 
   Endpoint(std::shared_ptr<WorldState> world, std::uint64_t comm, std::vector<int> members, int rank,
            std::chrono::milliseconds timeout)
-      : world_(std::move(world)), comm_(comm), members_(std::move(members)), rank_(rank), timeoutMs_(timeout.count()) {}
+      : world_(std::move(world)),
+        comm_(comm),
+        members_(std::move(members)),
+        rank_(rank),
+        names_(comm == 0 ? ::tether::detail::core::RankNames(rank) : ::tether::detail::core::RankNames(rank, members_)),
+        timeoutMs_(timeout.count()) {}
   // This rank's records of this communicator's collectives (and its
   // subsets') leave its sequence guard, and their collective lanes go once
   // no rank has them.
@@ -80,12 +85,9 @@ class Endpoint {
   // The deadline of a call starting now (tether/detail/core/deadlines.hpp).
   Clock::time_point deadline() const { return ::tether::detail::core::deadlineAfter(timeout()); }
 
-  // "rank 1", or "rank 1 (world 3)" on a child communicator.
-  std::string who() const {
-    std::string text = failures::rankName(rank_);
-    if (comm_ != 0) text += " (world " + std::to_string(worldRank()) + ")";
-    return text;
-  }
+  // How its errors name ranks: "rank 1", or "rank 1 (world 3)" on a child communicator.
+  const ::tether::detail::core::RankNames& names() const { return names_; }
+  std::string who() const { return names_.who(); }
 
   [[noreturn]] void fail(ErrorCode code, const std::string& where, int peer, const std::string& what) const {
     throw Error(code, failures::failure(who(), where, what), rank_, peer);
@@ -94,9 +96,8 @@ class Endpoint {
   // A call of this rank on this communicator, named `where` in its errors.
   Call call(const std::string& where) const {
     Call c;
-    c.who = who();
+    c.names = &names_;
     c.where = where;
-    c.rank = rank_;
     return c;
   }
 
@@ -149,9 +150,9 @@ class Endpoint {
   // a send to `peer` under `key` its window holds.
   std::string heldText(int peer, const ChannelKey& key) const {
     const auto lane = world_->windowLocked(worldRank(), worldRankOf(peer), key);
-    return window::waitingToSend(failures::rankName(peer)) + (key.channel == Channel::PointToPoint
-                                                                  ? window::p2pNote(lane.first, lane.second)
-                                                                  : window::collectiveNote(lane.first, lane.second));
+    return window::waitingToSend(names_.name(peer)) + (key.channel == Channel::PointToPoint
+                                                           ? window::p2pNote(lane.first, lane.second)
+                                                           : window::collectiveNote(lane.first, lane.second));
   }
 
   RankMailbox& mailbox() const { return *world_->mailboxes[static_cast<std::size_t>(worldRank())]; }
@@ -163,7 +164,7 @@ class Endpoint {
     Locked lock(*world_);
     auto& seq = sequences_[comm];
     if (!seq) {
-      seq = std::make_shared<InProcessCalls::Seq>(who(), rank_);
+      seq = std::make_shared<InProcessCalls::Seq>(names_);
       mailbox().sequences.add(comm, seq);
       if (comm != comm_) world_->joinCommLocked(comm);
     }
@@ -183,7 +184,7 @@ class Endpoint {
   void throwIfLeftLocked(const std::string& where, int peer) const {
     if (peer < 0 || peer >= size() || !world_->left[static_cast<std::size_t>(worldRankOf(peer))]) return;
     fail(ErrorCode::PeerLost, where, peer,
-         failures::lostRank(peer, failures::closedItsBootstrap() + " (its body returned)"));
+         failures::lostRank(names_.name(peer), failures::closedItsBootstrap() + " (its body returned)"));
   }
 
   // Sleeps on this rank's condition variable until ready(), an abort or the
@@ -211,6 +212,7 @@ class Endpoint {
   std::uint64_t comm_;
   std::vector<int> members_;  // world rank of each communicator rank
   int rank_;
+  ::tether::detail::core::RankNames names_;
   std::atomic<long long> timeoutMs_;
   // Communicator id -> this rank's record of its collectives (this
   // communicator's and its subsets'); under the world mutex.

@@ -19,6 +19,7 @@
 
 #include "tether/detail/core/call_table.hpp"
 #include "tether/detail/core/failures.hpp"
+#include "tether/detail/core/rank_names.hpp"
 #include "tether/detail/core/sequence_guard.hpp"
 #include "tether/detail/match/mailbox.hpp"
 #include "tether/detail/wire/op.hpp"
@@ -93,9 +94,9 @@ struct Header {
 // A call in flight on one rank (a receive, a collective): what the call
 // table and the sequence guard keep, and how its errors name it.
 struct Call : ::tether::detail::core::CallState<ChannelKey> {
-  std::string who;    // "rank 1", "rank 1 (world 3)"
+  // How its errors name ranks (its endpoint's): this one "rank 1" or "rank 1 (world 3)".
+  const ::tether::detail::core::RankNames* names = nullptr;
   std::string where;  // "recv from rank 0 tag 3", "allgather#2"
-  int rank = 0;       // in its communicator
   // A collective: its id's key (communicator, id, operation, root) and its
   // communicator's sequence; null otherwise.
   ChannelKey key;
@@ -128,7 +129,10 @@ struct InProcessCalls {
   static const std::string& nameOf(const Call& c) { return c.where; }
   static bool ofCall(const Key& k, const Call& c) { return k.sameCall(c.key); }
   static std::string describe(const Header& h) { return h.describe(); }
-  static std::string foreignText(int src, const Header& h, const Call& c) {
+  // Messages name their sender by its rank in the communicator.
+  static int sourceRank(const Seq&, int src) { return src; }
+  static std::string sourceName(const Seq& seq, int src) { return seq.names.name(src); }
+  static std::string foreignText(const std::string& src, const Header& h, const Call& c) {
     namespace failures = ::tether::detail::core::failures;
     if (h.key.code != c.key.code) return failures::differentCollectives(src, h.describe());
     if (h.key.root != c.key.root) return failures::differentRoots(src, h.key.call(), h.key.root, c.key.root);

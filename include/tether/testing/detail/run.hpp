@@ -242,7 +242,7 @@ class Run final : public ::tether::detail::core::Resumable {
     return held ? held->peer : -1;
   }
   std::string waitingText() const {
-    std::string text = CallTable::waitingText(call, failures::rankName);
+    std::string text = CallTable::waitingText(call, [&](int src) { return endpoint_.names().name(src); });
     if (text.empty()) {
       if (const Held* held = heldSend()) text = endpoint_.heldText(held->peer, held->key);
     }

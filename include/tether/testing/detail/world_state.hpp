@@ -66,8 +66,9 @@ struct RankMailbox final : CallTable::Hooks, SequenceGuard::Hooks {
     return std::make_exception_ptr(Error(
         ErrorCode::Protocol,
         ::tether::detail::core::failures::failure(
-            call.who, call.where, ::tether::detail::core::failures::expectsBytes(h.key.source, h.describe(), expected)),
-        call.rank, h.key.source));
+            call.names->who(), call.where,
+            ::tether::detail::core::failures::expectsBytes(call.names->name(h.key.source), h.describe(), expected)),
+        call.names->rank(), h.key.source));
   }
   void failed(Call&) override;
   void failCall(Call& call, std::exception_ptr e) override { calls.failCall(call, std::move(e)); }
@@ -78,8 +79,9 @@ struct WorldState {
       : nranks(worldSize),
         nranksPerNode(ranksPerNode),
         defaultTimeout(timeoutFromEnvironment()),
-        p2pWindow(static_cast<std::uint64_t>(::tether::detail::envInt("TETHER_P2P_WINDOW_BYTES", window::kP2PBytes,
-                                                                      window::kMinBytes, std::int64_t{1} << 40))),
+        p2pWindow(static_cast<std::uint64_t>(
+            ::tether::detail::envInt("TETHER_P2P_WINDOW_BYTES", window::kP2PBytes, window::kMinBytes,
+                                     static_cast<std::int64_t>(::tether::detail::kMaxP2PWindowBytes)))),
         maxPayload(static_cast<std::uint64_t>(::tether::detail::envInt(
             "TETHER_MAX_PAYLOAD_BYTES", static_cast<std::int64_t>(::tether::detail::kMaxPayloadBytes),
             static_cast<std::int64_t>(::tether::detail::kMinMaxPayloadBytes),
