@@ -331,6 +331,38 @@ inline void expiresWhileOnlyTested(Bootstrap& b) {
   b.barrier();
 }
 
+// A request fails at its deadline though nobody looks at it: an irecv
+// whose message comes only after its deadline does not take it (the message
+// waits for the next receive, the irecv's buffer is untouched), and a later
+// test() throws the Timeout. Before 2026-12-07 the in-process world failed a
+// request only when it was looked at, so the late message filled the expired
+// irecv and test() returned true; over TCP the progress thread fails it.
+inline void expiresUnobserved(Bootstrap& b) {
+  int token = 0;
+  if (b.rank() == 1) {
+    b.recv(&token, sizeof token, 0, 8);  // rank 0's irecv is past its deadline
+    int value = 42;
+    b.send(&value, sizeof value, 0, 7);
+    b.send(&token, sizeof token, 0, 9);
+    b.barrier();
+    return;
+  }
+  b.setTimeout(std::chrono::milliseconds(300));
+  int got = -1;
+  Request late = b.irecv(&got, sizeof got, 1, 7);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // not looking
+  b.setTimeout(std::chrono::milliseconds(20000));
+  b.send(&token, sizeof token, 1, 8);
+  b.recv(&token, sizeof token, 1, 9);  // sent after the tag-7 message: that one is here
+  const tether::Error e = errorFrom([&] { late.test(); });
+  check(e.code() == ErrorCode::Timeout && has(e, "recv from rank 1 tag 7") && has(e, "timed out"),
+        std::string("the expired irecv's Timeout: ") + e.what());
+  check(got == -1, "the expired irecv's buffer was filled: " + std::to_string(got));
+  b.recv(&got, sizeof got, 1, 7);
+  check(got == 42, "the next receive takes the late message: " + std::to_string(got));
+  b.barrier();
+}
+
 inline std::vector<Case> cases() {
   return {
       {"nonblocking: ibarrier, iallgather and ialltoall while an irecv is pending", 4, collectivesWhileIrecvPending},
@@ -348,6 +380,9 @@ inline std::vector<Case> cases() {
       {"nonblocking: isends and a send with one tag arrive in the order they were called", 2, sendsKeepCallOrder},
       {"nonblocking: an irecv fails at its communicator's deadline though only tested: the earliest first", 2,
        expiresWhileOnlyTested},
+      {"nonblocking: an irecv nobody looks at fails at its deadline: a message that comes later waits for the next "
+       "receive",
+       2, expiresUnobserved},
   };
 }
 

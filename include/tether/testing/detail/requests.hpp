@@ -12,7 +12,9 @@
 //    leaves the communicator unusable and, on the world communicator, aborts
 //    the world naming this rank.
 //  * each fails at the communicator's deadline from its start, whether
-//    waited for or only tested (test() then throws the Timeout).
+//    waited for, only tested (test() then throws the Timeout) or neither
+//    (the world's timer thread fails it then; a world collective's failure
+//    aborts the world then, as over TCP).
 // A request not done when destroyed is cancelled, so the caller's buffers
 // are never touched after the destructor. Header-only, C++17.
 #pragma once
@@ -41,7 +43,9 @@ class RunRequest final : public Request::Impl {
 
   // `owner` keeps the endpoint alive.
   RunRequest(std::shared_ptr<const void> owner, const Endpoint& endpoint, std::shared_ptr<Run> run, Cancel cancel)
-      : owner_(std::move(owner)), endpoint_(endpoint), run_(std::move(run)), cancel_(cancel) {}
+      : owner_(std::move(owner)), endpoint_(endpoint), run_(std::move(run)), cancel_(cancel) {
+    run_->watchDeadline();
+  }
   ~RunRequest() override {
     try {
       if (cancel_ == Cancel::Never)

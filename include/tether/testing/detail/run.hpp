@@ -30,7 +30,7 @@ namespace tether {
 namespace testing {
 namespace detail {
 
-class Run final : public ::tether::detail::core::Resumable {
+class Run final : public ::tether::detail::core::Resumable, public Expiring {
  public:
   using Clock = Endpoint::Clock;
   using Plan = ::tether::detail::coll::Plan;
@@ -45,6 +45,7 @@ class Run final : public ::tether::detail::core::Resumable {
   ~Run() {
     Endpoint::Locked lock(*endpoint_.world_);
     if (done_) return;
+    unwatch();
     letGo();
     call.resumer = nullptr;
     endpoint_.endLocked(call, nullptr);
@@ -119,6 +120,15 @@ class Run final : public ::tether::detail::core::Resumable {
     return done_;
   }
 
+  // A request's: it fails at its deadline even if nobody waits for it or
+  // tests it, as over TCP (WorldState's timer thread).
+  void watchDeadline() {
+    Endpoint::Locked lock(*endpoint_.world_);
+    if (done_ || watched_) return;
+    watched_ = true;
+    endpoint_.world_->watchLocked(*this, until_);
+  }
+
   // Fails it with `e` unless it ended already; true if it ended with `e`.
   bool cancel(const std::exception_ptr& e) {
     Endpoint::Locked lock(*endpoint_.world_);
@@ -132,6 +142,16 @@ class Run final : public ::tether::detail::core::Resumable {
   }
 
   // ---- under the world mutex ----
+
+  void expireLocked() override {
+    watched_ = false;
+    if (done_) return;
+    try {
+      endpoint_.fail(ErrorCode::Timeout, call.where, peer(), failures::timedOut(waitingText()));
+    } catch (...) {
+      fail(std::current_exception());
+    }
+  }
 
   // The call table's: what it waited for is done (or `e` failed it).
   void resume(std::exception_ptr e) override {
@@ -206,6 +226,7 @@ class Run final : public ::tether::detail::core::Resumable {
   // sequence (a message left at its id fails one that returned), and its
   // caller is woken.
   void finish(std::exception_ptr e) {
+    unwatch();
     letGo();
     endpoint_.endLocked(call, &e);
     exec_.reset();
@@ -213,6 +234,11 @@ class Run final : public ::tether::detail::core::Resumable {
     error_ = e;
     if (e && failed_) failed_(e);
     endpoint_.mailbox().wake.notify_all();
+  }
+
+  void unwatch() {
+    if (watched_) endpoint_.world_->unwatchLocked(*this);
+    watched_ = false;
   }
 
   // Withdraws its receives and drops its held sends (never delivered now).
@@ -256,6 +282,7 @@ class Run final : public ::tether::detail::core::Resumable {
   std::optional<::tether::detail::coll::Execution> exec_;
   std::vector<Held> held_;  // sends its window held, until delivered
   bool done_ = false;
+  bool watched_ = false;  // by the world's timer thread (watchDeadline)
   std::exception_ptr error_;
 };
 

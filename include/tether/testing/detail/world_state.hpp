@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -74,7 +75,19 @@ struct RankMailbox final : CallTable::Hooks, SequenceGuard::Hooks {
   void failCall(Call& call, std::exception_ptr e) override { calls.failCall(call, std::move(e)); }
 };
 
+// A call that fails at its deadline though nobody waits for it (a request's run).
+class Expiring {
+ public:
+  // Under the world mutex, at or after its deadline.
+  virtual void expireLocked() = 0;
+
+ protected:
+  ~Expiring() = default;
+};
+
 struct WorldState {
+  using Clock = std::chrono::steady_clock;
+
   WorldState(int worldSize, int ranksPerNode)
       : nranks(worldSize),
         nranksPerNode(ranksPerNode),
@@ -87,7 +100,18 @@ struct WorldState {
             static_cast<std::int64_t>(::tether::detail::kMinMaxPayloadBytes),
             static_cast<std::int64_t>(::tether::detail::kMaxMaxPayloadBytes)))) {
     for (int r = 0; r < nranks; ++r) mailboxes.push_back(std::make_unique<RankMailbox>(*this, r));
+    watcher_ = std::thread([this] { watch(); });
   }
+  ~WorldState() {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      stopping_ = true;
+    }
+    watchWake_.notify_all();
+    watcher_.join();
+  }
+  WorldState(const WorldState&) = delete;
+  WorldState& operator=(const WorldState&) = delete;
 
   const int nranks;
   const int nranksPerNode;
@@ -244,6 +268,21 @@ struct WorldState {
     commRanks_.erase(it);
     coll_.eraseLanes([&](const LaneId& l, bool) { return l.comm == comm; });
   }
+  // `call` fails at `at` unless it ends first (unwatchLocked), whether or
+  // not anyone waits for it: as TCP's progress thread fails a request's op
+  // at its deadline (a collective of the world then aborts the world).
+  void watchLocked(Expiring& call, Clock::time_point at) {
+    watched_.push_back({at, &call});
+    watchWake_.notify_all();
+  }
+  void unwatchLocked(Expiring& call) {
+    for (auto it = watched_.begin(); it != watched_.end(); ++it)
+      if (it->second == &call) {
+        watched_.erase(it);
+        return;
+      }
+  }
+
   // How many collective lanes are counted (all communicators; for tests).
   std::size_t collectiveLanes() {
     std::lock_guard<std::mutex> lock(mutex);
@@ -259,10 +298,35 @@ struct WorldState {
   }
 
  private:
+  // The world's one timer thread: asleep until the earliest watched
+  // deadline (without one, until a call is watched).
+  void watch() {
+    std::unique_lock<std::mutex> lock(mutex);
+    while (!stopping_) {
+      auto next = watched_.begin();
+      for (auto it = watched_.begin(); it != watched_.end(); ++it)
+        if (it->first < next->first) next = it;
+      if (next == watched_.end()) {
+        watchWake_.wait(lock);
+      } else if (Clock::now() < next->first) {
+        watchWake_.wait_until(lock, next->first);
+      } else {
+        Expiring& call = *next->second;
+        watched_.erase(next);
+        call.expireLocked();
+        drainLocked();
+      }
+    }
+  }
+
   Window p2p_{p2pWindow, window::kCreditBatch, bytesOf};
   Window coll_{window::kCollectiveBytes, window::kCollectiveBatch, bytesOf};
   std::unordered_map<std::uint64_t, int> commRanks_;  // a child communicator's live bootstraps
   std::vector<int> stirred_;                          // ranks drainLocked looks at
+  std::vector<std::pair<Clock::time_point, Expiring*>> watched_;
+  std::condition_variable watchWake_;
+  bool stopping_ = false;
+  std::thread watcher_;  // last: started once the rest is made
 };
 
 inline void RankMailbox::frameReceived(int, const Header& h) { world.receivedLocked(worldRank, h); }
