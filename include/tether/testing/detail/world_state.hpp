@@ -308,8 +308,8 @@ struct WorldState {
         if (it->first < next->first) next = it;
       if (next == watched_.end()) {
         watchWake_.wait(lock);
-      } else if (Clock::now() < next->first) {
-        watchWake_.wait_until(lock, next->first);
+      } else if (const Clock::time_point at = next->first; Clock::now() < at) {
+        watchWake_.wait_until(lock, at);  // a copy: watched_ may grow (move) while it sleeps
       } else {
         Expiring& call = *next->second;
         watched_.erase(next);
