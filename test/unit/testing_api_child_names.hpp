@@ -66,8 +66,24 @@ inline void errorsNameChildRanks(Bootstrap& b) {
   b.barrier();
 }
 
+// The same for a peer that left: world rank 2 (child rank 1) returns (its
+// TcpBootstrap is closed; an in-process rank has left) and child rank 0's
+// receive from it fails at once with PeerLost naming it by its child rank
+// (why it is gone depends on timing over TCP: it closed its bootstrap, or it
+// refuses the connection this receive opens).
+inline void lostPeerNamedByChildRank(Bootstrap& b) {
+  b.setTimeout(milliseconds(20000));
+  auto child = b.split(b.rank() == 0 ? Bootstrap::kNoColor : 0, b.rank());
+  if (!child || child->rank() == 1) return;
+  int token = 0;
+  expect(errorFrom([&] { child->recv(&token, sizeof token, 1, 5); }), ErrorCode::PeerLost, 0, 1,
+         {"rank 0 (world 1): recv from rank 1 tag 5: lost rank 1 (world 2): "},  // then why: it closed, or refuses
+         "a child receive from child rank 1, which left");
+}
+
 inline std::vector<Case> cases() {
-  return {{"on a child communicator errors name child ranks, each with its world rank", 3, errorsNameChildRanks}};
+  return {{"on a child communicator errors name child ranks, each with its world rank", 3, errorsNameChildRanks},
+          {"on a child communicator a peer that left is named by its child rank", 3, lostPeerNamedByChildRank}};
 }
 
 }  // namespace child_names
