@@ -272,8 +272,10 @@ struct WorldState {
   // not anyone waits for it: as TCP's progress thread fails a request's op
   // at its deadline (a collective of the world then aborts the world).
   void watchLocked(Expiring& call, Clock::time_point at) {
+    bool earliest = true;  // else the thread's sleep ends before `at` anyway: leave it asleep
+    for (const auto& w : watched_) earliest = earliest && at < w.first;
     watched_.push_back({at, &call});
-    watchWake_.notify_all();
+    if (earliest) watchWake_.notify_all();
   }
   void unwatchLocked(Expiring& call) {
     for (auto it = watched_.begin(); it != watched_.end(); ++it)
