@@ -112,8 +112,7 @@ class Run final : public ::tether::detail::core::Resumable, public Expiring {
     try {
       endpoint_.throwIfAbortedLocked(call.where);
       endpoint_.throwIfLeftLocked(call.where, peer());
-      if (Clock::now() >= until_)
-        endpoint_.fail(ErrorCode::Timeout, call.where, peer(), failures::timedOut(waitingText()));
+      throwIfExpired();
     } catch (...) {
       fail(std::current_exception());
     }
@@ -147,7 +146,7 @@ class Run final : public ::tether::detail::core::Resumable, public Expiring {
     watched_ = false;
     if (done_) return;
     try {
-      endpoint_.fail(ErrorCode::Timeout, call.where, peer(), failures::timedOut(waitingText()));
+      throwIfExpired();  // the thread calls at or after until_
     } catch (...) {
       fail(std::current_exception());
     }
@@ -234,6 +233,12 @@ class Run final : public ::tether::detail::core::Resumable, public Expiring {
     error_ = e;
     if (e && failed_) failed_(e);
     endpoint_.mailbox().wake.notify_all();
+  }
+
+  // Past its deadline: the Timeout naming what it waits for.
+  void throwIfExpired() const {
+    if (Clock::now() >= until_)
+      endpoint_.fail(ErrorCode::Timeout, call.where, peer(), failures::timedOut(waitingText()));
   }
 
   void unwatch() {
