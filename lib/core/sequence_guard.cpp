@@ -25,7 +25,9 @@ void SequenceGuard::end(Op& op, std::exception_ptr& e, match::Mailbox& mailbox) 
     std::rethrow_exception(e);
   } catch (const Error& err) {
     op.seq->failedWhat = err.what();
-    op.seq->failedPeer = op.seq->names.worldRank(err.peer());  // a stall probe follows world ranks
+    // A stall probe follows world ranks: the error names the communicator's,
+    // but an abort is the world's and names its origin by world rank already.
+    op.seq->failedPeer = err.code() == ErrorCode::Aborted ? err.peer() : op.seq->names.worldRank(err.peer());
   } catch (const std::exception& other) {
     op.seq->failedWhat = other.what();
     op.seq->failedPeer = -1;

@@ -141,3 +141,26 @@ TEST_CASE("A frame for a communicator this rank does not know is let through", "
   guard.remove(kComm);
   CHECK(guard.find(kComm) == nullptr);
 }
+
+TEST_CASE("A failed collective on a child communicator records its peer as a world rank, an abort's as it came",
+          "[unit][core]") {
+  // The stall probe follows world ranks (seq.failedPeer). A timeout names the
+  // child's rank, turned back into its world rank; an abort is the world's
+  // and already names its origin by world rank (on 37452ca it was turned
+  // again: world rank 2 read as child rank 2, world rank 5).
+  Failures failures;
+  SequenceGuard guard{1, failures};
+  auto seq = std::make_shared<CollectiveSeq>(detail::core::RankNames(0, {1, 3, 5}));
+  guard.add(kComm, seq);
+  match::Mailbox mailbox;
+  auto ends = [&](std::uint64_t coll, Error err) {
+    auto op = collective(seq, coll, kAllgather);
+    REQUIRE(guard.begin(*seq, *op));
+    std::exception_ptr e = std::make_exception_ptr(err);
+    guard.end(*op, e, mailbox);
+    CHECK(seq->failedColl == coll);
+    return seq->failedPeer;
+  };
+  CHECK(ends(1, Error(ErrorCode::Timeout, "timed out waiting for rank 2 (world 5)", 0, 2)) == 5);
+  CHECK(ends(2, Error(ErrorCode::Aborted, "aborted by rank 2", 0, 2)) == 2);
+}
