@@ -46,6 +46,7 @@ void Leader::close() {
   quiet_.cancel();
   listener_->close();
   for (auto& [r, s] : members_) s->close();
+  for (Greeting* g : greeting_) g->s->close();
 }
 
 std::string Leader::describe() const {
@@ -76,6 +77,10 @@ void Leader::abandon(ErrorCode code, const std::string& reason, int peer) {
       asio::co_spawn(io_, writeOne(shared_from_this(), s, Msg::Fail, fail_), asio::detached);
     else
       s->close();  // all of it (part, rarely: the member then reads a lost leader)
+  }
+  for (Greeting* g : greeting_) {  // those in their handshake: after what they were sent
+    if (!g->writing) (void)writeNow(*g->s, Msg::Fail, *fail_);
+    g->s->close();
   }
   // The ranks still queued at the socket (not accepted yet: this leader was
   // out of descriptors, or busy) read why as their first message, with the
@@ -161,6 +166,7 @@ asio::awaitable<void> Leader::serve(std::shared_ptr<Leader> self, std::shared_pt
   int who = -1;
   std::string reason;
   Place place(*self, self->handshaking_);  // taken by acceptLoop
+  Greeting greeting(*self, s);
   asio::steady_timer helloBy(self->io_, o.helloWait);
   helloBy.async_wait([w = std::weak_ptr<link::Stream>(s)](const boost::system::error_code& ec) {
     if (auto stream = w.lock(); stream && !ec) stream->close();  // silent: its place goes to another
@@ -169,7 +175,7 @@ asio::awaitable<void> Leader::serve(std::shared_ptr<Leader> self, std::shared_pt
     wire::Challenge c{static_cast<std::uint32_t>(o.rank), {}};
     crypto::randomBytes(c.nonce.data(), c.nonce.size());
     const Bytes challenge = wire::encode(c);
-    co_await writeMsg(*s, Msg::Challenge, challenge);
+    co_await greeting.write(Msg::Challenge, challenge);
     auto m = co_await readMsg(*s);
     auto& [t, b] = m;
     if (t != Msg::Hello) throw std::invalid_argument("expected a hello");
@@ -190,7 +196,7 @@ asio::awaitable<void> Leader::serve(std::shared_ptr<Leader> self, std::shared_pt
     if (!refusal.empty()) {
       log::warn(o.rank, "host-local: refused a process on {}: {}", self->name_, refusal);
       const Bytes reject = wire::encode(wire::Reject{code, refusal});
-      co_await writeMsg(*s, Msg::Reject, reject);
+      co_await greeting.write(Msg::Reject, reject);
       s->close();
       if (code == wire::RejectCode::DuplicateRank)
         self->failed(ErrorCode::InvalidArgument, "rendezvous failed: " + refusal, static_cast<int>(h.rank));
@@ -198,18 +204,16 @@ asio::awaitable<void> Leader::serve(std::shared_ptr<Leader> self, std::shared_pt
     }
     place.move(self->welcomed_);
     const Bytes welcome = wire::encode(wire::Welcome{wire::welcomeProof(o.secret, c, h)});
-    co_await writeMsg(*s, Msg::Welcome, welcome);
+    co_await greeting.write(Msg::Welcome, welcome);
     auto m2 = co_await readMsg(*s);
     auto& [t2, b2] = m2;
     if (t2 != Msg::Register) throw std::invalid_argument("expected a registration");
     auto r = wire::decodeRegister(b2);
     if (r.rank != h.rank) throw std::invalid_argument("registration for another rank");
     if (self->closed_) co_return;
-    if (self->abandoned_) {  // welcomed while the leader failed: it learns why, too
-      co_await writeOne(self, s, Msg::Fail, self->fail_);
-      co_return;
-    }
+    if (self->abandoned_) co_return;  // abandon() wrote it the Fail and closed it
     place.release();
+    greeting.end();
     who = static_cast<int>(r.rank);
     if (who == 0) {  // the root registers itself; it is only counted here
       self->rootHere_ = true;

@@ -89,6 +89,32 @@ class Leader final : public std::enable_shared_from_this<Leader> {
     }
   };
 
+  // A rank in its handshake (accepted, not registered yet), listed while
+  // serve() greets it: abandon() writes it the Fail too, after what it was
+  // sent, unless a message to it is half written (then it closes, and the
+  // rank reads a lost leader).
+  struct Greeting {
+    Leader& g;
+    std::shared_ptr<link::Stream> s;
+    bool writing = false;
+    Greeting(Leader& leader, std::shared_ptr<link::Stream> stream) : g(leader), s(std::move(stream)) {
+      g.greeting_.push_back(this);
+    }
+    Greeting(const Greeting&) = delete;
+    Greeting& operator=(const Greeting&) = delete;
+    ~Greeting() { end(); }
+    void end() { std::erase(g.greeting_, this); }
+    // All of it now (a small message into a fresh socket), so abandon()
+    // knows the rank has it whole; else the rest when the socket drains.
+    asio::awaitable<void> write(Msg type, const Bytes& payload) {
+      const std::size_t n = writeNow(*s, type, payload);
+      if (n == 5 + payload.size()) co_return;
+      writing = true;
+      co_await writeMsg(*s, type, payload, n);
+      writing = false;
+    }
+  };
+
   // The leader's side of one member: handshake, registration, then wait for
   // its close (after the table) or its loss.
   static asio::awaitable<void> serve(std::shared_ptr<Leader> self, std::shared_ptr<link::Stream> s);
@@ -102,6 +128,7 @@ class Leader final : public std::enable_shared_from_this<Leader> {
   asio::steady_timer quiet_;
   std::shared_ptr<link::UnixListener> listener_;
   std::map<int, std::shared_ptr<link::Stream>> members_;
+  std::vector<Greeting*> greeting_;  // the ranks in their handshake
   std::vector<int> ranks_;  // itself, then members as they came
   std::vector<wire::Register> pending_;
   wire::SharedBytes fail_;  // its Fail message, once it abandoned

@@ -43,6 +43,25 @@ void Member::abandon(ErrorCode code, const std::string& reason, int peer) {
   stream_->close();
 }
 
+// A leader that failed wrote its Fail and closed, maybe before this
+// rank's next message: that write fails (EPIPE), and the read that follows
+// finds the Fail (or the leader's close, reported as such).
+asio::awaitable<bool> Member::writeTold(link::Stream& s, Msg type, const Bytes& payload) {
+  try {
+    co_await writeMsg(s, type, payload);
+    co_return true;
+  } catch (const boost::system::system_error&) {
+    co_return false;
+  }
+}
+
+void Member::leaderFailed(const Bytes& fail, int leaderRank) {
+  auto cause = decodeCause(fail);
+  const std::string at = leaderRank < 0 ? fmt::format("group {} ({}) before it answered this rank", group_, name_)
+                                        : fmt::format("group {} (rank {})", group_, leaderRank);
+  failed(cause.code, fmt::format("rendezvous failed at the host leader of {}: {}", at, cause.text), cause.peer);
+}
+
 asio::awaitable<void> Member::again(std::shared_ptr<Member> self) {
   self->stream_->close();
   asio::steady_timer t(self->io_, std::chrono::milliseconds(10));
@@ -81,13 +100,8 @@ asio::awaitable<void> Member::join(std::shared_ptr<Member> self) {
       co_return self->next_.full();
     }
     if (t == Msg::Fail) {  // the leader failed before it served this rank: its cause
-      auto cause = decodeCause(b);
       s->close();
-      co_return self->failed(cause.code,
-                             fmt::format("rendezvous failed at the host leader of group {} ({}) before it answered "
-                                         "this rank: {}",
-                                         self->group_, self->name_, cause.text),
-                             cause.peer);
+      co_return self->leaderFailed(b, -1);
     }
     if (t != Msg::Challenge) throw std::invalid_argument("expected a challenge");
     auto c = wire::decodeChallenge(b);
@@ -96,8 +110,8 @@ asio::awaitable<void> Member::join(std::shared_ptr<Member> self) {
     h.proof = wire::helloProof(o.secret, c, h);
     const Bytes hello = wire::encode(h);
     std::pair<Msg, Bytes> m2;
+    co_await writeTold(*s, Msg::Hello, hello);
     try {
-      co_await writeMsg(*s, Msg::Hello, hello);
       m2 = co_await readMsg(*s);
     } catch (const boost::system::system_error& e) {
       if (!self->retryable(e.code())) throw;
@@ -106,6 +120,10 @@ asio::awaitable<void> Member::join(std::shared_ptr<Member> self) {
     if (retry) co_return co_await again(self);
     auto& [t2, b2] = m2;
     if (self->closed_) co_return;
+    if (t2 == Msg::Fail) {  // the leader failed during this rank's handshake
+      s->close();
+      co_return self->leaderFailed(b2, static_cast<int>(c.rank));
+    }
     if (t2 == Msg::Reject) {
       auto rj = wire::decodeReject(b2);
       s->close();
@@ -127,9 +145,9 @@ asio::awaitable<void> Member::join(std::shared_ptr<Member> self) {
     }
     self->leaderRank_ = static_cast<int>(c.rank);
     const Bytes reg = wire::encode(wire::Register{static_cast<std::uint32_t>(o.rank), self->self_});
-    co_await writeMsg(*s, Msg::Register, reg);
-    if (!self->closed_ && self->events_.joined) self->events_.joined();
-    if (o.rank == 0) {  // counted by the leader; the root needs no table
+    const bool registered = co_await writeTold(*s, Msg::Register, reg);
+    if (registered && !self->closed_ && self->events_.joined) self->events_.joined();
+    if (o.rank == 0 && registered) {  // counted by the leader; the root needs no table
       s->close();
       co_return;
     }
@@ -143,13 +161,7 @@ asio::awaitable<void> Member::join(std::shared_ptr<Member> self) {
       self->closed_ = true;  // nothing more to report
       co_return self->events_.table(std::make_shared<const Bytes>(std::move(b3)));
     }
-    if (t3 == Msg::Fail) {  // the leader's cause: its code and the peer it names
-      auto cause = decodeCause(b3);
-      co_return self->failed(cause.code,
-                             fmt::format("rendezvous failed at the host leader of group {} (rank {}): {}", self->group_,
-                                         c.rank, cause.text),
-                             cause.peer);
-    }
+    if (t3 == Msg::Fail) co_return self->leaderFailed(b3, self->leaderRank_);  // its code and the peer it names
     throw std::invalid_argument("unexpected host-local message");
   } catch (const boost::system::system_error& e) {
     reason = reasonOf(e);

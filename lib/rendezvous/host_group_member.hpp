@@ -16,6 +16,7 @@
 #include "base/layer.hpp"
 #include "link/unix_stream.hpp"
 #include "rendezvous/host_group.hpp"
+#include "rendezvous/host_message.hpp"
 
 TETHER_LAYER(4, "rendezvous");
 
@@ -69,6 +70,12 @@ class Member final : public std::enable_shared_from_this<Member> {
   // or closed the connection before it answered: then the name is free or
   // soon answers).
   static asio::awaitable<void> again(std::shared_ptr<Member> self);
+
+  // Writes one message; false if the leader is gone (the next read says why).
+  static asio::awaitable<bool> writeTold(link::Stream& s, Msg type, const Bytes& payload);
+  // The leader's Fail: its cause, naming the peer it names (leaderRank -1:
+  // it failed before it answered this rank).
+  void leaderFailed(const Bytes& fail, int leaderRank);
 
   // Handshake, registration, the table.
   static asio::awaitable<void> join(std::shared_ptr<Member> self);

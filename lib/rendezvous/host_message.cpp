@@ -30,9 +30,12 @@ Head headOf(Msg type, const Bytes& payload) {
 
 }  // namespace
 
-asio::awaitable<void> writeMsg(link::Stream& s, Msg type, const Bytes& payload) {
+asio::awaitable<void> writeMsg(link::Stream& s, Msg type, const Bytes& payload, std::size_t written) {
   const Head head = headOf(type, payload);
-  std::vector<asio::const_buffer> bufs{asio::buffer(head), asio::const_buffer(payload.data(), payload.size())};
+  std::vector<asio::const_buffer> bufs;
+  if (written < head.size()) bufs.push_back(asio::buffer(head) + written);
+  bufs.push_back(asio::const_buffer(payload.data(), payload.size()) +
+                 (written > head.size() ? written - head.size() : 0));
   co_await s.write(std::move(bufs));
 }
 

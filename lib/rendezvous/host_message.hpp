@@ -38,7 +38,8 @@ Bytes encodeCause(const Cause& c);
 // Throws std::invalid_argument when shorter than code and peer, or for an unknown code.
 Cause decodeCause(const Bytes& b);
 
-boost::asio::awaitable<void> writeMsg(link::Stream& s, Msg type, const Bytes& payload);
+// `written`: its first bytes went already (writeNow's).
+boost::asio::awaitable<void> writeMsg(link::Stream& s, Msg type, const Bytes& payload, std::size_t written = 0);
 // Writes what fits now of one message, without waiting; the bytes written
 // (all of it: 5 + payload.size()).
 std::size_t writeNow(link::Stream& s, Msg type, const Bytes& payload);
