@@ -10,12 +10,15 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/crypto.hpp"
 #include "rendezvous/host_group.hpp"
