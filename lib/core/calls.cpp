@@ -40,29 +40,36 @@ void Calls::checkStart(const Op& op) const {
 void Calls::startRun(Op& op, Resumable& run, PostSlot& slot) {
   checkStart(op);
   op.began = Clock::now();
-  auto begin = [this, &op, &run] {
-    if (p_.abort.handled()) {
-      if (op.counters) op.counters->aborts.fetch_add(1, std::memory_order_relaxed);
-      return run.resume(std::make_exception_ptr(p_.abort.abortedError(op.name(), *op.names)));
-    }
-    p_.ops.add(op);
-    if (op.expires != Op::Clock::time_point{}) deadlines_.add(op);
-    run.resume(nullptr);
-  };
   // At once on this thread when no thread runs the loop (no epoll_wait(0)
   // before it, as a posted start has) and no start posted earlier waits in
   // it, else posted: starts run in the order they were called, so a send
   // never overtakes an earlier isend of the same key (a test() between them
   // could leave posted starts behind in the loop and free it).
-  if (postedStarts_.load(std::memory_order_acquire) == 0 && p_.driver.runIfFree(begin)) return;
+  if (postedStarts_.load(std::memory_order_acquire) == 0) {
+    if (Driver::InlineTurn turn(p_.driver); turn) {
+      beginRun(op, run);
+      turn.ran();
+      return;
+    }
+  }
   postedStarts_.fetch_add(1, std::memory_order_acq_rel);
-  asio::post(p_.io, asio::bind_allocator(slot.allocator(), [this, begin] {
+  asio::post(p_.io, asio::bind_allocator(slot.allocator(), [this, &op, &run] {
                struct Ran {
                  std::atomic<int>& n;
                  ~Ran() { n.fetch_sub(1, std::memory_order_acq_rel); }
                } ran{postedStarts_};
-               begin();
+               beginRun(op, run);
              }));
+}
+
+void Calls::beginRun(Op& op, Resumable& run) {
+  if (p_.abort.handled()) {
+    if (op.counters) op.counters->aborts.fetch_add(1, std::memory_order_relaxed);
+    return run.resume(std::make_exception_ptr(p_.abort.abortedError(op.name(), *op.names)));
+  }
+  p_.ops.add(op);
+  if (op.expires != Op::Clock::time_point{}) deadlines_.add(op);
+  run.resume(nullptr);
 }
 
 void Calls::finishOp(Op& op, std::exception_ptr e, const std::shared_ptr<Completion>& done) {

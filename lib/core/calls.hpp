@@ -145,6 +145,10 @@ class Calls final : public TransferView, public PeerTraffic {
  private:
   int rank() const { return cfg_.rank; }
   void checkStart(const Op& op) const;
+  // On the progress thread (startRun's turn or post): registers the op and
+  // resumes `run` with nullptr, or, if the world aborted meanwhile, with that
+  // error (the op not registered).
+  void beginRun(Op& op, Resumable& run);
   void endOp(Op& op, std::exception_ptr& e);
   // A nonblocking call's op reached its Op::expires: it fails with Timeout
   // naming whom it waits for, as a blocking call does.

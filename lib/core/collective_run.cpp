@@ -77,8 +77,7 @@ const std::vector<dc::Step>& CollectiveRun::plan() {
 // (wire::collectiveTag); the receiver, which knows the size, posts the same
 // parts. So a valid call never fails on the limit, whatever an algorithm
 // combines into one frame.
-template <class F>
-void CollectiveRun::forEachPart(std::size_t bytes, F&& f) {
+std::uint64_t CollectiveRun::parts(std::size_t bytes) const {
   const std::uint64_t max = maxPayload_;
   const std::uint64_t parts = bytes <= max ? 1 : (bytes + max - 1) / max;
   if (parts > wire::kMaxParts)
@@ -87,10 +86,7 @@ void CollectiveRun::forEachPart(std::size_t bytes, F&& f) {
                             "most {}); raise TETHER_MAX_PAYLOAD_BYTES",
                             g_->rank, op_->name(), bytes, parts, max, wire::kMaxParts),
                 g_->rank);
-  for (std::uint64_t i = 0; i < parts; ++i) {
-    const std::size_t offset = static_cast<std::size_t>(i * max);
-    f(i, offset, static_cast<std::size_t>(std::min<std::uint64_t>(max, bytes - offset)));
-  }
+  return parts;
 }
 
 void CollectiveRun::postSend(int peer, std::uint32_t step, const void* data, std::size_t bytes) {
@@ -100,25 +96,28 @@ void CollectiveRun::postSend(int peer, std::uint32_t step, const void* data, std
   h.coll = op_->coll;
   h.step = step;
   h.root = rootOnWire();
-  forEachPart(bytes, [&](std::uint64_t part, std::size_t offset, std::size_t len) {
+  const auto* bytesAt = static_cast<const unsigned char*>(data);
+  for (std::uint64_t part = 0, n = parts(bytes), offset = 0; part < n; ++part, offset += maxPayload_) {
     h.tag = wire::collectiveTag(op_->code, part);
-    h.length = len;
-    calls_->sendFrame(*op_, g_->worldRanks[peer], h, static_cast<const unsigned char*>(data) + offset,
-                  /*reference=*/true);
-  });
+    h.length = std::min<std::uint64_t>(maxPayload_, bytes - offset);
+    calls_->sendFrame(*op_, g_->worldRanks[peer], h, bytesAt + offset, /*reference=*/true);
+  }
 }
 
 void CollectiveRun::postRecv(int peer, std::uint32_t step, void* data, std::size_t bytes) {
-  forEachPart(bytes, [&](std::uint64_t part, std::size_t offset, std::size_t len) {
-    match::Key k{static_cast<std::uint32_t>(g_->worldRanks[peer]),
-                 g_->comm,
-                 wire::Kind::Collective,
-                 op_->coll,
-                 step,
-                 wire::collectiveTag(op_->code, part),
-                 rootOnWire()};
-    calls_->postRecv(*op_, k, static_cast<unsigned char*>(data) + offset, len);
-  });
+  match::Key k{static_cast<std::uint32_t>(g_->worldRanks[peer]),
+               g_->comm,
+               wire::Kind::Collective,
+               op_->coll,
+               step,
+               0,
+               rootOnWire()};
+  auto* bytesAt = static_cast<unsigned char*>(data);
+  for (std::uint64_t part = 0, n = parts(bytes), offset = 0; part < n; ++part, offset += maxPayload_) {
+    k.tag = wire::collectiveTag(op_->code, part);
+    calls_->postRecv(*op_, k, bytesAt + offset,
+                     static_cast<std::size_t>(std::min<std::uint64_t>(maxPayload_, bytes - offset)));
+  }
 }
 
 }  // namespace tether

@@ -45,8 +45,9 @@ class CollectiveRun final : public OpRun, public std::enable_shared_from_this<Co
   // This call's plan (a cached one, or recorded into the least recently used
   // entry), with scratch_ sized for it.
   const std::vector<detail::coll::Step>& plan();
-  template <class F>
-  void forEachPart(std::size_t bytes, F&& f);
+  // How many frames carry `bytes` (TETHER_MAX_PAYLOAD_BYTES each at most);
+  // throws InvalidArgument past wire::kMaxParts.
+  std::uint64_t parts(std::size_t bytes) const;
   // A broadcast's frames carry its root, and its receives match on it: ranks
   // that disagree on the root fail with Protocol, never take each other's payload.
   std::uint32_t rootOnWire() const {

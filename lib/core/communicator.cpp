@@ -148,7 +148,8 @@ void Communicator::collective(dc::Prepared call) {
   world_->checkProcess(dc::opName(call.call.op));  // before the locks: a forked child may find them held
   detail::CallSlot::Scope scope(calling_, rank(), dc::opName(call.call.op));
   std::lock_guard lock(collMutex_);
-  runCollective(*this, call.call, call.in, call.out);
+  auto [op, done] = launchCollective(*this, call.call, call.in, call.out);
+  awaitCollective(op, *done);
 }
 
 std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> Communicator::launchCollective(
@@ -187,10 +188,9 @@ std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> Communicator::launch
   return {op, done};
 }
 
-void Communicator::runCollective(Communicator& on, dc::Call call, const void* in, void* out) {
-  auto [op, done] = launchCollective(on, call, in, out);
+void Communicator::awaitCollective(const std::shared_ptr<Op>& op, Completion& done) {
   try {
-    world_->calls().wait(op, *done, deadline());
+    world_->calls().wait(op, done, deadline());
   } catch (const Error& e) {
     calls_.markBroken(e.what());
     throw;
@@ -217,7 +217,8 @@ void Communicator::subsetBarrier(const std::vector<int>& sorted) {
   }
   dc::Call call;
   call.op = dc::Op::SubsetBarrier;
-  runCollective(*sub, call, nullptr, nullptr);
+  auto [op, done] = launchCollective(*sub, call, nullptr, nullptr);
+  awaitCollective(op, *done);
 }
 
 std::shared_ptr<Communicator> Communicator::split(int color, int key) {
@@ -229,7 +230,8 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
     detail::CallSlot::Scope scope(calling_, rank(), "split");
     std::lock_guard lock(collMutex_);
     splitNo = ++splits_;
-    runCollective(*this, call.call, call.in, call.out);
+    auto [op, done] = launchCollective(*this, call.call, call.in, call.out);
+    awaitCollective(op, *done);
   }
   if (color == Bootstrap::kNoColor) return nullptr;
   const detail::core::SplitMembers members = detail::core::splitMembers(pairs, rank(), color);

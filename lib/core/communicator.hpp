@@ -82,14 +82,15 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   Communicator(std::shared_ptr<World> world, Group group, std::chrono::milliseconds timeout,
                std::shared_ptr<CommCounters> counters, std::shared_ptr<const detail::core::RankNames> names);
   void learnNodes();
-  // Runs one collective on `on` (this communicator or one of its subsets);
-  // collMutex_ is held. A failure leaves this communicator unusable.
-  void runCollective(Communicator& on, detail::coll::Call call, const void* in, void* out);
-  // Takes the next collective id of `on` and starts the collective; collMutex_ is held.
+  // Takes the next collective id of `on` (this communicator or one of its
+  // subsets) and starts the collective; collMutex_ is held.
   std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> launchCollective(Communicator& on,
                                                                                detail::coll::Call call, const void* in,
                                                                                void* out,
                                                                                Op::Clock::time_point expires = {});
+  // Waits for a blocking collective launched on this communicator or a
+  // subset; collMutex_ is held. A failure leaves this communicator unusable.
+  void awaitCollective(const std::shared_ptr<Op>& op, Completion& done);
   World::Clock::time_point deadline() const;
   // A send's or a receive's op, completion and run (communicator.cpp).
   struct PointCall {

@@ -79,22 +79,26 @@ class Driver {
   // sleeping in epoll_wait, never past `deadline` (class comment). True if done.
   bool poll(Completion& done, Clock::time_point deadline = Clock::time_point::max());
 
-  // Runs `fn` here and now, as a handler of the io_context would run (then
-  // `between`), when no thread runs the io_context and none waits for it; true
-  // if it ran. A call's start so goes out at once instead of being posted
-  // behind the event loop's own turn (a posted handler costs a non-blocking
-  // epoll_wait before it runs: one system call per call).
-  template <class F>
-  bool runIfFree(F&& fn) {
-    if (!takeIfFree()) return false;
-    struct Release {
-      Driver* d;
-      ~Release() { d->releaseIfTaken(); }
-    } release{this};
-    fn();
-    between_();
-    return true;
-  }
+  // A turn of the event loop taken here and now, as a handler of the
+  // io_context would run, when no thread runs it and none waits for it
+  // (true if taken): a call's start so goes out at once instead of being
+  // posted behind the event loop's own turn (a posted handler costs a
+  // non-blocking epoll_wait before it runs: one system call per call). The
+  // taker calls ran() after its work (runs `between`); the turn ends with it.
+  class InlineTurn {
+   public:
+    explicit InlineTurn(Driver& d) : d_(d.takeIfFree() ? &d : nullptr) {}
+    ~InlineTurn() {
+      if (d_) d_->releaseIfTaken();
+    }
+    InlineTurn(const InlineTurn&) = delete;
+    InlineTurn& operator=(const InlineTurn&) = delete;
+    explicit operator bool() const { return d_ != nullptr; }
+    void ran() { d_->between_(); }
+
+   private:
+    Driver* d_;
+  };
 
   // After the rendezvous (any thread): `ranks` of the world run on this host.
   // Turns on polling (pollUs) when they are at most its online cores.

@@ -96,7 +96,7 @@ TEST_CASE("a test loop that runs no handler sleeps in the kernel between tests i
   d.stop();
 }
 
-// A call's start that finds the loop free runs inline (runIfFree) and gives
+// A call's start that finds the loop free runs inline (InlineTurn) and gives
 // the loop back without counting a release. One that held it past the
 // background thread's back-off found that thread asleep until the next
 // release, and it was never woken: nobody ran the loop (a posted handler,
@@ -115,11 +115,13 @@ TEST_CASE("the background thread serves the loop again after a call start held i
   auto work = boost::asio::make_work_guard(io);
   Driver d(io, 0, [] {});
   d.setRanksOnHost(1);
-  const bool held = d.runIfFree([&] {
+  {
+    Driver::InlineTurn turn(d);
+    REQUIRE(turn);
     d.start();
     std::this_thread::sleep_for(300ms);  // longer than every back-off (2 + 4 ms, then asleep until a release)
-  });
-  REQUIRE(held);
+    turn.ran();
+  }
   CHECK(servedWithin(io, 3s));
   d.stop();
 }
