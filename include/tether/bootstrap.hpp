@@ -133,7 +133,8 @@ class Bootstrap {
   }
 
   // Thread-safe. Ends every pending and future call on this rank (and, for
-  // implementations with peers, tells the peers) with Error{Aborted}. Not
+  // implementations with peers, tells the peers) with Error{Aborted}, naming
+  // this rank and `reason` (its first 4 KiB, marked where it was cut). Not
   // async-signal-safe: a signal handler wakes a thread that calls it instead
   // (docs/faults.md, "After fork, exec and signals").
   virtual void abort(const std::string& reason) = 0;

@@ -168,7 +168,8 @@ tether_result_t tether_split(tether_comm_t* comm, int color, int key, tether_com
 tether_result_t tether_split_by_node(tether_comm_t* comm, tether_comm_t** child);
 
 /* Thread-safe: ends every pending and future call on this rank and tells the
- * peers (they fail with TETHER_ERR_ABORTED naming this rank and `reason`).
+ * peers (they fail with TETHER_ERR_ABORTED naming this rank and `reason`:
+ * its first 4 KiB, marked where it was cut).
  * Not async-signal-safe: from a signal handler, wake a thread that calls it
  * (docs/faults.md, "After fork, exec and signals"). In a forked child every
  * call on the parent's handle fails with TETHER_ERR_INVALID_ARGUMENT, and

@@ -313,6 +313,26 @@ std::vector<Scenario> scenarios() {
          }
        }});
   list.push_back(
+      {"an abort whose reason is longer than a control frame still reaches the other rank", 2, [](Bootstrap& b) {
+         b.setTimeout(milliseconds(5000));
+         int value = 0;
+         const std::string reason = "long reason " + std::string(100000, 'x');
+         if (b.rank() == 0) {
+           std::this_thread::sleep_for(milliseconds(50));
+           b.abort(reason);
+           expectCode(errorFrom([&] { b.barrier(); }), ErrorCode::Aborted, "call after own abort");
+         } else {
+           auto e = errorFrom([&] { b.recv(&value, sizeof value, 0, 0); });
+           expectCode(e, ErrorCode::Aborted, "recv while rank 0 aborts");
+           // Its first 4 KiB, the mark of the cut included, whichever rank it passed.
+           const std::string what = e.what();
+           check(contains(what, "aborted by rank 0: long reason xxx") && contains(what, "x [cut from 100012 bytes]") &&
+                     what.size() < 4500 && e.peer() == 0,
+                 "names the reason's start, the cut and the peer: " + what.substr(0, 200) + " ... " +
+                     what.substr(what.size() > 100 ? what.size() - 100 : 0));
+         }
+       }});
+  list.push_back(
       {"invalid arguments: InvalidArgument with the same words, no collective id consumed", 2, [](Bootstrap& b) {
          int value = 0;
          const std::string me = "rank " + std::to_string(b.rank()) + ": ";

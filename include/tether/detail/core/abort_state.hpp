@@ -7,6 +7,7 @@
 // each world guards it. Header-only, C++17.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include "tether/detail/core/failures.hpp"
@@ -16,6 +17,19 @@ namespace tether {
 namespace detail {
 namespace core {
 
+// An abort's reason travels to the peers in one control frame (at most
+// 64 KiB): a longer one is cut here, the same in every world, so that it
+// still reaches every rank as the abort it is, not as a frame too large.
+constexpr std::size_t kMaxAbortReasonBytes = 4096;
+
+// At most kMaxAbortReasonBytes, the mark of the cut included, so that a
+// reason cut once passes the next rank unchanged.
+inline std::string boundedReason(const std::string& reason) {
+  if (reason.size() <= kMaxAbortReasonBytes) return reason;
+  const std::string mark = " [cut from " + std::to_string(reason.size()) + " bytes]";
+  return reason.substr(0, kMaxAbortReasonBytes - mark.size()) + mark;
+}
+
 class AbortState {
  public:
   bool aborted() const { return aborted_; }
@@ -23,12 +37,13 @@ class AbortState {
   int origin() const { return origin_; }
   const std::string& reason() const { return reason_; }
 
-  // Records an abort by `origin` unless one is recorded; true if this one was.
+  // Records an abort by `origin` unless one is recorded; true if this one
+  // was. Its reason is kept up to kMaxAbortReasonBytes.
   bool record(int origin, const std::string& reason) {
     if (aborted_) return false;
     aborted_ = true;
     origin_ = origin;
-    reason_ = reason;
+    reason_ = boundedReason(reason);
     return true;
   }
 
