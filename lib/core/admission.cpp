@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "base/log.hpp"
+#include "tether/detail/core/failures.hpp"
 
 namespace tether {
 
@@ -14,6 +15,14 @@ link::Verdict LinkAdmission::admit(int peer, std::uint32_t epoch, const std::str
   bool duplicate = false;
   auto verdict = table_.admit(peer, epoch, life_.closing(), &duplicate);
   if (duplicate && life_.joining()) rendezvous_->onDuplicateClaim(peer, remote);
+  // A rank shutting down after an abort (its rendezvous failed, or a peer
+  // aborted) says why: a rank that dials it now, late, learns the cause and
+  // does not take this rank for the one at fault.
+  if (verdict.kind == link::Verdict::Kind::Reject && verdict.reject.code == wire::RejectCode::ShuttingDown &&
+      abort_.aborted()) {
+    const wire::AbortNotice n = abort_.notice();
+    verdict.reject.reason += " (" + detail::core::failures::aborted(false, static_cast<int>(n.origin), n.reason) + ")";
+  }
   // Reserve the link now: a send to this peer while our welcome is on its way
   // must wait for this connection, not dial a second one (which the peer,
   // still waiting for our welcome, could accept too — each side would then

@@ -17,6 +17,7 @@
 #include "core/unique_id_layout.hpp"
 #include "fault_support.hpp"
 #include "raw_client.hpp"
+#include "raw_member.hpp"
 #include "tether/tcp_bootstrap.hpp"
 
 // Counts allocations of 64 MiB or more: a listener that believed a claimed
@@ -49,39 +50,16 @@ void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); 
 
 using namespace tether;
 using namespace std::chrono_literals;
+using fault::challenge;
+using fault::helloFor;
+using fault::Member;
+using fault::memberOf;
 using fault::RawClient;
 
 namespace {
 
 constexpr int kHandshakeMs = 1000;
 constexpr auto kSlack = 3000ms;  // scheduling noise on a loaded 2-core machine
-
-struct Member {  // what a legitimate rank knows: the secret and the world id
-  wire::Secret secret;
-  std::uint64_t world;
-  int nranks;
-};
-
-Member memberOf(const UniqueId& id, int nranks) {
-  auto f = uid::parse(id);
-  return {
-      f.secret,
-      crypto::hash64("tether-world", std::string_view(reinterpret_cast<const char*>(f.secret.data()), f.secret.size())),
-      nranks};
-}
-
-// A hello frame answering `challengeFrame`, claiming `rank`, proved with `secret`.
-std::vector<unsigned char> helloFor(const std::vector<unsigned char>& challengePayload, const Member& m, int rank,
-                                    const wire::Secret& secret) {
-  auto c = wire::decodeChallenge(challengePayload);
-  wire::Hello h;
-  h.rank = static_cast<std::uint32_t>(rank);
-  h.nranks = static_cast<std::uint32_t>(m.nranks);
-  h.world = m.world;
-  crypto::randomBytes(h.nonce.data(), h.nonce.size());
-  h.proof = wire::helloProof(secret, c, h);
-  return wire::encode(h);
-}
 
 std::vector<unsigned char> validHeader(wire::Kind kind, std::uint64_t length) {
   wire::FrameHeader h;
@@ -100,13 +78,6 @@ struct ProbeResult {
 };
 
 using Probe = std::function<void(RawClient&, ProbeResult&)>;
-
-// Reads the listener's challenge (every accepted connection starts with one).
-std::vector<unsigned char> challenge(RawClient& c) {
-  auto f = c.readFrame(3s);
-  if (!f || f->first.kind != wire::Kind::Challenge) throw std::runtime_error("no challenge from the listener");
-  return f->second;
-}
 
 void readReject(RawClient& c, ProbeResult& r) {
   auto f = c.readFrame(3s);
