@@ -96,9 +96,9 @@ bool dby[N * N];          /* Link::dialedByUs */
 bool defer[N * N];        /* a dial waiting for the lingering connection to finish */
 byte q[N * N];            /* data frames queued on a Dialing link (the last q sent) */
 bool qbye[N * N];         /* shutdown's goodbye queued behind them */
-bool byeIn[N * N];        /* peer's final goodbye read (Link::goodbye_) */
+bool byeIn[N * N];        /* peer's final goodbye read (LingeringClose::goodbyeRead) */
 bool byeOut[N * N];       /* our final goodbye written on the Up link */
-bool acked[N * N];        /* its GoodbyeAck read (Link::goodbyeAcked_) */
+bool acked[N * N];        /* its GoodbyeAck read (LingeringClose::ackWasRead) */
 byte ep[N * N];           /* epoch: connections to p set aside by idle closes (R5) */
 byte old[N * N];          /* connection lingering after an idle close */
 byte ofl[N * N];          /* its state: O_SENT | O_GOTBYE | O_GOTACK */

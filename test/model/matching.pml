@@ -7,11 +7,12 @@
  * threads rank 0 sends rank 1 two point-to-point messages with one tag
  * (numerically equal to the barrier's opcode) and rank 1 receives them. Frames carry
  * the full key (kind, collective id, step, tag); receives are posted and
- * early frames stashed under it (match/mailbox), with the checks of
- * core/world_ops.cpp. Every payload names the operation it was sent for.
+ * early frames stashed under it (match/mailbox), with the checks of the
+ * sequence guard (tether/detail/core/sequence_guard.hpp, SequenceGuard::admit
+ * and begin). Every payload names the operation it was sent for.
  *
  * Each handler runs as one atomic step, as on tether's progress thread; a
- * data frame arrives in two steps (header, then payload: Link::readLoop),
+ * data frame arrives in two steps (header, then payload: LinkReader::run),
  * and the app threads' calls interleave between them.
  *
  * Property (assertion at every delivery): a receive gets exactly the frame
@@ -46,8 +47,8 @@ mtype = { P2P, COLL, ABORT };
 chan link[2] = [8] of { mtype, byte, byte, byte, byte };   /* to rank r: kind, coll, step, tag, payload */
 chan posted[2] = [2] of { mtype, byte, byte, byte, byte }; /* kind, coll, step, tag, receive id */
 chan stash[2] = [6] of { mtype, byte, byte, byte, byte };  /* kind, coll, step, tag, payload */
-byte cur[2];                  /* CommState::current */
-bool running[2];              /* CommState::op != null */
+byte cur[2];                  /* Sequence::started */
+bool running[2];              /* Sequence::running not empty */
 bool got[4];                  /* receive id 2r (collective) / 2r+1 (p2p) completed */
 byte expect[4];               /* the payload it must get */
 bool perr[2];                 /* a Protocol error was reported here */
@@ -170,7 +171,7 @@ proctype P2PRecv() {
   fin++
 }
 
-/* Link::readDataFrame -> Calls::onDataHeader (step 1), onDataComplete (step 2) */
+/* LinkReader::run -> Calls::onDataHeader (step 1), onDataComplete (step 2) */
 proctype Reader(byte r) {
   mtype k; byte c, s, t, pl, x, v;
   bool toPosted;
