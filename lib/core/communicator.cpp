@@ -148,8 +148,7 @@ void Communicator::collective(dc::Prepared call) {
   world_->checkProcess(dc::opName(call.call.op));  // before the locks: a forked child may find them held
   detail::CallSlot::Scope scope(calling_, rank(), dc::opName(call.call.op));
   std::lock_guard lock(collMutex_);
-  auto [op, done] = launchCollective(*this, call.call, call.in, call.out);
-  awaitCollective(op, *done);
+  awaitCollective(launchCollective(*this, call.call, call.in, call.out));
 }
 
 std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> Communicator::launchCollective(
@@ -188,9 +187,9 @@ std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> Communicator::launch
   return {op, done};
 }
 
-void Communicator::awaitCollective(const std::shared_ptr<Op>& op, Completion& done) {
+void Communicator::awaitCollective(const std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>>& launched) {
   try {
-    world_->calls().wait(op, done, deadline());
+    world_->calls().wait(launched.first, *launched.second, deadline());
   } catch (const Error& e) {
     calls_.markBroken(e.what());
     throw;
@@ -217,8 +216,7 @@ void Communicator::subsetBarrier(const std::vector<int>& sorted) {
   }
   dc::Call call;
   call.op = dc::Op::SubsetBarrier;
-  auto [op, done] = launchCollective(*sub, call, nullptr, nullptr);
-  awaitCollective(op, *done);
+  awaitCollective(launchCollective(*sub, call, nullptr, nullptr));
 }
 
 std::shared_ptr<Communicator> Communicator::split(int color, int key) {
@@ -230,8 +228,7 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
     detail::CallSlot::Scope scope(calling_, rank(), "split");
     std::lock_guard lock(collMutex_);
     splitNo = ++splits_;
-    auto [op, done] = launchCollective(*this, call.call, call.in, call.out);
-    awaitCollective(op, *done);
+    awaitCollective(launchCollective(*this, call.call, call.in, call.out));
   }
   if (color == Bootstrap::kNoColor) return nullptr;
   const detail::core::SplitMembers members = detail::core::splitMembers(pairs, rank(), color);

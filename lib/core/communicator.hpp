@@ -88,9 +88,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
                                                                                detail::coll::Call call, const void* in,
                                                                                void* out,
                                                                                Op::Clock::time_point expires = {});
-  // Waits for a blocking collective launched on this communicator or a
-  // subset; collMutex_ is held. A failure leaves this communicator unusable.
-  void awaitCollective(const std::shared_ptr<Op>& op, Completion& done);
+  // Waits for a blocking collective that launchCollective started on this
+  // communicator or a subset (its op and completion); collMutex_ is held. A
+  // failure leaves this communicator unusable.
+  void awaitCollective(const std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>>& launched);
   World::Clock::time_point deadline() const;
   // A send's or a receive's op, completion and run (communicator.cpp).
   struct PointCall {
