@@ -108,6 +108,8 @@ asio::awaitable<void> Connector::serveIncoming(std::shared_ptr<Stream> sock) {
         log::info(cfg_.rank, "told rank {} at {} to dial again: {}", hello.rank, remote, reject->reason);
       else if (observer)
         log::warn(cfg_.rank, "refused an observer from {}: {}", remote, reject->reason);
+      else if (reject->code == wire::RejectCode::ShuttingDown)  // R7: part of an orderly close; the dialer is told
+        log::info(cfg_.rank, "refused connection from {} (claims rank {}): {}", remote, hello.rank, reject->reason);
       else
         log::warn(cfg_.rank, "refused connection from {} (claims rank {}): {}", remote, hello.rank, reject->reason);
       co_await writeFrame(*sock, wire::Kind::Reject, wire::encode(*reject));

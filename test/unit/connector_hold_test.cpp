@@ -141,7 +141,7 @@ class LaggedFirstWrite final : public link::Stream {
   LaggedFirstWrite(std::shared_ptr<link::Stream> inner, std::chrono::milliseconds lag)
       : inner_(std::move(inner)), lag_(lag) {}
   boost::asio::awaitable<void> connect(const link::Endpoint& to) override { return inner_->connect(to); }
-  boost::asio::awaitable<std::size_t> readSome(boost::asio::mutable_buffer b) override { return inner_->readSome(b); }
+  void readSome(boost::asio::mutable_buffer b, link::ReadDone& done) override { inner_->readSome(b, done); }
   boost::asio::awaitable<void> read(boost::asio::mutable_buffer b) override { return inner_->read(b); }
   std::size_t writeSomeNow(std::span<const boost::asio::const_buffer> b, boost::system::error_code& ec) override {
     return inner_->writeSomeNow(b, ec);
@@ -279,4 +279,45 @@ TEST_CASE(
   runFor(io, 100ms);
   listener->close();
   CHECK(dropped.empty());
+}
+
+TEST_CASE(
+    "a rank shutting down refuses a late dial with an info line, not a warning: the dialer is told why, and an "
+    "orderly close is not reported as a fault",
+    "[unit][link][connector]") {
+  // Before: every such refusal was a WARN line on the refusing rank; at 256
+  // ranks a clean end of tether-bench printed a few (a rank whose idle link
+  // the root had closed dialled it back as the root closed).
+  std::vector<std::pair<tether::LogLevel, std::string>> lines;
+  struct Capture {  // removed however the test ends
+    explicit Capture(std::vector<std::pair<tether::LogLevel, std::string>>& into) : level(tether::logLevel()) {
+      tether::setLogLevel(tether::LogLevel::Info);
+      tether::setLogHandler([&into](tether::LogLevel l, const std::string& line) {
+        if (line.find("refused connection") != std::string::npos) into.emplace_back(l, line);
+      });
+    }
+    ~Capture() {
+      tether::setLogHandler(nullptr);
+      tether::setLogLevel(level);
+    }
+    tether::LogLevel level;
+  } capture(lines);
+  boost::asio::io_context io;
+  link::MemoryNetwork net(io);
+  FakeAdmission root, member;
+  root.verdict = link::Verdict::refuse(wire::RejectCode::ShuttingDown, "this rank is shutting down");
+  link::Connector c0(io, connectorConfig(0, 0x11), root, std::make_unique<link::MemoryNetwork>(net));
+  link::Connector c1(io, connectorConfig(1, 0x11), member, std::make_unique<link::MemoryNetwork>(net));
+  auto listener = net.listen("rank0");
+  c0.listen(listener);
+  const auto now = link::Clock::now();
+  c1.dial(0, 0, link::Endpoint{"mem", "rank0"}, link::DialPolicy{now + 10s, false, now});
+  runUntil(io, [&] { return !member.failures.empty(); });
+  listener->close();
+  REQUIRE(member.failures.size() == 1);
+  CHECK(member.failures[0].peerClosing);
+  CHECK_THAT(member.failures[0].reason, Catch::Contains("is shutting down"));
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].first == tether::LogLevel::Info);
+  CHECK_THAT(lines[0].second, Catch::Contains("(claims rank 1): this rank is shutting down"));
 }

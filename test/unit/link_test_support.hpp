@@ -14,6 +14,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,7 +75,10 @@ struct FakeAdmission final : link::Admission {
   int waits = 0;  // Wait verdicts given
   std::vector<std::shared_ptr<boost::asio::steady_timer>> holds;
 
+  std::optional<link::Verdict> verdict;  // set: every hello gets it
+
   link::Verdict admit(int, std::uint32_t, const std::string&) override {
+    if (verdict) return *verdict;
     if (!holding) return link::Verdict::welcome();
     ++waits;
     return link::Verdict::wait();
