@@ -1,7 +1,5 @@
 #include "link/link.hpp"
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <stdexcept>
 #include <utility>
 
@@ -22,7 +20,7 @@ void Link::attach(std::shared_ptr<Stream> stream, bool dialedByUs) {
   remote_ = stream->peer();
   stream_ = std::move(stream);
   state_ = close_.goodbyeSent() ? State::Closing : State::Up;
-  asio::co_spawn(io_, reader_.run(shared_from_this()), asio::detached);
+  reader_.start(shared_from_this());
   writer_.start();
 }
 

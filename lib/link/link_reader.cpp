@@ -1,7 +1,8 @@
 #include "link/link_reader.hpp"
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/system/system_error.hpp>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -73,61 +74,100 @@ void LinkReader::deliver(const wire::FrameHeader& h) {
   control_.clear();
 }
 
-asio::awaitable<void> LinkReader::run(std::shared_ptr<Link>) {
+void LinkReader::start(std::shared_ptr<Link> self) {
+  asio::post(io_, [this, self = std::move(self)]() mutable { pump(std::move(self)); });
+}
+
+void LinkReader::pump(std::shared_ptr<Link> self) {
   Link& l = link_;
   try {
-    for (;;) {
-      for (auto s = frames_.step(); s != FrameReader::Step::More; s = frames_.step()) {
-        if (s == FrameReader::Step::Bad) {
-          log::warn(l.limits_.logRank, "link to rank {} ({}): {}; closing it", l.peer_, l.remote_, frames_.why());
-          l.fail("protocol error from peer: " + frames_.why());
-          co_return;
-        }
-        const wire::FrameHeader h = frames_.header();
-        if (s == FrameReader::Step::Payload) {
-          deliver(h);
-        } else if (!isData(h)) {
-          control_.resize(h.length);
-          frames_.expect(control_.data());
-        } else {
-          Target t = l.sink_.onDataHeader(l, h, true);
-          // A large frame whose receive is not posted yet may be parked
-          // (Target::Wait): its payload stays in the stream until the receive
-          // is posted and is then read straight into it, so no rank holds a
-          // second copy of a large block. It waits at most kParkLimit; then it
-          // is read into the stash as any other.
-          while (t.where == Target::Where::Wait) {
-            parked_ = h;
-            unparked_ = false;
-            // The receive is posted by an operation the driver resumes after
-            // this handler returns; its unpark() cancels the wait.
-            parkTimer_.expires_after(kParkLimit);
-            auto [ec] = co_await parkTimer_.async_wait(asio::as_tuple(asio::use_awaitable));
-            if (!ec && !unparked_) stashParked_ = true;  // waited long enough: read it into the stash
-            parked_.reset();
-            if (l.state_ == Link::State::Closed) co_return;
-            t = l.sink_.onDataHeader(l, h, !std::exchange(stashParked_, false));
-          }
-          place(t, h.length);
-        }
-        if (l.state_ == Link::State::Closed) co_return;
+    for (auto s = frames_.step(); s != FrameReader::Step::More; s = frames_.step()) {
+      if (s == FrameReader::Step::Bad) {
+        log::warn(l.limits_.logRank, "link to rank {} ({}): {}; closing it", l.peer_, l.remote_, frames_.why());
+        l.fail("protocol error from peer: " + frames_.why());
+        return;
       }
-      // One read of whatever has arrived: Asio tries it at once and waits for
-      // the socket only when nothing has (no re-arm of the descriptor).
-      const std::size_t got = co_await l.stream_->readSome(frames_.readBuffer());
-      frames_.arrived(got);
-      if (draining_) {  // abandoned during the read into its buffer: the buffer is free now
-        l.sink_.onTransferDone(*std::exchange(draining_, nullptr), true);
-        if (l.state_ == Link::State::Closed) co_return;
+      const wire::FrameHeader h = frames_.header();
+      if (s == FrameReader::Step::Payload) {
+        deliver(h);
+      } else if (!isData(h)) {
+        control_.resize(h.length);
+        frames_.expect(control_.data());
+      } else if (!placeData(h, true, self)) {
+        return;  // parked: onParkEnd goes on
       }
+      if (l.state_ == Link::State::Closed) return;
     }
+    // One read of whatever has arrived: Asio tries it at once and waits for
+    // the socket only when nothing has (no re-arm of the descriptor).
+    l.stream_->readSome(frames_.readBuffer(), *this, std::move(self));
   } catch (const boost::system::system_error& e) {
-    if (l.state_ == Link::State::Closed) co_return;
-    if (e.code() == asio::error::eof)
-      l.fail(l.close_.goodbyeRead() ? "closed after goodbye" : "connection closed by peer (EOF)");
-    else
-      l.fail("read failed: " + e.code().message());
+    if (l.state_ != Link::State::Closed) failed(e.code());
   }
+}
+
+void LinkReader::onRead(const boost::system::error_code& ec, std::size_t n, std::shared_ptr<void> keep) {
+  Link& l = link_;
+  if (ec) {
+    if (l.state_ != Link::State::Closed) failed(ec);
+    return;
+  }
+  frames_.arrived(n);
+  if (draining_) {  // abandoned during the read into its buffer: the buffer is free now
+    try {
+      l.sink_.onTransferDone(*std::exchange(draining_, nullptr), true);
+    } catch (const boost::system::system_error& e) {
+      if (l.state_ != Link::State::Closed) failed(e.code());
+      return;
+    }
+    if (l.state_ == Link::State::Closed) return;
+  }
+  pump(std::static_pointer_cast<Link>(std::move(keep)));
+}
+
+// A large frame whose receive is not posted yet may be parked (Target::Wait):
+// its payload stays in the stream until the receive is posted and is then
+// read straight into it, so no rank holds a second copy of a large block. It
+// waits at most kParkLimit; then it is read into the stash as any other.
+bool LinkReader::placeData(const wire::FrameHeader& h, bool mayWait, std::shared_ptr<Link>& self) {
+  Link& l = link_;
+  const Target t = l.sink_.onDataHeader(l, h, mayWait);
+  if (t.where != Target::Where::Wait) {
+    place(t, h.length);
+    return true;
+  }
+  parked_ = h;
+  unparked_ = false;
+  // The receive is posted by an operation the driver resumes after this
+  // handler returns; its unpark() cancels the wait.
+  parkTimer_.expires_after(kParkLimit);
+  parkTimer_.async_wait(
+      [this, self = std::move(self)](const boost::system::error_code& e) mutable { onParkEnd(e, std::move(self)); });
+  return false;
+}
+
+void LinkReader::onParkEnd(const boost::system::error_code& ec, std::shared_ptr<Link> self) {
+  Link& l = link_;
+  if (!ec && !unparked_) stashParked_ = true;  // waited long enough: read it into the stash
+  const wire::FrameHeader h = *parked_;
+  parked_.reset();
+  if (l.state_ == Link::State::Closed) return;
+  try {
+    if (!placeData(h, !std::exchange(stashParked_, false), self)) return;
+  } catch (const boost::system::system_error& e) {
+    if (l.state_ != Link::State::Closed) failed(e.code());
+    return;
+  }
+  if (l.state_ == Link::State::Closed) return;
+  pump(std::move(self));
+}
+
+void LinkReader::failed(const boost::system::error_code& ec) {
+  Link& l = link_;
+  if (ec == asio::error::eof)
+    l.fail(l.close_.goodbyeRead() ? "closed after goodbye" : "connection closed by peer (EOF)");
+  else
+    l.fail("read failed: " + ec.message());
 }
 
 }  // namespace tether::link

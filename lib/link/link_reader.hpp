@@ -3,12 +3,13 @@
 // (over TCP drainedReadSome, an async_read_some that after draining the
 // socket waits for readiness without a failing try: neither an epoll_ctl nor
 // a failed recv per message), and a FrameReader (frame_reader.hpp) that turns the
-// bytes into frames for the LinkSink. A large data frame whose receive is not
-// posted yet may be parked: reading stops behind it (the park timer) until
-// Link::unpark(). Part of Link (link.hpp); progress thread only.
+// bytes into frames for the LinkSink. A state machine driven by the read's
+// completion (onRead), as Gloo's pair reads: no coroutine, so a frame costs
+// no coroutine frame and no awaitable's machinery. A large data frame whose
+// receive is not posted yet may be parked: reading stops behind it (the park
+// timer) until Link::unpark(). Part of Link (link.hpp); progress thread only.
 #pragma once
 
-#include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <memory>
@@ -18,6 +19,7 @@
 #include "base/layer.hpp"
 #include "link/frame_reader.hpp"
 #include "link/sink.hpp"
+#include "link/stream.hpp"
 
 TETHER_LAYER(3, "link");
 
@@ -25,12 +27,13 @@ namespace tether::link {
 
 class Link;
 
-class LinkReader {
+class LinkReader final : ReadDone {
  public:
   LinkReader(Link& link, boost::asio::io_context& io, std::uint64_t maxPayload)
-      : link_(link), frames_(maxPayload), parkTimer_(io) {}
-  // The read loop, until the link closes; `self` keeps the link alive.
-  boost::asio::awaitable<void> run(std::shared_ptr<Link> self);
+      : link_(link), io_(io), frames_(maxPayload), parkTimer_(io) {}
+  // Starts the read loop (posted), which runs until the link closes; `self`
+  // keeps the link alive meanwhile.
+  void start(std::shared_ptr<Link> self);
 
   bool midFrame() const { return frames_.midFrame() || parked_.has_value(); }
   const wire::FrameHeader* parked() const { return parked_ ? &*parked_ : nullptr; }
@@ -43,12 +46,26 @@ class LinkReader {
   Owner* close() { return std::exchange(draining_, nullptr); }
 
  private:
+  // The loop's steps. The loop's reference to the link (`self`) goes with
+  // each wait it starts (the read's handler, the park timer's) and comes
+  // back with its end; when the loop ends, it is dropped.
+  void onRead(const boost::system::error_code& ec, std::size_t n, std::shared_ptr<void> keep) override;
+  void onParkEnd(const boost::system::error_code& ec, std::shared_ptr<Link> self);
+  // Hands the frames read so far on, then starts the next read, or parks.
+  void pump(std::shared_ptr<Link> self);
+  // A data frame's payload: where the sink says (true), or parked until
+  // onParkEnd (false: `self` went with the park timer's wait).
+  bool placeData(const wire::FrameHeader& h, bool mayWait, std::shared_ptr<Link>& self);
+  // The read failed with `ec` (not because the link closed).
+  void failed(const boost::system::error_code& ec);
+
   // The payload of the data frame just read goes where `t` says.
   void place(const Target& t, std::size_t length);
   // The current frame's payload is complete.
   void deliver(const wire::FrameHeader& h);
 
   Link& link_;
+  boost::asio::io_context& io_;
   FrameReader frames_;
   Target target_;                       // the data frame's payload's place
   std::vector<unsigned char> payload_;  // a stashed data frame's payload

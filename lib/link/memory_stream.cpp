@@ -1,5 +1,6 @@
 #include "link/memory_stream.hpp"
 
+#include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -43,7 +44,7 @@ struct Pair {
   Pipe pipes[2];  // pipes[i]: what side i reads
 };
 
-class MemoryStream final : public Stream {
+class MemoryStream final : public Stream, public std::enable_shared_from_this<MemoryStream> {
  public:
   MemoryStream(asio::io_context& io, std::shared_ptr<MemoryNetwork::State> net, std::string peer)
       : io_(io), net_(std::move(net)), peer_(std::move(peer)) {}
@@ -52,16 +53,23 @@ class MemoryStream final : public Stream {
 
   asio::awaitable<void> connect(const Endpoint& to) override;
 
-  asio::awaitable<std::size_t> readSome(asio::mutable_buffer buf) override {
-    for (;;) {
-      error_code ec;
-      std::size_t got = readSomeNow(buf, ec);
-      if (ec != asio::error::would_block) {
-        if (ec) throw system_error(ec);
-        co_return got;
-      }
-      co_await readable();
-    }
+  void readSome(asio::mutable_buffer buf, ReadDone& done, std::shared_ptr<void> keep) override {
+    asio::post(io_, [self = shared_from_this(), buf, &done, keep = std::move(keep)]() mutable {
+      self->tryRead(buf, done, std::move(keep));
+    });
+  }
+
+  // readSome's try: what has arrived, EOF or an error goes to `done`; else it
+  // waits until the pipe's state changes and tries again.
+  void tryRead(asio::mutable_buffer buf, ReadDone& done, std::shared_ptr<void> keep) {
+    error_code ec;
+    const std::size_t got = readSomeNow(buf, ec);
+    if (ec != asio::error::would_block) return done.onRead(ec, got, std::move(keep));
+    asio::steady_timer& wait = pair_->pipes[side_].readWait;
+    wait.expires_at(asio::steady_timer::time_point::max());
+    wait.async_wait([self = shared_from_this(), buf, &done, keep = std::move(keep)](error_code) mutable {
+      self->tryRead(buf, done, std::move(keep));
+    });
   }
 
   // What has arrived, without waiting (would_block when nothing has).

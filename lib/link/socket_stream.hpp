@@ -84,11 +84,11 @@ class SocketStream : public Stream {
 
   // Over TCP, no try at once after a read that drained the socket: it waits
   // for readiness first (drained_read.hpp). Elsewhere async_read_some.
-  asio::awaitable<std::size_t> readSome(asio::mutable_buffer buf) override {
+  void readSome(asio::mutable_buffer buf, ReadDone& done, std::shared_ptr<void> keep) override {
     if constexpr (std::is_same_v<typename Socket::protocol_type, asio::ip::tcp>)
-      co_return co_await drainedReadSome(socket_, buf, asio::use_awaitable, reactor_);
+      drainedReadSome(socket_, buf, ReadHandler{&done, std::move(keep)}, reactor_);
     else
-      co_return co_await socket_.async_read_some(buf, asio::use_awaitable);
+      socket_.async_read_some(buf, ReadHandler{&done, std::move(keep)});
   }
   asio::awaitable<void> read(asio::mutable_buffer buf) override {
     co_await asio::async_read(socket_, buf, asio::use_awaitable);

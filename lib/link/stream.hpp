@@ -6,7 +6,9 @@
 // stream's executor (the world's io_context); none is thread-safe.
 // Awaitables throw boost::system::system_error: asio::error::eof once the
 // peer has closed and everything it wrote has been read,
-// asio::error::operation_aborted when this side closed the stream meanwhile.
+// asio::error::operation_aborted when this side closed the stream meanwhile;
+// readSome, the one a link's every frame goes through, reports the same
+// codes to a ReadDone instead.
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
@@ -34,6 +36,27 @@ struct Endpoint {
   std::string address;
 };
 
+// Told how a Stream::readSome ended: `n` bytes read (at least 1), or `ec`
+// (asio::error::eof once the peer has closed and everything it wrote has
+// been read, operation_aborted when this side closed the stream meanwhile),
+// with the `keep` the read was given back.
+class ReadDone {
+ public:
+  virtual void onRead(const boost::system::error_code& ec, std::size_t n, std::shared_ptr<void> keep) = 0;
+
+ protected:
+  ~ReadDone() = default;
+};
+
+// The completion handler a stream's read gives Asio. It owns `keep`, what
+// keeps `done` alive: a read that never completes (its event loop destroyed
+// with it pending) lets go of it with the handler.
+struct ReadHandler {
+  ReadDone* done;
+  std::shared_ptr<void> keep;
+  void operator()(const boost::system::error_code& ec, std::size_t n) { done->onRead(ec, n, std::move(keep)); }
+};
+
 class Stream {
  public:
   virtual ~Stream() = default;
@@ -42,12 +65,17 @@ class Stream {
   // for an endpoint of another kind.
   virtual asio::awaitable<void> connect(const Endpoint& to) = 0;
 
-  // Reads what has arrived, at least 1 and at most buf.size() bytes, waiting
-  // until something has (over a socket: one async_read_some-like read, which
-  // tries the read at once and waits for readiness only when nothing is
-  // there; over TCP, after a read that drained the socket, it waits without
-  // trying: drained_read.hpp).
-  virtual asio::awaitable<std::size_t> readSome(asio::mutable_buffer buf) = 0;
+  // Starts one read of what has arrived, at least 1 and at most buf.size()
+  // bytes, waiting until something has (over a socket: one
+  // async_read_some-like read, which tries the read at once and waits for
+  // readiness only when nothing is there; over TCP, after a read that
+  // drained the socket, it waits without trying: drained_read.hpp). `done`
+  // is told how it ended on the stream's executor, never inside this call;
+  // `buf` stays valid until then, and `keep` keeps `done` alive. One read at
+  // a time. A plain callback, not an awaitable: a link reads every frame
+  // through it, and a coroutine frame per read is what the read side does
+  // not pay for.
+  virtual void readSome(asio::mutable_buffer buf, ReadDone& done, std::shared_ptr<void> keep) = 0;
   // Reads exactly buf.size() bytes (however many pieces they arrive in).
   virtual asio::awaitable<void> read(asio::mutable_buffer buf) = 0;
 

@@ -141,7 +141,9 @@ class LaggedFirstWrite final : public link::Stream {
   LaggedFirstWrite(std::shared_ptr<link::Stream> inner, std::chrono::milliseconds lag)
       : inner_(std::move(inner)), lag_(lag) {}
   boost::asio::awaitable<void> connect(const link::Endpoint& to) override { return inner_->connect(to); }
-  void readSome(boost::asio::mutable_buffer b, link::ReadDone& done) override { inner_->readSome(b, done); }
+  void readSome(boost::asio::mutable_buffer b, link::ReadDone& done, std::shared_ptr<void> keep) override {
+    inner_->readSome(b, done, std::move(keep));
+  }
   boost::asio::awaitable<void> read(boost::asio::mutable_buffer b) override { return inner_->read(b); }
   std::size_t writeSomeNow(std::span<const boost::asio::const_buffer> b, boost::system::error_code& ec) override {
     return inner_->writeSomeNow(b, ec);

@@ -33,9 +33,9 @@ namespace {
 struct CountingStream final : link::Stream {
   explicit CountingStream(std::shared_ptr<link::Stream> s) : inner(std::move(s)) {}
   boost::asio::awaitable<void> connect(const link::Endpoint& to) override { return inner->connect(to); }
-  boost::asio::awaitable<std::size_t> readSome(boost::asio::mutable_buffer buf) override {
+  void readSome(boost::asio::mutable_buffer buf, link::ReadDone& done, std::shared_ptr<void> keep) override {
     ++reads;
-    return inner->readSome(buf);
+    inner->readSome(buf, done, std::move(keep));
   }
   boost::asio::awaitable<void> read(boost::asio::mutable_buffer buf) override { return inner->read(buf); }
   std::size_t writeSomeNow(std::span<const boost::asio::const_buffer> bufs, boost::system::error_code& ec) override {

@@ -7,8 +7,8 @@
 
 #include <catch2/catch.hpp>
 
-#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/system/system_error.hpp>
 #include <chrono>
 #include <exception>
 #include <memory>
@@ -38,10 +38,7 @@ struct ReadPair {
   void start(boost::asio::io_context& io, std::vector<unsigned char>& buf) {
     result.reset();
     error = nullptr;
-    boost::asio::co_spawn(io, stream->readSome(boost::asio::buffer(buf)), [this](std::exception_ptr e, std::size_t n) {
-      error = e;
-      result = n;
-    });
+    stream->readSome(boost::asio::buffer(buf), done, nullptr);
     io.restart();  // a run that ran out of work left it stopped
     io.poll();
   }
@@ -53,10 +50,21 @@ struct ReadPair {
     if (error) std::rethrow_exception(error);
   }
 
+  // How the read ended: its bytes, and its error as the exception a caller would see.
+  struct Done final : link::ReadDone {
+    explicit Done(ReadPair& p) : pair(p) {}
+    void onRead(const boost::system::error_code& ec, std::size_t n, std::shared_ptr<void>) override {
+      pair.error = ec ? std::make_exception_ptr(boost::system::system_error(ec)) : nullptr;
+      pair.result = n;
+    }
+    ReadPair& pair;
+  };
+
   Socket writer;
   std::unique_ptr<link::Stream> stream;
   std::optional<std::size_t> result;
   std::exception_ptr error;
+  Done done{*this};
 };
 
 }  // namespace tether::test
