@@ -1,5 +1,6 @@
 #include "coll/select.hpp"
 
+#include <atomic>
 #include <mutex>
 #include <string>
 
@@ -14,9 +15,16 @@ namespace {
 // collective.
 std::once_flag g_once;
 dc::Settings g_settings;
+// Set once g_once has run: a call reads the settings without std::call_once,
+// which in libstdc++ costs four thread-local accesses and a pthread_once on
+// every call (two collectives' worth of them per all-gather, before).
+std::atomic<bool> g_ready{false};
 
 const dc::Settings& settings() {
-  std::call_once(g_once, [] { g_settings = dc::loadSettings(); });
+  if (!g_ready.load(std::memory_order_acquire)) {
+    std::call_once(g_once, [] { g_settings = dc::loadSettings(); });
+    g_ready.store(true, std::memory_order_release);
+  }
   return g_settings;
 }
 
@@ -30,6 +38,7 @@ void checkSettings(const std::optional<std::string>& text, std::string_view who)
     throw Error(e.code(), std::string(who) + e.what());
   }
   std::call_once(g_once, [&] { g_settings = std::move(parsed); });
+  g_ready.store(true, std::memory_order_release);
 }
 
 std::string planSettings() { return dc::describe(settings()); }

@@ -16,8 +16,7 @@ namespace tether {
 namespace asio = boost::asio;
 namespace failures = detail::core::failures;
 
-void Calls::checkProcess(const std::string& opName) const {
-  if (!forked()) return;
+void Calls::failForked(std::string_view opName) const {
   throw Error(ErrorCode::InvalidArgument,
               fmt::format("rank {}: {}: the bootstrap is used in a forked child (pid {}) of the process that "
                           "created it (pid {}); a child cannot use its parent's bootstrap (it shares the parent's "

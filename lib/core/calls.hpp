@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/descriptors.hpp"
@@ -76,10 +77,12 @@ class Calls final : public TransferView, public PeerTraffic {
   // "After fork"): the child's copy is inert.
   bool forked() const { return fds::processId() != creator_; }
   // Throws Error{InvalidArgument} naming both processes when forked().
-  void checkProcess(const std::string& opName) const;
+  void checkProcess(std::string_view opName) const {
+    if (forked()) failForked(opName);
+  }
   // The same for `op`, whose name is built only then.
   void checkProcess(const Op& op) const {
-    if (forked()) checkProcess(op.name());
+    if (forked()) failForked(op.name());
   }
 
   // ---- calling threads ----
@@ -143,6 +146,7 @@ class Calls final : public TransferView, public PeerTraffic {
   }
 
  private:
+  [[noreturn]] void failForked(std::string_view opName) const;
   int rank() const { return cfg_.rank; }
   void checkStart(const Op& op) const;
   // On the progress thread (startRun's turn or post): registers the op and

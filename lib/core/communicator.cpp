@@ -170,11 +170,13 @@ std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> Communicator::launch
   }
   if (calls_.broken()) calls_.usable(names_->who(), op->name(), rank());
   on.calls_.take();
-  calling_.rename(op->name());
-  op->members.assign(on.group_.worldRanks.begin(), on.group_.worldRanks.end());
-  op->seq = on.seq_;
-  op->counters = counters_;
-  op->names = on.names_;
+  calling_.rename(dc::opName(call.op), coll, child ? on.group_.comm : 0);  // as op->name(), made only for an error
+  // A kept op has these from its communicator's last call: not copied again
+  // (no atomic reference counting, no copy of the group, per call).
+  if (op->members.empty()) op->members.assign(on.group_.worldRanks.begin(), on.group_.worldRanks.end());
+  if (op->seq != on.seq_) op->seq = on.seq_;
+  if (op->counters != counters_) op->counters = counters_;
+  if (op->names != on.names_) op->names = on.names_;
   if (expires != Op::Clock::time_point{}) {
     op->expires = expires;
     op->self = op;
@@ -184,7 +186,7 @@ std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> Communicator::launch
   const dc::Algorithm& algo = coll::choose(shape, call);
   if (!on.run_ || !on.run_->idle()) on.run_ = std::make_shared<CollectiveRun>();
   on.run_->start(*world_, on.group_, op, done, algo, shape, call, in, out);
-  return {op, done};
+  return {std::move(op), std::move(done)};
 }
 
 void Communicator::awaitCollective(const std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>>& launched) {

@@ -18,7 +18,7 @@
 #include "core/point_run.hpp"
 #include "core/reused_call.hpp"
 #include "core/world.hpp"
-#include "tether/detail/call_slot.hpp"
+#include "tether/detail/core/call_slot.hpp"
 #include "tether/detail/coll/front.hpp"
 #include "tether/detail/core/collective_calls.hpp"
 #include "tether/detail/core/nodes.hpp"
@@ -111,7 +111,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   detail::core::NodeView nodes_;  // from the hosts the ranks advertised
   std::atomic<std::int64_t> timeoutMs_;
 
-  // One collective call at a time (tether/detail/call_slot.hpp).
+  // One collective call at a time (tether/detail/core/call_slot.hpp).
   detail::CallSlot calling_;
   std::mutex collMutex_;  // guards the state below (markBroken comes from requests)
   // Ids of this communicator's collectives; the broken-communicator policy

@@ -1,7 +1,5 @@
 #include "core/op_table.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cstring>
 #include <utility>
@@ -22,8 +20,8 @@ std::string Op::name() const {
     case Kind::Collective:
       break;
   }
-  if (child_) return fmt::format("{}#{} (comm {:016x})", wire::opName(static_cast<wire::OpCode>(code)), coll, comm);
-  return detail::coll::callName(wire::opName(static_cast<wire::OpCode>(code)), coll);
+  const char* op = wire::opName(static_cast<wire::OpCode>(code));
+  return child_ ? detail::coll::callName(op, coll, comm) : detail::coll::callName(op, coll);
 }
 
 namespace {

@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "base/layer.hpp"
 #include "core/abort_channel.hpp"
@@ -71,7 +72,7 @@ class World final {
   // event loop it would tear down are the parent's).
   bool forked() const { return calls_.forked(); }
   // Throws Error{InvalidArgument} naming both processes when forked().
-  void checkProcess(const std::string& opName) const { calls_.checkProcess(opName); }
+  void checkProcess(std::string_view opName) const { calls_.checkProcess(opName); }
 
   const WorldConfig& config() const { return cfg_; }
   int rank() const { return cfg_.rank; }

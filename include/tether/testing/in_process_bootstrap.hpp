@@ -24,7 +24,7 @@
 
 #include "tether/bootstrap.hpp"
 #include "tether/detail/args.hpp"
-#include "tether/detail/call_slot.hpp"
+#include "tether/detail/core/call_slot.hpp"
 #include "tether/detail/coll/execute.hpp"
 #include "tether/detail/coll/front.hpp"
 #include "tether/detail/coll/settings.hpp"
@@ -270,7 +270,7 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
     run.key.code = static_cast<std::uint32_t>(call.op);
     run.key.root = call.op == Op::Broadcast ? call.root : -1;
     run.call = endpoint_.collective(run.key.call(), run.key);
-    calling_.rename(run.call.where);
+    calling_.rename(nameOf(call.op), id);
     endpoint_.begin(run.call);
   }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 
 namespace tether {
@@ -49,6 +50,15 @@ inline const char* opName(Op op) {
 template <class Id>
 std::string callName(const std::string& op, Id id) {
   return op + "#" + std::to_string(id);
+}
+
+// A call on a communicator other than the world's, which it names:
+// "barrier#3 (comm 5d2e9a01c0ffee00)".
+template <class Id>
+std::string callName(const std::string& op, Id id, std::uint64_t comm) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(comm));
+  return callName(op, id) + " (comm " + hex + ")";
 }
 
 // A frame of one step of a call: "allgather#2 step 0 (64 bytes)".
