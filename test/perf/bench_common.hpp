@@ -168,11 +168,32 @@ struct Result {
   // tether-bench: how calls were finished (blocking, poll, ucc, poll-rank0,
   // ucc-rank0; empty: not reported), CPU time (all threads) per timed call,
   // the mean of all ranks and rank 0's, and rank 0's test() calls per call.
+  // tcp-floor reports the CPU too (mode blocking or epoll). cpuUsMedianRank:
+  // the median rank's CPU per call, a leaf's (the star's and the tree's
+  // centres are a few ranks, and weigh on the mean).
   std::string mode;
-  double cpuUs = 0, cpuUsRank0 = 0, testsPerCall = 0;
+  double cpuUs = 0, cpuUsRank0 = 0, cpuUsMedianRank = 0, testsPerCall = 0;
   // More keys for the JSON line (tether-bench: init phases and counters).
   nlohmann::json extra = nlohmann::json::object();
 };
+
+// This process's CPU time (user + system, all threads) so far, in microseconds.
+inline double cpuMicroseconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e6 +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+// `cpuPerCall[r]`: rank r's CPU per timed call. Fills the CPU fields.
+inline void summarizeCpu(std::vector<double> cpuPerCall, Result& result) {
+  result.cpuUsRank0 = cpuPerCall.front();
+  double sum = 0;
+  for (double c : cpuPerCall) sum += c;
+  result.cpuUs = sum / static_cast<double>(cpuPerCall.size());
+  std::sort(cpuPerCall.begin(), cpuPerCall.end());
+  result.cpuUsMedianRank = cpuPerCall[cpuPerCall.size() / 2];
+}
 
 // `perRank[r][i]`: rank r's time for iteration i (microseconds). Fills the latency fields.
 inline void summarize(const std::vector<std::vector<double>>& perRank, Result& result) {
@@ -215,6 +236,7 @@ inline void print(const Result& r, bool json) {
       line["mode"] = r.mode;
       line["cpu_us"] = round3(r.cpuUs);
       line["cpu_us_rank0"] = round3(r.cpuUsRank0);
+      line["cpu_us_median_rank"] = round3(r.cpuUsMedianRank);
       line["tests_per_call"] = round3(r.testsPerCall);
     }
     line.update(r.extra);
@@ -230,8 +252,10 @@ inline void print(const Result& r, bool json) {
     std::printf("        init_min=%.3f ms rendezvous after the last start=%.3f ms\n", r.initMinMs, r.rendezvousMs);
   if (r.maxFds >= 0) std::printf("        max_fds=%ld max_rss_kb=%ld\n", r.maxFds, r.maxRssKb);
   if (!r.mode.empty())
-    std::printf("        mode=%s cpu per call: %.2f us a rank, %.2f us rank 0; tests per call (rank 0)=%.1f\n",
-                r.mode.c_str(), r.cpuUs, r.cpuUsRank0, r.testsPerCall);
+    std::printf(
+        "        mode=%s cpu per call: %.2f us a rank, %.2f us rank 0, %.2f us the median rank; tests per call (rank "
+        "0)=%.1f\n",
+        r.mode.c_str(), r.cpuUs, r.cpuUsRank0, r.cpuUsMedianRank, r.testsPerCall);
   std::fflush(stdout);
 }
 

@@ -6,7 +6,9 @@
 //   pingpong   rank 0 writes --bytes to rank 1, rank 1 writes them back (one
 //              link; the figure is the whole round trip; ranks >= 2 idle).
 // One write() per message, one blocking read() per message, no framing, no
-// matching, no deadlines, no event loop. Only the links the exchange uses are
+// matching, no deadlines, no event loop. With --epoll, the least an event loop
+// adds: each rank waits in epoll_wait over its links before it reads (the
+// star's centre reads whichever child is ready), so a read follows each wait. Only the links the exchange uses are
 // connected, so the star runs at 1,024 ranks; --full-mesh connects every pair
 // first (the set-up before issue 18: N(N-1)/2 connections, at most 128 ranks).
 // Not a library, not a test: a reference line for tether-bench and mpi-bench
@@ -14,6 +16,7 @@
 // docs/benchmarks.md).
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,6 +28,7 @@
 #include <stdexcept>
 #include <string>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "bench_common.hpp"
@@ -94,29 +98,72 @@ std::vector<testnet::Fd> connectFor(bench::Op op, bool fullMesh, int r, int n,
   return connectLinks(r, n, dial, 0, listeners, ports);
 }
 
-void exchange(bench::Op op, int r, int n, std::size_t bytes, std::vector<char>& data,
-              const std::vector<testnet::Fd>& fd) {
-  if (op == bench::Op::Pingpong) {
-    if (r == 0) {
-      writeAll(fd[1].get(), data.data(), bytes);
-      readAll(fd[1].get(), data.data(), bytes);
-    } else {
-      readAll(fd[0].get(), data.data(), bytes);
-      writeAll(fd[0].get(), data.data(), bytes);
+// --epoll: one epoll set over a rank's links, made once (close-on-exec).
+class Waiter {
+ public:
+  explicit Waiter(const std::vector<testnet::Fd>& fd) : ep_(::epoll_create1(EPOLL_CLOEXEC)) {
+    if (ep_.get() < 0) throw std::runtime_error(std::string("epoll_create1: ") + std::strerror(errno));
+    for (std::size_t p = 0; p < fd.size(); ++p) {
+      if (!fd[p]) continue;
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.u32 = static_cast<std::uint32_t>(p);
+      if (::epoll_ctl(ep_.get(), EPOLL_CTL_ADD, fd[p].get(), &ev) != 0)
+        throw std::runtime_error(std::string("epoll_ctl: ") + std::strerror(errno));
     }
+  }
+  // Waits until some link has bytes; the ranks whose links do, into `ready`.
+  void wait(std::vector<int>& ready) {
+    epoll_event events[64];
+    int k;
+    while ((k = ::epoll_wait(ep_.get(), events, 64, -1)) < 0 && errno == EINTR) {
+    }
+    if (k < 0) throw std::runtime_error(std::string("epoll_wait: ") + std::strerror(errno));
+    ready.clear();
+    for (int i = 0; i < k; ++i) ready.push_back(static_cast<int>(events[i].data.u32));
+  }
+
+ private:
+  testnet::Fd ep_;
+};
+
+void exchange(bench::Op op, int r, int n, std::size_t bytes, std::vector<char>& data,
+              const std::vector<testnet::Fd>& fd, Waiter* waiter) {
+  auto fdOf = [&](int p) { return fd[static_cast<std::size_t>(p)].get(); };
+  std::vector<int> ready;
+  auto waitFor = [&](int p) {  // --epoll: wait in epoll_wait until `p`'s link has bytes
+    if (!waiter) return;
+    do waiter->wait(ready);
+    while (std::find(ready.begin(), ready.end(), p) == ready.end());
+  };
+  if (op == bench::Op::Pingpong) {
+    const int peer = r == 0 ? 1 : 0;
+    if (r == 0) writeAll(fdOf(1), data.data(), bytes);
+    waitFor(peer);
+    readAll(fdOf(peer), data.data(), bytes);
+    if (r != 0) writeAll(fdOf(0), data.data(), bytes);
     return;
   }
   const std::size_t all = data.size();
   if (r == 0) {
-    for (int p = 1; p < n; ++p) readAll(fd[static_cast<std::size_t>(p)].get(), data.data() + p * bytes, bytes);
-    for (int p = 1; p < n; ++p) writeAll(fd[static_cast<std::size_t>(p)].get(), data.data(), all);
+    if (waiter) {  // whichever child is ready, until every block is in
+      for (int left = n - 1; left > 0;) {
+        waiter->wait(ready);
+        for (int p : ready) readAll(fdOf(p), data.data() + p * bytes, bytes);
+        left -= static_cast<int>(ready.size());
+      }
+    } else {
+      for (int p = 1; p < n; ++p) readAll(fdOf(p), data.data() + p * bytes, bytes);
+    }
+    for (int p = 1; p < n; ++p) writeAll(fdOf(p), data.data(), all);
   } else {
-    writeAll(fd[0].get(), data.data() + r * bytes, bytes);
-    readAll(fd[0].get(), data.data(), all);
+    writeAll(fdOf(0), data.data() + r * bytes, bytes);
+    waitFor(0);
+    readAll(fdOf(0), data.data(), all);
   }
 }
 
-void runRank(int r, const bench::Options& o, bench::Op op, std::size_t bytes, bool fullMesh,
+void runRank(int r, const bench::Options& o, bench::Op op, std::size_t bytes, bool fullMesh, bool useEpoll,
              const std::vector<testnet::Fd>& listeners, const std::vector<std::uint16_t>& ports) {
   const int n = o.nranks;
   const int m = participants(op, n);
@@ -127,13 +174,19 @@ void runRank(int r, const bench::Options& o, bench::Op op, std::size_t bytes, bo
   if (r >= m) return;                         // takes no part in the ping-pong
   std::vector<char> data(op == bench::Op::Pingpong ? bytes : static_cast<std::size_t>(n) * bytes, 1);
   std::vector<double> times(static_cast<std::size_t>(o.warmup + o.iters));
-  for (auto& t : times) {
+  std::unique_ptr<Waiter> waiter;
+  if (useEpoll) waiter = std::make_unique<Waiter>(fd);
+  double cpuStart = 0;
+  for (std::size_t i = 0; i < times.size(); ++i) {
+    if (i == static_cast<std::size_t>(o.warmup)) cpuStart = bench::cpuMicroseconds();
     auto start = Clock::now();
-    exchange(op, r, n, bytes, data, fd);
-    t = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+    exchange(op, r, n, bytes, data, fd, waiter.get());
+    times[i] = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
   }
-  // Record: [set-up time, open sockets, peak RSS, timed iterations...], collected on rank 0.
-  std::vector<double> record{initUs, static_cast<double>(sockets), static_cast<double>(bench::peakRssKb())};
+  const double cpuPerCall = (bench::cpuMicroseconds() - cpuStart) / o.iters;
+  // Record: [set-up time, open sockets, peak RSS, CPU per timed call, timed
+  // iterations...], collected on rank 0.
+  std::vector<double> record{initUs, static_cast<double>(sockets), static_cast<double>(bench::peakRssKb()), cpuPerCall};
   record.insert(record.end(), times.end() - o.iters, times.end());
   if (r != 0) {
     writeAll(fd[0].get(), record.data(), record.size() * sizeof(double));
@@ -141,13 +194,15 @@ void runRank(int r, const bench::Options& o, bench::Op op, std::size_t bytes, bo
   }
   bench::Result result;
   std::vector<std::vector<double>> perRank;
+  std::vector<double> cpuPerRank;
   std::vector<double> theirs = record;
   for (int p = 0; p < m; ++p) {
     if (p > 0) readAll(fd[static_cast<std::size_t>(p)].get(), theirs.data(), theirs.size() * sizeof(double));
     result.initMs = std::max(result.initMs, theirs[0] / 1000.0);  // connecting the links
     result.maxFds = std::max(result.maxFds, static_cast<long>(theirs[1]));
     result.maxRssKb = std::max(result.maxRssKb, static_cast<long>(theirs[2]));
-    if (p == 0 || op != bench::Op::Pingpong) perRank.emplace_back(theirs.begin() + 3, theirs.end());  // rank 0 timed it
+    cpuPerRank.push_back(theirs[3]);
+    if (p == 0 || op != bench::Op::Pingpong) perRank.emplace_back(theirs.begin() + 4, theirs.end());  // rank 0 timed it
   }
   result.impl = "tcp-floor";
   result.op = op;
@@ -155,12 +210,14 @@ void runRank(int r, const bench::Options& o, bench::Op op, std::size_t bytes, bo
   result.bytes = bytes;
   result.iters = o.iters;
   result.firstUs = times.front();
+  result.mode = useEpoll ? "epoll" : "blocking";
+  bench::summarizeCpu(cpuPerRank, result);
   bench::summarize(perRank, result);
   bench::print(result, o.json);
 }
 
 // Forks the ranks of one (op, bytes) run and waits for them; throws if one failed.
-void runOnce(const bench::Options& o, bench::Op op, std::size_t bytes, bool fullMesh) {
+void runOnce(const bench::Options& o, bench::Op op, std::size_t bytes, bool fullMesh, bool useEpoll) {
   // Only rank 0 accepts, except in the full mesh (every rank accepts its higher ones).
   std::vector<testnet::Fd> listeners(static_cast<std::size_t>(o.nranks));
   std::vector<std::uint16_t> ports(static_cast<std::size_t>(o.nranks));
@@ -172,7 +229,7 @@ void runOnce(const bench::Options& o, bench::Op op, std::size_t bytes, bool full
     if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
     if (pid == 0) {
       try {
-        runRank(r, o, op, bytes, fullMesh, listeners, ports);
+        runRank(r, o, op, bytes, fullMesh, useEpoll, listeners, ports);
         std::fflush(stdout);
         ::_exit(0);
       } catch (const std::exception& e) {
@@ -197,15 +254,17 @@ int main(int argc, char** argv) {
   try {
     auto o = bench::parseOptions(
         "tcp-floor", argc, argv,
-        {{"full-mesh", "connect every pair of ranks before the exchange (the old set-up; at most 128 ranks)"}});
+        {{"full-mesh", "connect every pair of ranks before the exchange (the old set-up; at most 128 ranks)"},
+         {"epoll", "each rank waits in epoll_wait over its links before it reads (an event loop's least)"}});
     const bool fullMesh = o.flags.count("full-mesh") != 0;
+    const bool useEpoll = o.flags.count("epoll") != 0;
     for (auto op : o.ops)
       if (op != bench::Op::Allgather && op != bench::Op::Pingpong)
         throw std::invalid_argument("tcp-floor measures --op allgather and pingpong only");
     if (fullMesh && o.nranks > kMeshMostRanks)
       throw std::invalid_argument("--full-mesh takes at most " + std::to_string(kMeshMostRanks) + " ranks");
     for (auto op : o.ops)
-      for (std::size_t bytes : o.bytes) runOnce(o, op, bytes, fullMesh);
+      for (std::size_t bytes : o.bytes) runOnce(o, op, bytes, fullMesh, useEpoll);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tcp-floor: %s\n", e.what());

@@ -19,7 +19,6 @@
 // frames and payload bytes all ranks sent (each rank's own sends, counted in
 // its own calls: exact), and the links' dials, re-dials and budget closes.
 #include <signal.h>
-#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -52,13 +51,6 @@ long peakSockets = 0;  // this rank's, sampled after init and after each op's fi
 enum class Mode { Blocking, Poll, Ucc };
 
 // This process's user + system CPU time (all its threads), in microseconds.
-double cpuMicroseconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e6 +
-         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
-}
-
 // Tests until done; under Ucc about 1 us of the caller's own work between
 // tests. The request is freed when it goes out of scope (UCC's req_free).
 void finish(tether::Request request, Mode mode, double& tests) {
@@ -127,7 +119,7 @@ std::vector<double> timeOp(tether::Bootstrap& b, Op op, Mode mode, std::size_t b
   double cpuStart = 0, tests = 0;
   for (int i = 0; i < count; ++i) {
     if (i == warmup) {
-      cpuStart = cpuMicroseconds();
+      cpuStart = bench::cpuMicroseconds();
       tests = 0;
     }
     const auto start = Clock::now();
@@ -139,7 +131,7 @@ std::vector<double> timeOp(tether::Bootstrap& b, Op op, Mode mode, std::size_t b
     // progress thread take over between calls (a slower, different benchmark).
     if (i == 0 || i == count - 1) peakSockets = std::max(peakSockets, bench::openSockets());
   }
-  cost.cpuUs = cpuMicroseconds() - cpuStart;
+  cost.cpuUs = bench::cpuMicroseconds() - cpuStart;
   cost.tests = tests;
   return times;
 }
@@ -239,6 +231,7 @@ int runRank(int rank, const bench::Options& options, const tether::UniqueId& id)
       result.iters = options.iters;
       std::vector<std::vector<double>> perRank;
       double lastStartUs = 0, lastEndUs = 0;
+      std::vector<double> cpuPerCall;
       for (const auto& r : all) {
         result.initMs = std::max(result.initMs, r[0] / 1000.0);
         result.initMinMs = result.initMinMs < 0 ? r[0] / 1000.0 : std::min(result.initMinMs, r[0] / 1000.0);
@@ -247,7 +240,7 @@ int runRank(int rank, const bench::Options& options, const tether::UniqueId& id)
         result.maxRssKb = std::max(result.maxRssKb, static_cast<long>(r[3]));
         lastStartUs = std::max(lastStartUs, r[4]);
         lastEndUs = std::max(lastEndUs, r[5]);
-        result.cpuUs += r[6] / options.iters / static_cast<double>(all.size());
+        cpuPerCall.push_back(r[6] / options.iters);
         perRank.emplace_back(r.begin() + kHead, r.end());
       }
       std::size_t slowest = 0;  // the rank whose constructor took longest
@@ -278,7 +271,7 @@ int runRank(int rank, const bench::Options& options, const tether::UniqueId& id)
                                   {"calls_timed", options.warmup + options.iters}};
       result.mode = options.flags.count("poll") ? "poll" : options.flags.count("ucc") ? "ucc" : "blocking";
       if (options.flags.count("poll-rank0") && result.mode != "blocking") result.mode += "-rank0";
-      result.cpuUsRank0 = all[0][6] / options.iters;
+      bench::summarizeCpu(cpuPerCall, result);
       result.testsPerCall = all[0][7] / options.iters;
       result.rendezvousMs = (lastEndUs - lastStartUs) / 1000.0;
       if (bench::isPingPong(op)) perRank.resize(1);  // rank 0 timed the round trips
