@@ -120,7 +120,7 @@ inline admit(c) {
   fi
 }
 
-/* LinkReader::run + Peers::onControlFrame on the link's connection */
+/* LinkReader::pump + Peers::onControlFrame on the link's connection */
 inline readCur(c) {
   p = PEER_OF(c); e = END_OF(c);
   if

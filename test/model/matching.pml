@@ -12,7 +12,7 @@
  * and begin). Every payload names the operation it was sent for.
  *
  * Each handler runs as one atomic step, as on tether's progress thread; a
- * data frame arrives in two steps (header, then payload: LinkReader::run),
+ * data frame arrives in two steps (header, then payload: LinkReader::pump),
  * and the app threads' calls interleave between them.
  *
  * Property (assertion at every delivery): a receive gets exactly the frame
@@ -171,7 +171,7 @@ proctype P2PRecv() {
   fin++
 }
 
-/* LinkReader::run -> Calls::onDataHeader (step 1), onDataComplete (step 2) */
+/* LinkReader::pump -> Calls::onDataHeader (step 1), onDataComplete (step 2) */
 proctype Reader(byte r) {
   mtype k; byte c, s, t, pl, x, v;
   bool toPosted;
