@@ -78,9 +78,23 @@ void LinkReader::start(std::shared_ptr<Link> self) {
   asio::post(io_, [this, self = std::move(self)]() mutable { pump(std::move(self)); });
 }
 
-void LinkReader::pump(std::shared_ptr<Link> self) {
+template <class Step>
+bool LinkReader::guarded(Step&& step) {
   Link& l = link_;
   try {
+    step();
+    return true;
+  } catch (const boost::system::system_error& e) {
+    if (l.state_ != Link::State::Closed) failed(e.code());
+  } catch (const std::exception& e) {
+    if (l.state_ != Link::State::Closed) l.fail(std::string("reading failed: ") + e.what());
+  }
+  return false;
+}
+
+void LinkReader::pump(std::shared_ptr<Link> self) {
+  Link& l = link_;
+  guarded([&] {
     for (auto s = frames_.step(); s != FrameReader::Step::More; s = frames_.step()) {
       if (s == FrameReader::Step::Bad) {
         log::warn(l.limits_.logRank, "link to rank {} ({}): {}; closing it", l.peer_, l.remote_, frames_.why());
@@ -101,9 +115,7 @@ void LinkReader::pump(std::shared_ptr<Link> self) {
     // One read of whatever has arrived: Asio tries it at once and waits for
     // the socket only when nothing has (no re-arm of the descriptor).
     l.stream_->readSome(frames_.readBuffer(), *this, std::move(self));
-  } catch (const boost::system::system_error& e) {
-    if (l.state_ != Link::State::Closed) failed(e.code());
-  }
+  });
 }
 
 void LinkReader::onRead(const boost::system::error_code& ec, std::size_t n, std::shared_ptr<void> keep) {
@@ -114,12 +126,7 @@ void LinkReader::onRead(const boost::system::error_code& ec, std::size_t n, std:
   }
   frames_.arrived(n);
   if (draining_) {  // abandoned during the read into its buffer: the buffer is free now
-    try {
-      l.sink_.onTransferDone(*std::exchange(draining_, nullptr), true);
-    } catch (const boost::system::system_error& e) {
-      if (l.state_ != Link::State::Closed) failed(e.code());
-      return;
-    }
+    if (!guarded([&] { l.sink_.onTransferDone(*std::exchange(draining_, nullptr), true); })) return;
     if (l.state_ == Link::State::Closed) return;
   }
   pump(std::static_pointer_cast<Link>(std::move(keep)));
@@ -152,12 +159,8 @@ void LinkReader::onParkEnd(const boost::system::error_code& ec, std::shared_ptr<
   const wire::FrameHeader h = *parked_;
   parked_.reset();
   if (l.state_ == Link::State::Closed) return;
-  try {
-    if (!placeData(h, !std::exchange(stashParked_, false), self)) return;
-  } catch (const boost::system::system_error& e) {
-    if (l.state_ != Link::State::Closed) failed(e.code());
-    return;
-  }
+  bool placed = false;
+  if (!guarded([&] { placed = placeData(h, !std::exchange(stashParked_, false), self); }) || !placed) return;
   if (l.state_ == Link::State::Closed) return;
   pump(std::move(self));
 }

@@ -56,6 +56,11 @@ class LinkReader final : ReadDone {
   // A data frame's payload: where the sink says (true), or parked until
   // onParkEnd (false: `self` went with the park timer's wait).
   bool placeData(const wire::FrameHeader& h, bool mayWait, std::shared_ptr<Link>& self);
+  // Runs a step of the loop (it calls the sink): true if it returned. If it
+  // throws, the link fails with why — neither the loop nor the link is left
+  // hanging, and nothing escapes into the event loop — and it is false.
+  template <class Step>
+  bool guarded(Step&& step);
   // The read failed with `ec` (not because the link closed).
   void failed(const boost::system::error_code& ec);
 

@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -45,8 +46,10 @@ struct FakeSink final : link::LinkSink {
   }
   void onDataComplete(Link&, const wire::FrameHeader& h, const link::Target&,
                       std::vector<unsigned char>&& stashed) override {
+    if (!failOnData.empty()) throw std::runtime_error(failOnData);
     frames.push_back({h, std::move(stashed)});
   }
+  std::string failOnData;  // set: a data frame's delivery throws it
   void onControlFrame(Link&, const wire::FrameHeader& h, std::vector<unsigned char>&& payload) override {
     frames.push_back({h, std::move(payload)});
   }

@@ -100,6 +100,26 @@ TEST_CASE("two links over an in-memory pair exchange frames in order when reads 
   p.endHealthy();
 }
 
+TEST_CASE(
+    "a sink that throws while a frame is read fails its link with the reason, instead of leaving the link "
+    "unread or the exception to the event loop",
+    "[unit][link]") {
+  // Before c485e9a the read loop was a detached coroutine: such an exception
+  // ended it silently and the link stayed up, unread, until the peers'
+  // deadlines. Since, until this check, it left the handler and the event
+  // loop's run() (the progress thread: std::terminate).
+  boost::asio::io_context io;
+  LinkedPair p(io, link::MemoryOptions{0, 0, 1});
+  p.sinkB.failOnData = "the sink could not take it";
+  p.attach();
+  p.a->enqueue(dataFrame(0, 40));
+  runUntil(io, [&] { return !p.sinkB.downs.empty(); });
+  REQUIRE(p.sinkB.downs.size() == 1);
+  CHECK_THAT(p.sinkB.downs[0], Catch::Contains("reading failed: the sink could not take it"));
+  CHECK(p.b->state() == Link::State::Closed);
+  p.a->fail("test over");
+}
+
 TEST_CASE("a gathered write of many queued frames arrives whole through a stream that takes 100 bytes at a time",
           "[unit][link]") {
   boost::asio::io_context io;
