@@ -8,9 +8,10 @@
 // One write() per message, one blocking read() per message, no framing, no
 // matching, no deadlines, no event loop. With --epoll, the least an event loop
 // adds: each rank waits in epoll_wait over its links before it reads (the
-// star's centre reads whichever child is ready), so a read follows each wait. Only the links the exchange uses are
-// connected, so the star runs at 1,024 ranks; --full-mesh connects every pair
-// first (the set-up before issue 18: N(N-1)/2 connections, at most 128 ranks).
+// star's centre reads whichever child is ready), so a read follows each wait.
+// Only the links the exchange uses are connected, so the star runs at 1,024
+// ranks; --full-mesh connects every pair first (the set-up before issue 18:
+// N(N-1)/2 connections, at most 128 ranks).
 // Not a library, not a test: a reference line for tether-bench and mpi-bench
 // (same options, same latency model, same JSON; see bench_common.hpp and
 // docs/benchmarks.md).
@@ -112,29 +113,34 @@ class Waiter {
         throw std::runtime_error(std::string("epoll_ctl: ") + std::strerror(errno));
     }
   }
-  // Waits until some link has bytes; the ranks whose links do, into `ready`.
-  void wait(std::vector<int>& ready) {
-    epoll_event events[64];
+  // Waits until some link has bytes: the ranks whose links do (kept here, so
+  // a call allocates nothing).
+  const std::vector<int>& wait() {
+    epoll_event events[kEvents];
     int k;
-    while ((k = ::epoll_wait(ep_.get(), events, 64, -1)) < 0 && errno == EINTR) {
+    while ((k = ::epoll_wait(ep_.get(), events, kEvents, -1)) < 0 && errno == EINTR) {
     }
     if (k < 0) throw std::runtime_error(std::string("epoll_wait: ") + std::strerror(errno));
-    ready.clear();
-    for (int i = 0; i < k; ++i) ready.push_back(static_cast<int>(events[i].data.u32));
+    ready_.clear();
+    for (int i = 0; i < k; ++i) ready_.push_back(static_cast<int>(events[i].data.u32));
+    return ready_;
   }
 
  private:
+  static constexpr int kEvents = 64;
   testnet::Fd ep_;
+  std::vector<int> ready_ = std::vector<int>(kEvents);
 };
 
 void exchange(bench::Op op, int r, int n, std::size_t bytes, std::vector<char>& data,
               const std::vector<testnet::Fd>& fd, Waiter* waiter) {
   auto fdOf = [&](int p) { return fd[static_cast<std::size_t>(p)].get(); };
-  std::vector<int> ready;
   auto waitFor = [&](int p) {  // --epoll: wait in epoll_wait until `p`'s link has bytes
     if (!waiter) return;
-    do waiter->wait(ready);
-    while (std::find(ready.begin(), ready.end(), p) == ready.end());
+    for (;;) {
+      const std::vector<int>& ready = waiter->wait();
+      if (std::find(ready.begin(), ready.end(), p) != ready.end()) return;
+    }
   };
   if (op == bench::Op::Pingpong) {
     const int peer = r == 0 ? 1 : 0;
@@ -148,7 +154,7 @@ void exchange(bench::Op op, int r, int n, std::size_t bytes, std::vector<char>& 
   if (r == 0) {
     if (waiter) {  // whichever child is ready, until every block is in
       for (int left = n - 1; left > 0;) {
-        waiter->wait(ready);
+        const std::vector<int>& ready = waiter->wait();
         for (int p : ready) readAll(fdOf(p), data.data() + p * bytes, bytes);
         left -= static_cast<int>(ready.size());
       }
