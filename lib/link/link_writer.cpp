@@ -39,7 +39,6 @@ OutFrame controlFrame(wire::Kind kind, wire::SharedBytes payload) {
 
 void LinkWriter::start() {
   while (link_.writing() && !broken_ && !busy() && !queue_.empty()) {
-    std::array<asio::const_buffer, 2 * kMaxGather> bufs;
     std::size_t n = std::min(queue_.size(), kMaxGather), nbufs = 0, total = 0;
     bool ack = false;
     for (std::size_t i = 0; i < n; ++i) {
@@ -49,14 +48,14 @@ void LinkWriter::start() {
       // this write is written from the frames (writeRest). Its payload does
       // not move (the caller's buffer, a shared or owned vector's storage).
       headers_[i] = f.header;
-      bufs[nbufs++] = asio::const_buffer(headers_[i].data(), headers_[i].size());
+      bufs_[nbufs++] = asio::const_buffer(headers_[i].data(), headers_[i].size());
       if (f.len)
-        bufs[nbufs++] = asio::const_buffer(f.ref ? f.ref : f.shared ? f.shared->data() : f.owned.data(), f.len);
+        bufs_[nbufs++] = asio::const_buffer(f.ref ? f.ref : f.shared ? f.shared->data() : f.owned.data(), f.len);
       total += f.header.size() + f.len;
       ack = ack || f.ack;
     }
     inFlight_ = n;
-    auto seq = std::span(bufs.data(), nbufs);
+    auto seq = std::span(bufs_.data(), nbufs);
     // Small frames nearly always fit the socket buffer: write them now, in
     // this handler, instead of a write operation that completes through the
     // scheduler a round later.

@@ -65,6 +65,9 @@ class LinkWriter {
   FrameQueue queue_;
   std::size_t inFlight_ = 0;          // frames at the front of queue_ being written now
   std::array<wire::HeaderBytes, kMaxGather> headers_{};  // their headers, where the write reads them
+  // The write's buffers (a header and a payload per frame): kept, not a local
+  // array, whose construction zeroed all 128 entries (2 KiB) every write.
+  std::array<boost::asio::const_buffer, 2 * kMaxGather> bufs_;
   std::vector<unsigned char> tail_;   // the copied rest of a partial write, being written
   bool tailHasAck_ = false;           // the GoodbyeAck ends tail_
   bool broken_ = false;               // a write failed; the read side ends the link (or brokenTimer_ does)
