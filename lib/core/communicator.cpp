@@ -182,10 +182,15 @@ std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> Communicator::launch
     op->self = op;
   }
   counters_->call(static_cast<std::size_t>(call.op));  // the kinds are wire::Op's values
-  const dc::Shape shape = coll::shape(on.group_.rank, on.group_.size, world_->topology().cpuBound);
-  const dc::Algorithm& algo = coll::choose(shape, call);
+  Choice& choice = on.choice_;
+  if (!choice.algo || choice.op != call.op || choice.bytes != call.bytes) {
+    choice.shape = coll::shape(on.group_.rank, on.group_.size, world_->topology().cpuBound);
+    choice.algo = &coll::choose(choice.shape, call);
+    choice.op = call.op;
+    choice.bytes = call.bytes;
+  }
   if (!on.run_ || !on.run_->idle()) on.run_ = std::make_shared<CollectiveRun>();
-  on.run_->start(*world_, on.group_, op, done, algo, shape, call, in, out);
+  on.run_->start(*world_, on.group_, op, done, *choice.algo, choice.shape, call, in, out);
   return {std::move(op), std::move(done)};
 }
 

@@ -11,7 +11,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 #include <string>
 
 #include "tether/detail/wire/op.hpp"
@@ -27,22 +26,22 @@ class CallSlot {
   class Scope {
    public:
     Scope(CallSlot& slot, int rank, const char* op) : slot_(slot) {
-      std::lock_guard<std::mutex> lock(slot.mutex_);  // taking the slot and naming the call are one step
-      if (slot.held_) {
+      // Taking the slot and naming the call are one step: the holder's op
+      // is the slot's value, so a refused call reads the name of the call
+      // that holds it (an uncontended call pays one compare-and-swap).
+      const char* holder = nullptr;
+      if (!slot.op_.compare_exchange_strong(holder, op, std::memory_order_acquire, std::memory_order_acquire)) {
         throw Error(ErrorCode::InvalidArgument,
-                    "rank " + std::to_string(rank) + ": " + op + ": called while " + slot.holder() +
+                    "rank " + std::to_string(rank) + ": " + op + ": called while " + slot.holder(holder) +
                         " of this communicator is in flight on this rank (another thread's call): collectives of "
                         "one communicator must be called one at a time, in the same order on every rank; give each "
                         "thread its own communicator (split())",
                     rank);
       }
-      slot.held_ = true;
-      slot.op_.store(op, std::memory_order_relaxed);
-      slot.id_.store(0, std::memory_order_relaxed);
     }
     ~Scope() {
-      std::lock_guard<std::mutex> lock(slot_.mutex_);
-      slot_.held_ = false;
+      slot_.id_.store(0, std::memory_order_relaxed);  // the next holder has no id until it renames
+      slot_.op_.store(nullptr, std::memory_order_release);
     }
     Scope(const Scope&) = delete;
     Scope& operator=(const Scope&) = delete;
@@ -54,7 +53,7 @@ class CallSlot {
   // The holder's call once it has its id: `op` (a name that outlives the
   // call) and `id`, on communicator `comm` (0: the world's, not named).
   // Errors quote it ("allgather#7"); the text is made only for them, so a
-  // call pays for two stores.
+  // call pays for three stores.
   void rename(const char* op, std::uint64_t id, std::uint64_t comm = 0) {
     op_.store(op, std::memory_order_relaxed);
     comm_.store(comm, std::memory_order_relaxed);
@@ -62,19 +61,18 @@ class CallSlot {
   }
 
  private:
-  // Under mutex_: the holder's name (its id may come a moment late).
-  std::string holder() const {
-    const char* op = op_.load(std::memory_order_relaxed);
+  // The holder's name, `op` as the refused call read it (its id may come a
+  // moment late: then the operation alone).
+  std::string holder(const char* op) const {
     const std::uint64_t id = id_.load(std::memory_order_relaxed);
     const std::uint64_t comm = comm_.load(std::memory_order_relaxed);
     if (id == 0) return op;
     return comm == 0 ? coll::callName(op, id) : coll::callName(op, id, comm);
   }
 
-  std::mutex mutex_;  // guards held_, and op_ when a call takes the slot
-  bool held_ = false;
-  // The holder's call: set by its thread, read by a thread refused the slot.
-  std::atomic<const char*> op_{""};
+  // The holder's operation; null while the slot is free. Set by the
+  // holder's thread, read by a thread refused the slot, as are id_ and comm_.
+  std::atomic<const char*> op_{nullptr};
   std::atomic<std::uint64_t> id_{0};  // 0: no id yet
   std::atomic<std::uint64_t> comm_{0};
 };
