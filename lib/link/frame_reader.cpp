@@ -6,7 +6,11 @@
 
 namespace tether::link {
 namespace {
-constexpr std::size_t kReadAhead = 64 * 1024;
+// A frame of the default eager size (64 KiB, the writer's kCopyLimit) with its
+// header fits one read, with room to spare: the read that takes it all is
+// shorter than the buffer, so no second read looks for more (Asio tries
+// another read at once after one that filled its buffer).
+constexpr std::size_t kReadAhead = 68 * 1024;
 // A link starts with a small read-ahead (1 KiB) and doubles it (up to kReadAhead)
 // when a read fills it: a rank with a thousand mostly idle links (the root
 // during the rendezvous) must not hold 64 KiB for each.

@@ -290,6 +290,55 @@ TEST_CASE("the frame reader lands a small payload through its read-ahead and a l
   }
 }
 
+TEST_CASE("a frame of the default eager size arrives in one read that leaves room, once the read-ahead has grown",
+          "[unit][link]") {
+  // A peer's 64 KiB frame (an all-gather's result at 1,024 ranks of 64 B) is
+  // all in the socket when the read comes: it must take one read, and one
+  // shorter than the buffer, for Asio reads again at once after a read that
+  // filled its buffer. With a 64 KiB read-ahead it took two (the payload's
+  // last 40 bytes), and at times a wait in epoll_wait between them.
+  link::FrameReader reader(1ULL << 30);
+  constexpr std::size_t kPayload = 64 * 1024;
+  std::vector<unsigned char> dst(kPayload);
+  std::vector<int> readsPerFrame;
+  bool roomLeft = true;
+  for (std::uint32_t tag = 0; tag < 12; ++tag) {
+    auto f = dataFrame(tag, kPayload);
+    std::vector<unsigned char> wireBytes(f.header.begin(), f.header.end());
+    wireBytes.insert(wireBytes.end(), f.owned.begin(), f.owned.end());
+    std::size_t at = 0;
+    int reads = 0;
+    for (bool done = false; !done;) {
+      switch (reader.step()) {
+        case link::FrameReader::Step::More: {  // a stream gives all it has, up to the buffer
+          auto buf = reader.readBuffer();
+          const std::size_t n = std::min(buf.size(), wireBytes.size() - at);
+          REQUIRE(n > 0);
+          if (tag >= 8 && n == buf.size()) roomLeft = false;
+          std::memcpy(buf.data(), wireBytes.data() + at, n);
+          at += n;
+          reader.arrived(n);
+          ++reads;
+          break;
+        }
+        case link::FrameReader::Step::Header:
+          reader.expect(dst.data());
+          break;
+        case link::FrameReader::Step::Payload:
+          done = true;
+          break;
+        case link::FrameReader::Step::Bad:
+          FAIL(reader.why());
+      }
+    }
+    CHECK(dst == f.owned);
+    readsPerFrame.push_back(reads);
+  }
+  // The read-ahead starts at 1 KiB and doubles while reads fill it.
+  CHECK(std::vector<int>(readsPerFrame.begin() + 8, readsPerFrame.end()) == std::vector<int>(4, 1));
+  CHECK(roomLeft);
+}
+
 TEST_CASE("the frame reader reports a header with a wrong magic as bad, with the reason", "[unit][link]") {
   link::FrameReader reader(1ULL << 30);
   auto buf = reader.readBuffer();
