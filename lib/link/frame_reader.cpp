@@ -13,7 +13,7 @@ namespace {
 constexpr std::size_t kReadAhead = 68 * 1024;
 // A link starts with a small read-ahead (1 KiB) and doubles it (up to kReadAhead)
 // when a read fills it: a rank with a thousand mostly idle links (the root
-// during the rendezvous) must not hold 64 KiB for each.
+// during the rendezvous) must not hold the whole read-ahead for each.
 constexpr std::size_t kReadAheadStart = 1024;
 }  // namespace
 
