@@ -5,7 +5,6 @@
 // and the scratch memory, so a steady-state call allocates none of them.
 #pragma once
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -16,6 +15,7 @@
 #include "core/op_run.hpp"
 #include "wire/frame.hpp"
 #include "tether/detail/coll/execute.hpp"
+#include "tether/detail/coll/plan_cache.hpp"
 #include "tether/detail/coll/table.hpp"
 
 TETHER_LAYER(6, "core");
@@ -42,12 +42,6 @@ class CollectiveRun final : public OpRun, public std::enable_shared_from_this<Co
   void begin() override;
   bool next() override { return exec_->next(*this); }
   void ended() override { exec_.reset(); }
-  // This call's plan (a cached one, or recorded into the least recently used
-  // entry), with scratch_ sized for it.
-  const std::vector<detail::coll::Step>& plan();
-  // How many frames carry `bytes` (TETHER_MAX_PAYLOAD_BYTES each at most);
-  // throws InvalidArgument past wire::kMaxParts.
-  std::uint64_t parts(std::size_t bytes) const;
   // A broadcast's frames carry its root, and its receives match on it: ranks
   // that disagree on the root fail with Protocol, never take each other's payload.
   std::uint32_t rootOnWire() const {
@@ -63,21 +57,7 @@ class CollectiveRun final : public OpRun, public std::enable_shared_from_this<Co
   const void* in_ = nullptr;
   void* out_ = nullptr;
   std::optional<detail::coll::Execution> exec_;
-  // The plans of the last kPlans kinds of call (algorithm, shape, operation,
-  // size, root), so that calls that alternate (an all-gather and a barrier)
-  // each find theirs; an all-to-all(v)'s is recorded each call (its arrays
-  // may change) and never found.
-  struct CachedPlan {
-    const detail::coll::Algorithm* algo = nullptr;
-    detail::coll::Shape shape;
-    detail::coll::Call call;
-    std::optional<detail::coll::Plan> plan;
-    std::uint64_t lastUse = 0;
-  };
-  static constexpr std::size_t kPlans = 4;
-  std::array<CachedPlan, kPlans> plans_;
-  std::uint64_t uses_ = 0;
-  std::vector<unsigned char> scratch_;  // the largest any of them needs
+  detail::coll::PlanCache plans_;  // its plans (cached per algorithm, shape and size) and scratch memory
   std::vector<std::size_t> sendCounts_, sendDispls_, recvCounts_, recvDispls_;
 };
 

@@ -92,24 +92,17 @@ Communicator::PointCall Communicator::leasePoint(ReusedCall& kept, const std::sh
 
 Communicator::PointCall Communicator::launchSend(const void* data, std::size_t bytes, int peer, int tag,
                                                  Op::Clock::time_point expires) {
-  wire::FrameHeader h;
-  h.kind = wire::Kind::P2P;
-  h.comm = group_.comm;
-  h.tag = static_cast<std::uint32_t>(tag);
-  h.length = bytes;
   PointCall c = leasePoint(*sendCall_, sendRun_, Op::Kind::Send, peer, tag, expires);
-  c.run->startSend(world_->calls(), c.op, c.done, group_.worldRanks[peer], h, data);
+  c.run->startSend(world_->calls(), c.op, c.done, group_.worldRanks[peer], TcpCalls::sendFrame(group_.comm, tag, bytes),
+                   data);
   return c;
 }
 
 Communicator::PointCall Communicator::launchRecv(void* data, std::size_t bytes, int peer, int tag,
                                                  Op::Clock::time_point expires) {
-  match::Key key;  // kind P2P, collective id and step 0
-  key.src = static_cast<std::uint32_t>(group_.worldRanks[peer]);
-  key.comm = group_.comm;
-  key.tag = static_cast<std::uint32_t>(tag);
   PointCall c = leasePoint(*recvCall_, recvRun_, Op::Kind::Recv, peer, tag, expires);
-  c.run->startRecv(world_->calls(), c.op, c.done, key, data, bytes);
+  c.run->startRecv(world_->calls(), c.op, c.done, TcpCalls::sendKey(group_.worldRanks[peer], group_.comm, tag), data,
+                   bytes);
   return c;
 }
 

@@ -47,21 +47,6 @@ class TransferView {
   ~TransferView() = default;
 };
 
-// The TCP world's instance of the shared call table: keys and headers of frames.
-struct TcpCalls {
-  using Call = Op;
-  using Key = match::Key;
-  using Header = wire::FrameHeader;
-  using Mailbox = match::Mailbox;
-  static Key keyOf(int src, const Header& h) { return match::keyOf(static_cast<std::uint32_t>(src), h); }
-  static int sourceOf(const Key& k) { return static_cast<int>(k.src); }
-  static std::size_t lengthOf(const Header& h) { return h.length; }
-  static bool stash(Mailbox& box, const Key& k, match::Stashed&& f) { return box.stash(k, std::move(f)); }
-  static std::optional<std::uint32_t> tagOf(const Key& k) {
-    return k.kind == wire::Kind::P2P ? std::optional<std::uint32_t>(k.tag) : std::nullopt;
-  }
-  static std::uint32_t stepOf(const Key& k) { return k.step; }
-};
 using CallTable = detail::core::CallTable<TcpCalls>;
 
 // The shared table (posting, matching, settling, failing: call_table.hpp)

@@ -8,15 +8,6 @@ namespace tether {
 
 namespace failures = detail::core::failures;
 
-std::string TcpSequences::foreignText(const std::string& src, const wire::FrameHeader& h, const Op& op) {
-  if (wire::opCodeOf(h.tag) != op.code) return failures::differentCollectives(src, wire::describe(h));
-  if (h.root != op.root)
-    return failures::differentRoots(src,
-                                    detail::coll::callName(wire::opName(static_cast<wire::OpCode>(op.code)), h.coll),
-                                    static_cast<int>(h.root), static_cast<int>(op.root));
-  return std::string();
-}
-
 void SequenceGuard::end(Op& op, std::exception_ptr& e, match::Mailbox& mailbox) {
   Base::end(op, e, mailbox);
   if (!e || !op.seq) return;

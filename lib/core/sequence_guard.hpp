@@ -16,6 +16,7 @@
 #include "core/op.hpp"
 #include "core/sequence.hpp"
 #include "match/mailbox.hpp"
+#include "tether/detail/core/frame_calls.hpp"
 #include "tether/detail/core/sequence_guard.hpp"
 #include "tether/error.hpp"
 #include "wire/frame.hpp"
@@ -33,32 +34,12 @@ class OpFailer {
   ~OpFailer() = default;
 };
 
-// The shared guard's TCP types: ops, wire headers, the link mailbox.
-struct TcpSequences {
-  using Call = Op;
-  using Key = match::Key;
-  using Header = wire::FrameHeader;
-  using Mailbox = match::Mailbox;
-  using Stashed = match::Stashed;
-  using Seq = CollectiveSeq;
-  static std::uint64_t commOf(const Header& h) { return h.comm; }
-  static std::uint64_t collOf(const Header& h) { return h.coll; }
-  static CollectiveSeq* seqOf(const Op& op) { return op.seq.get(); }
-  static std::uint64_t collOf(const Op& op) { return op.coll; }
-  static std::string nameOf(const Op& op) { return op.name(); }
-  static bool ofCall(const Key& k, const Op& op) {
-    return k.kind == wire::Kind::Collective && k.comm == op.comm && k.coll == op.coll;
-  }
-  static int sourceOf(const Key& k) { return static_cast<int>(k.src); }
-  static std::string describe(const Header& h) { return wire::describe(h); }
-  // Frames name their sender by its world rank; errors by the communicator's.
-  static int sourceRank(const CollectiveSeq& seq, int src) { return seq.names.rankOf(src); }
-  static std::string sourceName(const CollectiveSeq& seq, int src) { return seq.names.nameOfWorld(src); }
-  static std::string foreignText(const std::string& src, const Header& h, const Op& op);
-};
+// The shared call table's and sequence guard's TCP types: ops, the wire's
+// frames, the link mailbox (tether/detail/core/frame_calls.hpp).
+using TcpCalls = detail::core::FrameCalls<Op, CollectiveSeq>;
 
 // The shared guard's hooks here: the operation table ends a broken op; the log.
-class TcpSequenceHooks : public detail::core::SequenceGuard<TcpSequences>::Hooks {
+class TcpSequenceHooks : public detail::core::SequenceGuard<TcpCalls>::Hooks {
  protected:
   TcpSequenceHooks(int rank, OpFailer& ops) : rank_(rank), ops_(ops) {}
   ~TcpSequenceHooks() = default;
@@ -72,9 +53,9 @@ class TcpSequenceHooks : public detail::core::SequenceGuard<TcpSequences>::Hooks
   OpFailer& ops_;
 };
 
-class SequenceGuard final : private TcpSequenceHooks, public detail::core::SequenceGuard<TcpSequences> {
+class SequenceGuard final : private TcpSequenceHooks, public detail::core::SequenceGuard<TcpCalls> {
  public:
-  using Base = detail::core::SequenceGuard<TcpSequences>;
+  using Base = detail::core::SequenceGuard<TcpCalls>;
 
   SequenceGuard(int rank, OpFailer& ops) : TcpSequenceHooks(rank, ops), Base(static_cast<TcpSequenceHooks&>(*this)) {}
 

@@ -1,12 +1,6 @@
+// The TCP world's mailbox, compiled once here (mailbox.hpp declares the
+// instantiation extern for the layers above).
 #include "match/mailbox.hpp"
 
-#include <utility>
-
-namespace tether::match {
-
-bool Mailbox::stash(const Key& k, Stashed f) {
-  return detail::match::Mailbox<Key, KeyHash, Posted, Stashed>::stash(k, std::move(f),
-                                                                      k.kind == wire::Kind::Collective);
-}
-
-}  // namespace tether::match
+template class tether::detail::match::Mailbox<tether::match::Key, tether::match::KeyHash, tether::match::Posted,
+                                              tether::match::Stashed>;

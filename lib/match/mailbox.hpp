@@ -1,10 +1,10 @@
 // The TCP world's mailbox: the shared matching (tether/detail/match/
 // mailbox.hpp) under the frame's full key (key.hpp), for receives posted
-// with the caller's buffer and frames kept with their header. Used only on
-// the progress thread; no locks.
+// with the caller's buffer and frames kept with their header — the type the
+// shared call table holds (tether/detail/core/frame_calls.hpp). Used only on
+// the progress thread; no locks. Its code is compiled once, in this
+// layer's library.
 #pragma once
-
-#include <vector>
 
 #include "base/layer.hpp"
 #include "match/key.hpp"
@@ -15,17 +15,12 @@ TETHER_LAYER(2, "match");
 
 namespace tether::match {
 
-// A receive posted with the caller's buffer, and a frame kept with its
-// header: the shapes of the shared call table (tether/detail/match/mailbox.hpp, used by
-// tether/detail/core/call_table.hpp).
 using Posted = detail::match::PostedReceive;
 using Stashed = detail::match::StashedFrame<wire::FrameHeader>;
-
-class Mailbox : public detail::match::Mailbox<Key, KeyHash, Posted, Stashed> {
- public:
-  // Returns false (and keeps nothing) if a collective frame with this exact key
-  // is already waiting: a duplicate.
-  bool stash(const Key& k, Stashed f);
-};
+using Mailbox = detail::match::Mailbox<Key, KeyHash, Posted, Stashed>;
 
 }  // namespace tether::match
+
+// Compiled once, in this layer's library (mailbox.cpp).
+extern template class tether::detail::match::Mailbox<tether::match::Key, tether::match::KeyHash, tether::match::Posted,
+                                                     tether::match::Stashed>;

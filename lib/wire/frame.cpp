@@ -7,50 +7,6 @@
 #include <cstring>
 
 namespace tether::wire {
-const char* kindName(Kind k) {
-  switch (k) {
-    case Kind::Challenge:
-      return "challenge";
-    case Kind::Hello:
-      return "hello";
-    case Kind::Welcome:
-      return "welcome";
-    case Kind::Reject:
-      return "reject";
-    case Kind::Register:
-      return "register";
-    case Kind::Table:
-      return "table";
-    case Kind::P2P:
-      return "send";
-    case Kind::Collective:
-      return "collective";
-    case Kind::Abort:
-      return "abort";
-    case Kind::Goodbye:
-      return "goodbye";
-    case Kind::Heartbeat:
-      return "heartbeat";
-    case Kind::GoodbyeAck:
-      return "goodbye-ack";
-    case Kind::StatusQuery:
-      return "status-query";
-    case Kind::StatusAnswer:
-      return "status-answer";
-    case Kind::TableAck:
-      return "table-ack";
-    case Kind::Credit:
-      return "credit";
-    case Kind::TableQuery:
-      return "table-query";
-    case Kind::CollectiveCredit:
-      return "collective-credit";
-  }
-  return "unknown";
-}
-
-bool isKnownKind(std::uint8_t k) { return k >= 1 && k <= 18; }
-
 void encodeHeader(const FrameHeader& h, unsigned char* out) {
   le::store<std::uint32_t>(out + 0, kMagic);
   le::store<std::uint16_t>(out + 4, kProtocolVersion);
@@ -98,17 +54,6 @@ std::optional<FrameHeader> decodeHeader(const unsigned char* in, std::uint64_t m
   if (h.length > limit)
     return fail(fmt::format("{} frame claims {} payload bytes (limit {})", kindName(h.kind), h.length, limit));
   return h;
-}
-
-std::string describe(const FrameHeader& h) {
-  if (h.kind == Kind::Collective && partOf(h.tag))
-    return fmt::format("{}#{} step {} part {} ({} bytes)", opName(static_cast<OpCode>(opCodeOf(h.tag))), h.coll, h.step,
-                       partOf(h.tag), h.length);
-  if (h.kind == Kind::Collective)
-    return detail::coll::stepFrame(detail::coll::callName(opName(static_cast<OpCode>(h.tag)), h.coll), h.step,
-                                   h.length);
-  if (h.kind == Kind::P2P) return detail::coll::sendTagFrame(h.tag, h.length);
-  return fmt::format("{} frame ({} bytes)", kindName(h.kind), h.length);
 }
 
 }  // namespace tether::wire

@@ -127,7 +127,7 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
     Call call;
     call.op = Op::SubsetBarrier;
     const int groupRank = static_cast<int>(std::find(group.begin(), group.end(), rank()) - group.begin());
-    run.plan = record(call, groupRank, static_cast<int>(group.size()));
+    record(run, call, groupRank, static_cast<int>(group.size()));
     begin(run, subsetComm, count, call);
     launch(run, group, nullptr, nullptr, /*abortWorldOnFailure=*/false);
     waitFor(run);
@@ -187,21 +187,17 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
  private:
   using Op = tether::detail::coll::Op;
   using Call = tether::detail::coll::Call;
-  using Plan = tether::detail::coll::Plan;
 
   static const char* nameOf(Op op) { return tether::detail::coll::opName(op); }
 
   // A point-to-point message: delivered, or copied and held by its window.
   void startSend(detail::Run& run, const void* data, std::size_t bytes, int peer, int tag) {
     run.call = endpoint_.call(tether::detail::core::failures::sendName(peer, tag));
-    detail::Header header;
-    header.key = endpoint_.pointToPoint(rank(), tag);
-    header.length = bytes;
-    run.startSend(peer, std::move(header), data);
+    run.startSend(peer, endpoint_.sendFrame(tag, bytes), data);
   }
   void startRecv(detail::Run& run, void* data, std::size_t bytes, int peer, int tag) {
     run.call = endpoint_.call(tether::detail::core::failures::recvName(peer, tag));
-    run.startRecv(endpoint_.pointToPoint(peer, tag), data, bytes);
+    run.startRecv(endpoint_.recvKey(peer, tag), data, bytes);
   }
   // A blocking call waits for its run (to its deadline).
   static void waitFor(detail::Run& run) {
@@ -212,7 +208,7 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
   }
 
   // The algorithm TcpBootstrap would choose for this call here, recorded.
-  Plan record(const Call& call, int groupRank, int groupSize) const {
+  void record(detail::Run& run, const Call& call, int groupRank, int groupSize) const {
     namespace dc = tether::detail::coll;
     static const dc::Settings settings = dc::loadSettings();
     dc::Shape shape = settings.tuning;
@@ -221,7 +217,7 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
     // As in TcpBootstrap: a node runs more ranks of the world than it has cores.
     shape.cpuBound =
         endpoint_.world()->nranksPerNode > static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    return dc::record(*dc::choose(shape, call, settings.forcedFor(call.op)), shape, call);
+    run.record(*dc::choose(shape, call, settings.forcedFor(call.op)), shape, call);
   }
 
   // Numbers the call, runs its plan, and waits for it; a failure marks the
@@ -232,7 +228,7 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
     start(run, prepared.call);
     launch(run, allRanks(), prepared.in, prepared.out, /*abortWorldOnFailure=*/endpoint_.comm() == 0);
     waitFor(run);
-    return run.key.sequence;
+    return run.call.coll;
   }
 
   // The nonblocking form: holds the call slot until the call has its id and
@@ -251,7 +247,7 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
   // Records its plan, takes its id, and its place in its communicator's
   // sequence (in id order, on the calling thread).
   void start(detail::Run& run, const Call& call) {
-    run.plan = record(call, rank(), size());  // bad settings throw before an id is taken
+    record(run, call, rank(), size());  // bad settings throw before an id is taken
     std::uint64_t id;
     {
       std::lock_guard<std::mutex> lock(stateMutex_);
@@ -261,15 +257,10 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
     begin(run, endpoint_.comm(), id, call);
   }
 
-  // Its call id's key (communicator `comm`, `id`), its name, and its place
-  // in the communicator's sequence.
+  // Its id (on communicator `comm`), its name, and its place in the
+  // communicator's sequence.
   void begin(detail::Run& run, std::uint64_t comm, std::uint64_t id, const Call& call) {
-    run.key.comm = comm;
-    run.key.channel = detail::Channel::Collective;
-    run.key.sequence = id;
-    run.key.code = static_cast<std::uint32_t>(call.op);
-    run.key.root = call.op == Op::Broadcast ? call.root : -1;
-    run.call = endpoint_.collective(run.key.call(), run.key);
+    run.call = endpoint_.collective(comm, id, call.op, call.root);
     calling_.rename(nameOf(call.op), id);
     endpoint_.begin(run.call);
   }

@@ -4,16 +4,15 @@
 //   postSend(int peer, std::uint32_t step, const void* data, std::size_t bytes)
 //   postRecv(int peer, std::uint32_t step, void* data, std::size_t bytes)
 // (peers are ranks of the plan's group; buffers stay valid until the next
-// settle); the world settles between rounds in its own way: the TCP world
-// steps as a state machine (lib/core/collective_run.cpp), the testing world blocks:
-//   Execution run(std::move(plan), in, out);
-//   while (run.next(transport)) transport.settle();
+// settle); between rounds the world settles, both worlds as a state machine
+// that posts up to a settle and is resumed when it is done
+// (lib/core/collective_run.cpp, tether/testing/detail/run.hpp):
+//   Execution run(cache.steps(algo, shape, call), in, out, cache.scratch());
+//   while (run.next(transport)) settle();
 // Header-only, C++17.
 #pragma once
 
 #include <cstddef>
-#include <memory>
-#include <utility>
 #include <vector>
 
 #include "tether/detail/coll/plan.hpp"
@@ -24,19 +23,13 @@ namespace coll {
 
 class Execution {
  public:
-  // `in` is the caller's send data (may equal `out`), `out` its receive
-  // buffer; scratch memory is owned here (not zeroed: a plan reads only
-  // scratch it has written).
-  Execution(Plan plan, const void* in, void* out)
-      : plan_(std::move(plan)),
-        steps_(&plan_.steps()),
-        scratch_(plan_.scratchBytes() ? new unsigned char[plan_.scratchBytes()] : nullptr),
-        mem_{static_cast<const unsigned char*>(in), static_cast<unsigned char*>(out), scratch_.get()} {}
-  // Replays a plan kept by the caller (a cache of recorded plans) with the
-  // caller's scratch memory (at least the plan's scratchBytes()); both stay
-  // valid until the replay ends. `steps`: the plan's steps().
+  // Replays `steps` (a recorded plan's, plan_cache.hpp) from `in`, the
+  // caller's send data (may equal `out`), into `out`, its receive buffer,
+  // with `scratch` memory (at least the plan's scratchBytes(); not zeroed: a
+  // plan reads only scratch it has written); all stay valid until the replay
+  // ends.
   Execution(const std::vector<Step>& steps, const void* in, void* out, unsigned char* scratch)
-      : plan_(0, 1), steps_(&steps), mem_{static_cast<const unsigned char*>(in), static_cast<unsigned char*>(out), scratch} {}
+      : steps_(&steps), mem_{static_cast<const unsigned char*>(in), static_cast<unsigned char*>(out), scratch} {}
   Execution(const Execution&) = delete;
   Execution& operator=(const Execution&) = delete;
 
@@ -67,9 +60,7 @@ class Execution {
   }
 
  private:
-  Plan plan_;
   const std::vector<Step>* steps_;
-  std::unique_ptr<unsigned char[]> scratch_;
   Memory mem_;
   std::size_t at_ = 0;
 };

@@ -3,10 +3,11 @@
 // messages that arrived before their receive was posted ("unexpected"),
 // both kept per key, first in, first out. A receive is satisfied only by a
 // message whose key is equal in every field, never by (peer, tag) alone.
-// The TCP world (lib/match, keys from frame headers) and the in-process
-// testing world (tether/testing/detail/) instantiate it with their own key,
-// posted-receive and message types; `Posted` has a member `owner` (the
-// operation waiting on it). No locks: each world guards it its own way.
+// Both worlds (tether/detail/core/frame_calls.hpp) instantiate it with the
+// frame key (key.hpp), a posted receive and a frame kept with its header;
+// `Posted` has a member `owner` (the operation waiting on it), and the key a
+// stashedOnce(key) found by argument-dependent lookup. No locks: each world
+// guards it its own way.
 // Steady state allocates nothing: a key's queue keeps its memory, and the
 // map node of a key whose queue emptied is kept for the next key.
 // Header-only, C++17.
@@ -94,12 +95,13 @@ class Mailbox {
     return true;
   }
 
-  // Keeps an unexpected message. With `unique` (a collective's frame, whose
-  // key names one step of one call), returns false and keeps nothing if one
-  // with this exact key is already waiting: a duplicate.
-  bool stash(const Key& k, Stashed f, bool unique) {
+  // Keeps an unexpected message. When its key is one a mailbox keeps once
+  // (stashedOnce(k), key.hpp: a collective's frame, whose key names one step
+  // of one call), returns false and keeps nothing if one with this exact key
+  // is already waiting: a duplicate.
+  bool stash(const Key& k, Stashed f) {
     auto it = stashed_.find(k);
-    if (unique && it != stashed_.end() && !it->second.empty()) return false;
+    if (stashedOnce(k) && it != stashed_.end() && !it->second.empty()) return false;
     (it != stashed_.end() ? it->second : queueFor(stashed_, freeStashed_, k)).push_back(std::move(f));
     ++stashedCount_;
     return true;

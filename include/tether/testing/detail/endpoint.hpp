@@ -101,24 +101,23 @@ class Endpoint {
     return c;
   }
 
-  // A collective call of communicator `key.comm` (this one, or a subset's)
-  // at the call id `key`, named `where`: what its sequence guard keeps.
-  Call collective(const std::string& where, const ChannelKey& key) const {
-    Call c = call(where);
-    c.key = key;
-    c.seq = &sequence(key.comm);
+  // Collective `id` of operation `op` (`root`: a broadcast's) on
+  // communicator `comm` (this one, or a subset's): "allgather#2", what its
+  // frames carry, and its place in its communicator's sequence.
+  Call collective(std::uint64_t comm, std::uint64_t id, ::tether::detail::coll::Op op, int root) const {
+    namespace coll = ::tether::detail::coll;
+    Call c = call(coll::callName(coll::opName(op), id));
+    c.comm = comm;
+    c.coll = id;
+    c.code = static_cast<std::uint32_t>(op);
+    c.root = op == coll::Op::Broadcast ? static_cast<std::uint32_t>(root) : wire::kNoRoot;
+    c.seq = &sequence(comm);
     return c;
   }
 
-  // The key of a point-to-point message from `peer` with `tag`.
-  ChannelKey pointToPoint(int peer, int tag) const {
-    ChannelKey key;
-    key.comm = comm_;
-    key.channel = Channel::PointToPoint;
-    key.sequence = static_cast<std::uint64_t>(tag);
-    key.source = peer;
-    return key;
-  }
+  // A point-to-point message with `tag`, `bytes` long, and the key of one from `peer`.
+  Header sendFrame(int tag, std::size_t bytes) const { return InProcessCalls::sendFrame(comm_, tag, bytes); }
+  Key recvKey(int peer, int tag) const { return InProcessCalls::sendKey(worldRankOf(peer), comm_, tag); }
 
   // A collective takes its place in its communicator's sequence (the shared
   // guard, tether/detail/core/sequence_guard.hpp), in id order: it fails
@@ -147,10 +146,10 @@ class Endpoint {
   CallTable& table() const { return mailbox().calls; }
 
   // "waiting to send to rank 1: it has not yet received ..." (window.hpp):
-  // a send to `peer` under `key` its window holds.
-  std::string heldText(int peer, const ChannelKey& key) const {
-    const auto lane = world_->windowLocked(worldRank(), worldRankOf(peer), key);
-    return window::waitingToSend(names_.name(peer)) + (key.channel == Channel::PointToPoint
+  // a send to `peer` of frame `h` its window holds.
+  std::string heldText(int peer, const Header& h) const {
+    const auto lane = world_->windowLocked(worldRank(), worldRankOf(peer), h);
+    return window::waitingToSend(names_.name(peer)) + (h.kind == wire::Kind::P2P
                                                            ? window::p2pNote(lane.first, lane.second)
                                                            : window::collectiveNote(lane.first, lane.second));
   }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "tether/detail/coll/execute.hpp"
+#include "tether/detail/coll/plan_cache.hpp"
 #include "tether/detail/core/call_table.hpp"
 #include "tether/error.hpp"
 #include "tether/testing/detail/endpoint.hpp"
@@ -33,7 +34,6 @@ namespace detail {
 class Run final : public ::tether::detail::core::Resumable, public Expiring {
  public:
   using Clock = Endpoint::Clock;
-  using Plan = ::tether::detail::coll::Plan;
   // Told of a collective's failure under the world mutex: the bootstrap
   // marks its communicator broken and may abort the world.
   using Failed = std::function<void(std::exception_ptr)>;
@@ -54,31 +54,36 @@ class Run final : public ::tether::detail::core::Resumable, public Expiring {
   Run& operator=(const Run&) = delete;
 
   Call call;                        // its receives (and a collective's sequence entry) point to it
-  Plan plan{0, 1};                  // a collective's, recorded before it starts
-  ChannelKey key;                   // a collective's call id: communicator, id, operation, root
   std::vector<unsigned char> keep;  // an in-place all-to-all's blocks to send
+
+  // A collective's plan: `algo` for `args` on `shape`, recorded (or found)
+  // before the call takes its id, so bad settings throw first.
+  void record(const ::tether::detail::coll::Algorithm& algo, const ::tether::detail::coll::Shape& shape,
+              const ::tether::detail::coll::Call& args) {
+    steps_ = &plans_.steps(algo, shape, args);
+  }
 
   // Each starts the call (its deadline the communicator's timeout from now)
   // and takes it as far as it goes now; an abort throws first.
-  // A collective: replays the plan over `group` (plan rank -> communicator
+  // A collective: replays its plan over `group` (plan rank -> communicator
   // rank) from `in` into `out`.
   void startCollective(std::vector<int> group, const void* in, void* out, Failed failed) {
     Endpoint::Locked lock(*endpoint_.world_);
     begin();
     group_ = std::move(group);
     failed_ = std::move(failed);
-    exec_.emplace(std::move(plan), in, out);
+    exec_.emplace(*steps_, in, out, plans_.scratch());
     resume(call.error);  // failed as it began: a frame of another operation came first
   }
   // A point-to-point message to `peer` (delivered, or held by its window).
-  void startSend(int peer, Header header, const void* data) {
+  void startSend(int peer, const Header& header, const void* data) {
     Endpoint::Locked lock(*endpoint_.world_);
     begin();
-    send(peer, std::move(header), data);
+    send(peer, header, data);
     settle();
   }
   // A receive under `k`: filled from a message that came first, else posted.
-  void startRecv(const ChannelKey& k, void* data, std::size_t bytes) {
+  void startRecv(const Key& k, void* data, std::size_t bytes) {
     Endpoint::Locked lock(*endpoint_.world_);
     begin();
     try {
@@ -166,18 +171,21 @@ class Run final : public ::tether::detail::core::Resumable, public Expiring {
   }
 
   // The plan executor's transport (tether/detail/coll/execute.hpp).
+  // A frame larger than TETHER_MAX_PAYLOAD_BYTES goes in parts, as over TCP.
   void postSend(int peer, std::uint32_t step, const void* data, std::size_t bytes) {
-    Header header;
-    header.key = key;
-    header.key.step = step;
-    header.length = bytes;
-    send(group_[static_cast<std::size_t>(peer)], std::move(header), data);
+    const int to = group_[static_cast<std::size_t>(peer)];
+    const auto* at = static_cast<const unsigned char*>(data);
+    const InProcessCalls::Parts parts = InProcessCalls::partsOf(call, bytes, endpoint_.world_->maxPayload);
+    for (std::uint64_t i = 0; i < parts.count; ++i)
+      send(to, InProcessCalls::collectiveFrame(call, step, i, parts.length(i)), at + parts.offset(i));
   }
   void postRecv(int peer, std::uint32_t step, void* data, std::size_t bytes) {
-    ChannelKey k = key;
-    k.step = step;
-    k.source = group_[static_cast<std::size_t>(peer)];
-    receive(k, data, bytes);
+    const int src = endpoint_.worldRankOf(group_[static_cast<std::size_t>(peer)]);
+    auto* at = static_cast<unsigned char*>(data);
+    const InProcessCalls::Parts parts = InProcessCalls::partsOf(call, bytes, endpoint_.world_->maxPayload);
+    for (std::uint64_t i = 0; i < parts.count; ++i)
+      receive(InProcessCalls::collectiveKey(call, src, step, i), at + parts.offset(i),
+              static_cast<std::size_t>(parts.length(i)));
   }
 
  private:
@@ -187,19 +195,16 @@ class Run final : public ::tether::detail::core::Resumable, public Expiring {
   }
 
   // Delivered now, or held by its window (copied) and counted until delivered.
-  void send(int peer, Header header, const void* data) {
-    header.key.source = endpoint_.rank();
-    const ChannelKey sentKey = header.key;
-    auto slot =
-        endpoint_.world_->sendLocked(endpoint_.worldRank(), endpoint_.worldRankOf(peer), std::move(header), data);
+  void send(int peer, const Header& header, const void* data) {
+    auto slot = endpoint_.world_->sendLocked(endpoint_.worldRank(), endpoint_.worldRankOf(peer), header, data);
     if (!slot) return;
     held_.erase(std::remove_if(held_.begin(), held_.end(), [](const Held& h) { return h.slot->done; }), held_.end());
     slot->call = &call;
     ++call.outstanding;
-    held_.push_back(Held{std::move(slot), peer, sentKey});
+    held_.push_back(Held{std::move(slot), peer, header});
   }
   // Takes a message that came first, or posts the receive (sizes differ: throws).
-  void receive(const ChannelKey& k, void* data, std::size_t bytes) {
+  void receive(const Key& k, void* data, std::size_t bytes) {
     CallTable& table = endpoint_.table();
     if (!table.takeStashed(call, k, data, bytes)) table.post(call, k, data, bytes);
   }
@@ -254,11 +259,11 @@ class Run final : public ::tether::detail::core::Resumable, public Expiring {
     held_.clear();
   }
 
-  // A send its window held: the peer it goes to and its key (for the words).
+  // A send its window held: the peer it goes to and its frame (for the words).
   struct Held {
     std::shared_ptr<SendSlot> slot;
     int peer;
-    ChannelKey key;
+    Header header;
   };
   // The peer it waits for, and what for: a receive's sender, else a held send's.
   const Held* heldSend() const {
@@ -267,15 +272,15 @@ class Run final : public ::tether::detail::core::Resumable, public Expiring {
     return nullptr;
   }
   int peer() const {
-    const int from = CallTable::waitedPeer(call);
-    if (from >= 0) return from;
+    const int from = CallTable::waitedPeer(call);  // a world rank
+    if (from >= 0) return endpoint_.names().rankOf(from);
     const Held* held = heldSend();
     return held ? held->peer : -1;
   }
   std::string waitingText() const {
-    std::string text = CallTable::waitingText(call, [&](int src) { return endpoint_.names().name(src); });
+    std::string text = CallTable::waitingText(call, [&](int src) { return endpoint_.names().nameOfWorld(src); });
     if (text.empty()) {
-      if (const Held* held = heldSend()) text = endpoint_.heldText(held->peer, held->key);
+      if (const Held* held = heldSend()) text = endpoint_.heldText(held->peer, held->header);
     }
     return text.empty() ? "before completing" : text;
   }
@@ -284,6 +289,8 @@ class Run final : public ::tether::detail::core::Resumable, public Expiring {
   std::vector<int> group_;
   Failed failed_;
   Clock::time_point until_{};
+  ::tether::detail::coll::PlanCache plans_;  // its plan, and the scratch memory it replays with
+  const std::vector<::tether::detail::coll::Step>* steps_ = nullptr;
   std::optional<::tether::detail::coll::Execution> exec_;
   std::vector<Held> held_;  // sends its window held, until delivered
   bool done_ = false;

@@ -62,14 +62,14 @@ struct RankMailbox final : CallTable::Hooks, SequenceGuard::Hooks {
   ::tether::detail::core::AbortState abort;
 
  private:
-  void frameReceived(int, const Header& h) override;
-  std::exception_ptr lengthMismatch(const Call& call, int, const Header& h, std::size_t expected) override {
+  void frameReceived(int src, const Header& h) override;
+  std::exception_ptr lengthMismatch(const Call& call, int src, const Header& h, std::size_t expected) override {
     return std::make_exception_ptr(Error(
         ErrorCode::Protocol,
         ::tether::detail::core::failures::failure(
             call.names->who(), call.where,
-            ::tether::detail::core::failures::expectsBytes(call.names->name(h.key.source), h.describe(), expected)),
-        call.names->rank(), h.key.source));
+            ::tether::detail::core::failures::expectsBytes(call.names->nameOfWorld(src), wire::describe(h), expected)),
+        call.names->rank(), call.names->rankOf(src)));
   }
   void failed(Call&) override;
   void failCall(Call& call, std::exception_ptr e) override { calls.failCall(call, std::move(e)); }
@@ -148,40 +148,38 @@ struct WorldState {
   };
   using Window = window::Lanes<LaneId, LaneIdHash, Held>;
   static std::uint64_t bytesOf(const Held& h) { return h.payload.size(); }
-  Window& windowOf(const ChannelKey& key) { return key.channel == Channel::PointToPoint ? p2p_ : coll_; }
-  static LaneId laneOf(int from, int to, const ChannelKey& key) {
-    return LaneId{from, to, key.channel == Channel::PointToPoint ? 0 : key.comm};
+  Window& windowOf(const Header& h) { return h.kind == wire::Kind::P2P ? p2p_ : coll_; }
+  static LaneId laneOf(int from, int to, const Header& h) {
+    return LaneId{from, to, h.kind == wire::Kind::P2P ? 0 : h.comm};
   }
 
-  // Sends `header` and `payload` from `from` to `dst`: delivered now when
+  // Sends `header` and `payload` from `from` to `dst` (world ranks): delivered now when
   // its lane has room (nullptr), else copied and held behind the lane's
   // earlier held sends until the peer has received enough (its slot).
-  std::shared_ptr<SendSlot> sendLocked(int from, int dst, Header header, const void* payload) {
-    header.from = from;
+  std::shared_ptr<SendSlot> sendLocked(int from, int dst, const Header& header, const void* payload) {
     const auto* bytes = static_cast<const unsigned char*>(payload);
-    if (from != dst && !windowOf(header.key).admit(laneOf(from, dst, header.key), header.length)) {
+    if (from != dst && !windowOf(header).admit(laneOf(from, dst, header), header.length)) {
       auto slot = std::make_shared<SendSlot>();
       std::vector<unsigned char> copy(bytes, bytes + header.length);
-      windowOf(header.key).hold(laneOf(from, dst, header.key), Held{dst, std::move(header), std::move(copy), slot});
+      windowOf(header).hold(laneOf(from, dst, header), Held{dst, header, std::move(copy), slot});
       return slot;
     }
-    deliverLocked(dst, header, bytes);
+    deliverLocked(dst, from, header, bytes);
     return nullptr;
   }
 
-  // `to` received (matched) a message: once a credit batch is owed, as the
+  // `to` received (matched) a message from `from` (world ranks): once a credit batch is owed, as the
   // TCP world's receiver returns it, the lane's held sends that fit now are
   // delivered and their sender woken.
-  void receivedLocked(int to, const Header& h) {
-    const int from = h.from;
+  void receivedLocked(int to, int from, const Header& h) {
     if (from < 0 || from == to) return;
-    Window& lanes = windowOf(h.key);
-    const LaneId lane = laneOf(from, to, h.key);
+    Window& lanes = windowOf(h);
+    const LaneId lane = laneOf(from, to, h);
     const std::uint64_t credit = lanes.received(lane, h.length);
     if (credit == 0) return;
     lanes.credit(lane, credit, [&](Held&& held) {
       held.slot->done = true;
-      deliverLocked(held.dst, held.header, held.payload.data());
+      deliverLocked(held.dst, from, held.header, held.payload.data());
       RankMailbox& sender = *mailboxes[static_cast<std::size_t>(from)];
       if (Call* call = std::exchange(held.slot->call, nullptr)) {
         if (!call->error) --call->outstanding;
@@ -214,20 +212,19 @@ struct WorldState {
 
   // How much of `from`'s frames on the lane of `key` to `to` are unreceived,
   // and its window (a held send's timeout names both).
-  std::pair<std::uint64_t, std::uint64_t> windowLocked(int from, int to, const ChannelKey& key) {
-    return {windowOf(key).unreceived(laneOf(from, to, key)), windowOf(key).bytes()};
+  std::pair<std::uint64_t, std::uint64_t> windowLocked(int from, int to, const Header& h) {
+    return {windowOf(h).unreceived(laneOf(from, to, h)), windowOf(h).bytes()};
   }
 
-  // Delivers to `dstWorld`: into the oldest receive posted under its key
+  // Delivers from `srcWorld` to `dstWorld`: into the oldest receive posted under its key
   // (copied once, into the receiver's buffer), else into its stash — a
   // collective frame only if it agrees with the collective its communicator
   // is in there (else it is dropped, and that collective fails); caller
   // holds `mutex`.
-  void deliverLocked(int dstWorld, const Header& header, const unsigned char* payload) {
+  void deliverLocked(int dstWorld, int srcWorld, const Header& header, const unsigned char* payload) {
     RankMailbox& box = *mailboxes[static_cast<std::size_t>(dstWorld)];
-    box.calls.deliver(header.key.source, header, payload, [&] {
-      return header.key.channel != Channel::Collective || box.sequences.admit(header.key.source, header);
-    });
+    box.calls.deliver(srcWorld, header, payload,
+                      [&] { return header.kind != wire::Kind::Collective || box.sequences.admit(srcWorld, header); });
     stirLocked(dstWorld);
     box.wake.notify_all();
   }
@@ -331,7 +328,7 @@ struct WorldState {
   std::thread watcher_;  // last: started once the rest is made
 };
 
-inline void RankMailbox::frameReceived(int, const Header& h) { world.receivedLocked(worldRank, h); }
+inline void RankMailbox::frameReceived(int src, const Header& h) { world.receivedLocked(worldRank, src, h); }
 inline void RankMailbox::failed(Call&) {
   world.stirLocked(worldRank);
   wake.notify_all();
