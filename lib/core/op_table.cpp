@@ -26,13 +26,6 @@ std::string Op::name() const {
 
 namespace {
 
-Error lengthError(const Op& op, int src, const wire::FrameHeader& h, std::size_t expected) {
-  return Error(
-      ErrorCode::Protocol,
-      failures::failure(op.who(), op.name(), failures::expectsBytes(op.nameOf(src), wire::describe(h), expected)),
-      op.rank(), op.peerOf(src));
-}
-
 bool postedFrom(const Op& op, int peer) {
   return std::any_of(op.posted.begin(), op.posted.end(),
                      [&](const match::Key& k) { return static_cast<int>(k.src) == peer; });
@@ -42,10 +35,6 @@ bool postedFrom(const Op& op, int peer) {
 
 bool OpTable::awaits(int peer) const {
   return std::any_of(activeSet().begin(), activeSet().end(), [&](const Op* op) { return postedFrom(*op, peer); });
-}
-
-std::exception_ptr OpTable::lengthMismatch(const Op& op, int src, const wire::FrameHeader& h, std::size_t expected) {
-  return std::make_exception_ptr(lengthError(op, src, h, expected));
 }
 
 void OpTable::transferDone(Op& op, bool abandoned) {

@@ -74,7 +74,6 @@ class OpTable final : public CallTable::Hooks, public CallTable, public OpFailer
  private:
   // CallTable::Hooks.
   void frameReceived(int src, const wire::FrameHeader& h) override { links_.frameReceived(src, h); }
-  std::exception_ptr lengthMismatch(const Op& op, int src, const wire::FrameHeader& h, std::size_t expected) override;
   void failed(Op& op) override;
 
   const int rank_;

@@ -107,7 +107,10 @@ class StashBuffers {
 //  W::keyOf(src, header), W::sourceOf(key), W::lengthOf(header),
 //  W::stash(mailbox, key, frame) (false: a duplicate, dropped),
 //  W::tagOf(key): a point-to-point key's tag, or nothing (a collective's:
-//  W::stepOf(key) then names its step)
+//  W::stepOf(key) then names its step),
+//  W::lengthMismatch(call, src, header, expected): the error of a receive
+//  of `call` whose frame from `src` has another length
+// (frame_calls.hpp is both worlds' W).
 template <class W>
 class CallTable {
  public:
@@ -122,8 +125,6 @@ class CallTable {
    public:
     // A frame from `src` was received (into a receive, or out of the stash).
     virtual void frameReceived(int src, const Header& h) = 0;
-    // The error of a receive of `call` whose frame from `src` has another length.
-    virtual std::exception_ptr lengthMismatch(const Call& call, int src, const Header& h, std::size_t expected) = 0;
     // `call` failed: its receives are withdrawn and its wait has ended.
     virtual void failed(Call& call) = 0;
 
@@ -159,7 +160,7 @@ class CallTable {
     if (!s) return false;
     const int src = W::sourceOf(key);
     hooks_.frameReceived(src, s->header);
-    if (W::lengthOf(s->header) != len) std::rethrow_exception(hooks_.lengthMismatch(call, src, s->header, len));
+    if (W::lengthOf(s->header) != len) std::rethrow_exception(W::lengthMismatch(call, src, s->header, len));
     if (len) std::memcpy(buf, s->payload.data(), len);
     buffers_.give(std::move(s->payload));
     return true;
@@ -195,7 +196,7 @@ class CallTable {
     auto it = std::find(call->posted.begin(), call->posted.end(), key);
     if (it != call->posted.end()) call->posted.erase(it);
     if (p->len != W::lengthOf(h)) {
-      failCall(*call, hooks_.lengthMismatch(*call, src, h, p->len));
+      failCall(*call, W::lengthMismatch(*call, src, h, p->len));
       return Claim{nullptr, nullptr};
     }
     return Claim{call, p->buf};

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
@@ -49,6 +50,15 @@ struct FrameCalls {
     return k.kind == wire::Kind::P2P ? std::optional<std::uint32_t>(k.tag) : std::nullopt;
   }
   static std::uint32_t stepOf(const Key& k) { return k.step; }
+  // Protocol: frame `h` from world rank `src` is not the size `c`'s receive
+  // expects ("rank 0 sent send tag 3 (8 bytes), this rank expects 16 bytes").
+  static std::exception_ptr lengthMismatch(const Call& c, int src, const Header& h, std::size_t expected) {
+    return std::make_exception_ptr(
+        Error(ErrorCode::Protocol,
+              failures::failure(c.names->who(), c.name(),
+                                failures::expectsBytes(c.names->nameOfWorld(src), wire::describe(h), expected)),
+              c.names->rank(), c.names->rankOf(src)));
+  }
 
   // ---- the frames calls send and the keys they receive under ----
   // Part `part` of collective `c`'s frame of step `step`, `length` bytes.

@@ -63,14 +63,6 @@ struct RankMailbox final : CallTable::Hooks, SequenceGuard::Hooks {
 
  private:
   void frameReceived(int src, const Header& h) override;
-  std::exception_ptr lengthMismatch(const Call& call, int src, const Header& h, std::size_t expected) override {
-    return std::make_exception_ptr(Error(
-        ErrorCode::Protocol,
-        ::tether::detail::core::failures::failure(
-            call.names->who(), call.where,
-            ::tether::detail::core::failures::expectsBytes(call.names->nameOfWorld(src), wire::describe(h), expected)),
-        call.names->rank(), call.names->rankOf(src)));
-  }
   void failed(Call&) override;
   void failCall(Call& call, std::exception_ptr e) override { calls.failCall(call, std::move(e)); }
 };
