@@ -7,6 +7,7 @@
 #include <mutex>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -35,10 +36,51 @@ struct Scenario {
   std::string name;
   int nranks;
   std::function<void(Bootstrap&)> body;  // throws when the rank sees something unexpected
+  const char* maxPayload = nullptr;      // TETHER_MAX_PAYLOAD_BYTES while the world is made, if set
+};
+
+// TETHER_MAX_PAYLOAD_BYTES set while a scenario's world is made (both worlds read it then).
+struct MaxPayload {
+  explicit MaxPayload(const char* value) : set(value != nullptr) {
+    if (set) ::setenv("TETHER_MAX_PAYLOAD_BYTES", value, 1);
+  }
+  ~MaxPayload() {
+    if (set) ::unsetenv("TETHER_MAX_PAYLOAD_BYTES");
+  }
+  bool set;
 };
 
 void expectCode(const tether::Error& e, ErrorCode code, const std::string& what) {
   check(e.code() == code, what + ": unexpected error code, message: " + e.what());
+}
+
+// 2 ranks, TETHER_MAX_PAYLOAD_BYTES = 64 KiB: an all-gather of 150,000 B
+// blocks goes in parts and arrives whole; then the ranks disagree on a
+// broadcast's size, and rank 1 receives the root's first part (64 KiB), not
+// its whole 100,000 bytes, where it expects 40,000.
+void partsPastMaxPayload(Bootstrap& b) {
+  constexpr std::size_t kBlock = 150000;
+  std::vector<unsigned char> all(2 * kBlock);
+  for (std::size_t i = 0; i < kBlock; ++i) all[b.rank() * kBlock + i] = static_cast<unsigned char>(b.rank() + i);
+  b.allgather(all.data(), kBlock);
+  for (int r = 0; r < 2; ++r)
+    for (std::size_t i = 0; i < kBlock; i += 997)
+      check(all[r * kBlock + i] == static_cast<unsigned char>(r + i), "allgather block " + std::to_string(r));
+  b.setTimeout(milliseconds(5000));
+  std::vector<unsigned char> data(b.rank() == 0 ? 100000 : 40000);
+  if (b.rank() == 0) {  // it sends both parts; it may hear of rank 1's failure (the world aborts)
+    try {
+      b.broadcast(data.data(), data.size(), 0);
+    } catch (const tether::Error& e) {
+      expectCode(e, ErrorCode::Aborted, "the root, told of rank 1's failure");
+    }
+    return;
+  }
+  auto e = errorFrom([&] { b.broadcast(data.data(), data.size(), 0); });
+  expectCode(e, ErrorCode::Protocol, "a broadcast of another size");
+  check(contains(e.what(),
+                 "rank 1: broadcast#2: rank 0 sent broadcast#2 step 0 (65536 bytes), this rank expects 40000 bytes"),
+        std::string("names the part it received: ") + e.what());
 }
 
 // Ranks wait here for each other with point-to-point only (works on a
@@ -485,6 +527,8 @@ std::vector<Scenario> scenarios() {
                                  "every rank (trial ") +
                      trial + " of 5)"),
                     2, twoThreadsOnOneCommunicator});
+  list.push_back({"a collective frame past TETHER_MAX_PAYLOAD_BYTES goes in parts, and a receiver checks each part", 2,
+                  partsPastMaxPayload, "65536"});
   for (const std::vector<int>& roots : std::vector<std::vector<int>>{{1, 1, 3, 3}, {0, 0, 2, 2}, {0, 3, 3, 3}})
     list.push_back({"ranks that disagree on a broadcast's root: none takes another root's payload (roots " +
                         std::to_string(roots[0]) + std::to_string(roots[1]) + std::to_string(roots[2]) +
@@ -498,8 +542,12 @@ std::vector<Scenario> scenarios() {
 TEST_CASE("scenarios hold over InProcessWorld", "[testing-api][conformance]") {
   for (const auto& scenario : scenarios()) {
     SECTION(scenario.name) {
-      InProcessWorld world(scenario.nranks);
-      REQUIRE_NOTHROW(world.run(scenario.body));
+      std::optional<InProcessWorld> world;
+      {
+        MaxPayload limit(scenario.maxPayload);
+        world.emplace(scenario.nranks);
+      }
+      REQUIRE_NOTHROW(world->run(scenario.body));
     }
   }
 }
@@ -512,6 +560,7 @@ TEST_CASE("the same scenarios hold over TcpBootstrap", "[testing-api][conformanc
           [&](int rank, const tether::UniqueId& id) {
             tether::TcpOptions options;
             options.timeout = milliseconds(10000);
+            MaxPayload limit(scenario.maxPayload);  // in the forked rank
             tether::TcpBootstrap bootstrap(rank, scenario.nranks, id, options);
             scenario.body(bootstrap);
           },

@@ -380,41 +380,6 @@ TEST_CASE("a message over TETHER_MAX_PAYLOAD_BYTES is InvalidArgument at the sen
   });
 }
 
-// As over TCP (test/multiproc/collectives_test.cpp): a collective frame past
-// TETHER_MAX_PAYLOAD_BYTES goes in parts, and a receiver checks each part.
-TEST_CASE("collective frames past TETHER_MAX_PAYLOAD_BYTES go in parts, each checked as over TCP", "[testing-api]") {
-  ::setenv("TETHER_MAX_PAYLOAD_BYTES", "65536", 1);
-  InProcessWorld world(3);
-  ::unsetenv("TETHER_MAX_PAYLOAD_BYTES");
-  constexpr std::size_t kBlock = 150000;  // each rank's block: three parts
-  world.run([&](Bootstrap& b) {
-    std::vector<unsigned char> all(3 * kBlock);
-    for (std::size_t i = 0; i < kBlock; ++i) all[b.rank() * kBlock + i] = static_cast<unsigned char>(b.rank() + i);
-    b.allgather(all.data(), kBlock);
-    for (int r = 0; r < 3; ++r)
-      for (std::size_t i = 0; i < kBlock; i += 997)
-        check(all[r * kBlock + i] == static_cast<unsigned char>(r + i), "allgather block " + std::to_string(r));
-  });
-  // The ranks disagree on a broadcast's size: rank 1 receives the first part
-  // (64 KiB), not the whole 100,000 bytes, where it expects 40,000.
-  std::vector<Outcome> outcomes(2);
-  ::setenv("TETHER_MAX_PAYLOAD_BYTES", "65536", 1);
-  InProcessWorld parted(2);
-  ::unsetenv("TETHER_MAX_PAYLOAD_BYTES");
-  parted.run([&](Bootstrap& b) {
-    b.setTimeout(milliseconds(2000));
-    std::vector<unsigned char> data(b.rank() == 0 ? 100000 : 40000);
-    try {
-      b.broadcast(data.data(), data.size(), 0);
-    } catch (const Error& e) {
-      outcomes[b.rank()].record(e);
-    }
-  });
-  REQUIRE(outcomes[1].code == ErrorCode::Protocol);
-  REQUIRE(contains(outcomes[1].message,
-                   "rank 1: broadcast#1: rank 0 sent broadcast#1 step 0 (65536 bytes), this rank expects 40000 bytes"));
-}
-
 TEST_CASE("invalid arguments are InvalidArgument naming rank, peer and operation", "[testing-api]") {
   InProcessWorld world(4);
   auto b = world.bootstrap(2);
