@@ -22,11 +22,8 @@
 #include "tether/bootstrap.hpp"
 #include "tether/detail/defaults.hpp"
 #include "tether/detail/core/abort_state.hpp"
-#include "tether/detail/core/failures.hpp"
 #include "tether/detail/core/window.hpp"
 #include "tether/detail/env_int.hpp"
-#include "tether/detail/match/mailbox.hpp"
-#include "tether/error.hpp"
 #include "tether/testing/detail/message.hpp"
 
 namespace tether {
