@@ -2,25 +2,20 @@
 // replay its plan over this world), subset barriers and split.
 #include "core/communicator.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <numeric>
-#include <unordered_map>
 
-#include "base/crypto.hpp"
 #include "base/env.hpp"
-#include "base/join.hpp"
 #include "coll/select.hpp"
 #include "core/collective_run.hpp"
 #include "core/request_impl.hpp"
 #include "tether/detail/args.hpp"
+#include "tether/detail/core/comm_ids.hpp"
 #include "tether/detail/core/deadlines.hpp"
 #include "tether/detail/core/split.hpp"
 
 namespace tether {
 
-namespace asio = boost::asio;
 namespace dc = detail::coll;
 
 Communicator::Communicator(std::shared_ptr<World> world)
@@ -208,7 +203,7 @@ void Communicator::subsetBarrier(const std::vector<int>& sorted) {
   auto& sub = subsets_[sorted];
   if (!sub) {
     Group g;
-    g.comm = crypto::hash64(fmt::format("subset:{}", group_.comm), joined(sorted, ","));
+    g.comm = detail::core::subsetComm(group_.comm, sorted);
     g.rank = static_cast<int>(std::find(sorted.begin(), sorted.end(), rank()) - sorted.begin());
     g.size = static_cast<int>(sorted.size());
     for (int r : sorted) g.worldRanks.push_back(group_.worldRanks[r]);
@@ -223,17 +218,17 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
   world_->checkProcess("split");
   std::vector<std::int32_t> pairs;
   dc::Prepared call = dc::splitCall(rank(), size(), color, key, Bootstrap::kNoColor, pairs);
-  std::uint64_t splitNo;
+  std::uint64_t splitId;
   {
     detail::CallSlot::Scope scope(calling_, rank(), "split");
     std::lock_guard lock(collMutex_);
-    splitNo = ++splits_;
+    splitId = calls_.next();  // the id the split takes
     awaitCollective(launchCollective(*this, call.call, call.in, call.out));
   }
   if (color == Bootstrap::kNoColor) return nullptr;
   const detail::core::SplitMembers members = detail::core::splitMembers(pairs, rank(), color);
   Group g;
-  g.comm = crypto::hash64(fmt::format("split:{}:{}", group_.comm, splitNo), std::to_string(color));
+  g.comm = detail::core::splitComm(group_.comm, splitId, color);
   g.size = static_cast<int>(members.parentRanks.size());
   g.rank = members.rank;
   for (int p : members.parentRanks) g.worldRanks.push_back(group_.worldRanks[p]);

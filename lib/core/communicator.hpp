@@ -117,7 +117,6 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // Ids of this communicator's collectives; the broken-communicator policy
   // (a subset's failure breaks its parent: only the parent's is checked).
   detail::core::CollectiveCalls calls_;
-  std::uint64_t splits_ = 0;
   std::map<std::vector<int>, std::shared_ptr<Communicator>> subsets_;
   // How its calls' errors name ranks: "rank 3"; on a child "rank 1 (world 3)".
   const std::shared_ptr<const detail::core::RankNames> names_;

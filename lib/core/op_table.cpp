@@ -21,7 +21,7 @@ std::string Op::name() const {
       break;
   }
   const char* op = wire::opName(static_cast<wire::OpCode>(code));
-  return child_ ? detail::coll::callName(op, coll, comm) : detail::coll::callName(op, coll);
+  return detail::coll::callName(op, coll, child_ ? comm : 0);
 }
 
 namespace {

@@ -6,7 +6,9 @@
 // with the other conformance scenarios over InProcessWorld and TcpBootstrap
 // (testing_api_conformance_test.cpp): before 2026-12-07 TCP named world ranks
 // there ("rank 1: ... from rank 2", rank() 1, peer() 2) and the testing world
-// child ranks without the peer's world rank.
+// child ranks without the peer's world rank; before 2026-12-07 (later) the
+// testing world named a child's collective without its communicator
+// ("allgather#1", where TCP says "allgather#1 (comm 5d2e9a01c0ffee00)").
 #pragma once
 
 #include <chrono>
@@ -47,7 +49,7 @@ inline void errorsNameChildRanks(Bootstrap& b) {
     child->setTimeout(milliseconds(300));
     int all[2] = {};
     expect(errorFrom([&] { child->allgather(all, sizeof(int)); }), ErrorCode::Timeout, 0, 1,
-           {"rank 0 (world 1): allgather#1", "timed out waiting for step 0 from rank 1 (world 2"},
+           {"rank 0 (world 1): allgather#1 (comm ", "timed out waiting for step 0 from rank 1 (world 2"},
            "a child all-gather without child rank 1");
     expect(
         errorFrom([&] { child->recv(&token, sizeof token, 1, 5); }), ErrorCode::Timeout, 0, 1,

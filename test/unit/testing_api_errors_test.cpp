@@ -121,7 +121,7 @@ TEST_CASE("a failed child collective does not abort ranks outside the child", "[
     CAPTURE(outcomes[r].message);
     REQUIRE((outcomes[r].code == ErrorCode::Protocol || outcomes[r].code == ErrorCode::Timeout));
     REQUIRE(contains(outcomes[r].message,
-                     "rank " + std::to_string(r) + " (world " + std::to_string(r) + "): allgather#1: "));
+                     "rank " + std::to_string(r) + " (world " + std::to_string(r) + "): allgather#1 (comm "));
   }
   REQUIRE_FALSE(outcomes[2].threw);
   REQUIRE(gathered == std::vector<int>{6, 6, 6});

@@ -30,6 +30,7 @@
 #include "tether/detail/coll/settings.hpp"
 #include "tether/detail/coll/table.hpp"
 #include "tether/detail/core/collective_calls.hpp"
+#include "tether/detail/core/comm_ids.hpp"
 #include "tether/detail/core/deadlines.hpp"
 #include "tether/detail/core/nodes.hpp"
 #include "tether/detail/core/split.hpp"
@@ -117,8 +118,8 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
     const std::vector<int> group = tether::detail::args::subset(rank(), size(), ranks);
     tether::detail::CallSlot::Scope scope(calling_, rank(), "subset barrier");
     // A subset is a communicator of its own, as over TCP: its own ids and sequence.
-    std::uint64_t subsetComm = detail::mix(endpoint_.comm(), group.size()), count;
-    for (int r : group) subsetComm = detail::mix(subsetComm, static_cast<std::uint64_t>(r));
+    const std::uint64_t subsetComm = tether::detail::core::subsetComm(endpoint_.comm(), group);
+    std::uint64_t count;
     {
       std::lock_guard<std::mutex> lock(stateMutex_);
       count = subsets_[group].take();  // each subset numbers its own barriers, as over TCP
@@ -170,8 +171,7 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
     const tether::detail::core::SplitMembers split = tether::detail::core::splitMembers(pairs, rank(), color);
     std::vector<int> members;
     for (int p : split.parentRanks) members.push_back(endpoint_.worldRankOf(p));
-    const std::uint64_t childComm =
-        detail::mix(detail::mix(endpoint_.comm(), splitId), static_cast<std::uint64_t>(color));
+    const std::uint64_t childComm = tether::detail::core::splitComm(endpoint_.comm(), splitId, color);
     return std::make_shared<InProcessBootstrap>(endpoint_.world(), childComm, std::move(members), split.rank,
                                                 timeout());
   }
@@ -261,7 +261,7 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
   // communicator's sequence.
   void begin(detail::Run& run, std::uint64_t comm, std::uint64_t id, const Call& call) {
     run.call = endpoint_.collective(comm, id, call.op, call.root);
-    calling_.rename(nameOf(call.op), id);
+    calling_.rename(nameOf(call.op), id, comm);
     endpoint_.begin(run.call);
   }
 

@@ -67,7 +67,7 @@ class CallSlot {
     const std::uint64_t id = id_.load(std::memory_order_relaxed);
     const std::uint64_t comm = comm_.load(std::memory_order_relaxed);
     if (id == 0) return op;
-    return comm == 0 ? coll::callName(op, id) : coll::callName(op, id, comm);
+    return coll::callName(op, id, comm);
   }
 
   // The holder's operation; null while the slot is free. Set by the

@@ -52,10 +52,11 @@ std::string callName(const std::string& op, Id id) {
   return op + "#" + std::to_string(id);
 }
 
-// A call on a communicator other than the world's, which it names:
-// "barrier#3 (comm 5d2e9a01c0ffee00)".
+// A call on communicator `comm`: one other than the world's is named by its
+// id, "barrier#3 (comm 5d2e9a01c0ffee00)"; the world's (`comm` 0) is not.
 template <class Id>
 std::string callName(const std::string& op, Id id, std::uint64_t comm) {
+  if (comm == 0) return callName(op, id);
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(comm));
   return callName(op, id) + " (comm " + hex + ")";

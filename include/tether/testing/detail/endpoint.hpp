@@ -102,11 +102,12 @@ class Endpoint {
   }
 
   // Collective `id` of operation `op` (`root`: a broadcast's) on
-  // communicator `comm` (this one, or a subset's): "allgather#2", what its
+  // communicator `comm` (this one, or a subset's): "allgather#2" (on the
+  // world's), "barrier#1 (comm 5d2e9a01c0ffee00)" (another's), what its
   // frames carry, and its place in its communicator's sequence.
   Call collective(std::uint64_t comm, std::uint64_t id, ::tether::detail::coll::Op op, int root) const {
     namespace coll = ::tether::detail::coll;
-    Call c = call(coll::callName(coll::opName(op), id));
+    Call c = call(coll::callName(coll::opName(op), id, comm));  // the world's is comm 0
     c.comm = comm;
     c.coll = id;
     c.code = static_cast<std::uint32_t>(op);

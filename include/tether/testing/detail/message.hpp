@@ -28,14 +28,6 @@ namespace wire = ::tether::detail::wire;
 using Key = ::tether::detail::match::Key;
 using Header = wire::FrameHeader;
 
-// splitmix64 finaliser: deterministic ids for children and subsets.
-inline std::uint64_t mix(std::uint64_t seed, std::uint64_t value) {
-  std::uint64_t z = seed ^ (value + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2));
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
 // A call in flight on one rank (a receive, a collective): what the call
 // table and the sequence guard keep, and how its errors name it.
 struct Call : ::tether::detail::core::CallState<Key> {

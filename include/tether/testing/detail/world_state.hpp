@@ -22,6 +22,7 @@
 #include "tether/bootstrap.hpp"
 #include "tether/detail/defaults.hpp"
 #include "tether/detail/core/abort_state.hpp"
+#include "tether/detail/core/comm_ids.hpp"
 #include "tether/detail/core/window.hpp"
 #include "tether/detail/env_int.hpp"
 #include "tether/testing/detail/message.hpp"
@@ -124,8 +125,8 @@ struct WorldState {
   };
   struct LaneIdHash {
     std::size_t operator()(const LaneId& l) const {
-      return static_cast<std::size_t>(
-          mix(mix(l.comm, static_cast<std::uint32_t>(l.from)), static_cast<std::uint32_t>(l.to)));
+      return static_cast<std::size_t>(::tether::detail::core::mix(
+          ::tether::detail::core::mix(l.comm, static_cast<std::uint32_t>(l.from)), static_cast<std::uint32_t>(l.to)));
     }
   };
   // A send its window holds (its payload copied): delivered when the lane has room.
