@@ -142,8 +142,19 @@ void Communicator::collective(dc::Prepared call) {
 std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> Communicator::launchCollective(
     Communicator& on, dc::Call call, const void* in, void* out, Op::Clock::time_point expires) {
   checkSamePlans(world_->topology(), rank(), world_->config().maxPayload, dc::opName(call.op));
-  // The op and completion of on's last call, and its run, are reused once
-  // nothing else holds them (a request or a stall probe may).
+  Choice& choice = on.choice_;
+  if (!choice.algo || choice.op != call.op || choice.bytes != call.bytes) {
+    choice.shape = coll::shape(on.group_.rank, on.group_.size, world_->topology().cpuBound);
+    choice.algo = &coll::choose(choice.shape, call);
+    choice.op = call.op;
+    choice.bytes = call.bytes;
+  }
+  // on's run is reused once its last call ended; its plan is recorded (or
+  // found) before the call takes its id.
+  if (!on.run_ || !on.run_->idle()) on.run_ = std::make_shared<CollectiveRun>();
+  on.run_->prepare(*choice.algo, choice.shape, call, in, out);
+  // The op and completion of on's last call are reused once nothing else
+  // holds them (a request or a stall probe may).
   const auto code = static_cast<std::uint32_t>(call.op);
   const bool child = on.group_.comm != world_->config().worldId;
   const std::uint64_t coll = on.calls_.next();
@@ -169,16 +180,9 @@ std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> Communicator::launch
     op->expires = expires;
     op->self = op;
   }
+  op->root = detail::core::rootOnWire(call);
   counters_->call(static_cast<std::size_t>(call.op));  // the kinds are wire::Op's values
-  Choice& choice = on.choice_;
-  if (!choice.algo || choice.op != call.op || choice.bytes != call.bytes) {
-    choice.shape = coll::shape(on.group_.rank, on.group_.size, world_->topology().cpuBound);
-    choice.algo = &coll::choose(choice.shape, call);
-    choice.op = call.op;
-    choice.bytes = call.bytes;
-  }
-  if (!on.run_ || !on.run_->idle()) on.run_ = std::make_shared<CollectiveRun>();
-  on.run_->start(*world_, on.group_, op, done, *choice.algo, choice.shape, call, in, out);
+  on.run_->start(*world_, on.group_.worldRanks, op, done);
   return {std::move(op), std::move(done)};
 }
 

@@ -128,9 +128,9 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
     Call call;
     call.op = Op::SubsetBarrier;
     const int groupRank = static_cast<int>(std::find(group.begin(), group.end(), rank()) - group.begin());
-    record(run, call, groupRank, static_cast<int>(group.size()));
+    prepare(run, call, groupRank, static_cast<int>(group.size()), nullptr, nullptr);
     begin(run, subsetComm, count, call);
-    launch(run, group, nullptr, nullptr, /*abortWorldOnFailure=*/false);
+    launch(run, worldRanksOf(group), /*abortWorldOnFailure=*/false);
     waitFor(run);
   }
 
@@ -207,8 +207,9 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
     return Request(std::make_unique<detail::RunRequest>(owner(), endpoint_, std::move(run), cancel));
   }
 
-  // The algorithm TcpBootstrap would choose for this call here, recorded.
-  void record(detail::Run& run, const Call& call, int groupRank, int groupSize) const {
+  // The algorithm TcpBootstrap would choose for this call here, its plan
+  // recorded (or found) to replay from `in` into `out`.
+  void prepare(detail::Run& run, const Call& call, int groupRank, int groupSize, const void* in, void* out) const {
     namespace dc = tether::detail::coll;
     static const dc::Settings settings = dc::loadSettings();
     dc::Shape shape = settings.tuning;
@@ -217,7 +218,7 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
     // As in TcpBootstrap: a node runs more ranks of the world than it has cores.
     shape.cpuBound =
         endpoint_.world()->nranksPerNode > static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    run.record(*dc::choose(shape, call, settings.forcedFor(call.op)), shape, call);
+    run.steps.prepare(*dc::choose(shape, call, settings.forcedFor(call.op)), shape, call, in, out);
   }
 
   // Numbers the call, runs its plan, and waits for it; a failure marks the
@@ -225,8 +226,8 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
   std::uint64_t collective(const tether::detail::coll::Prepared& prepared) {
     tether::detail::CallSlot::Scope scope(calling_, rank(), nameOf(prepared.call.op));
     detail::Run run(endpoint_);
-    start(run, prepared.call);
-    launch(run, allRanks(), prepared.in, prepared.out, /*abortWorldOnFailure=*/endpoint_.comm() == 0);
+    start(run, prepared);
+    launch(run, endpoint_.members(), /*abortWorldOnFailure=*/endpoint_.comm() == 0);
     waitFor(run);
     return run.call.coll;
   }
@@ -236,18 +237,19 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
   Request startCollective(tether::detail::coll::Prepared prepared) {
     tether::detail::CallSlot::Scope scope(calling_, rank(), nameOf(prepared.call.op));
     auto run = std::make_shared<detail::Run>(endpoint_);
-    start(*run, prepared.call);
+    start(*run, prepared);
     run->keep = std::move(prepared.keep);  // `in` may point into it (an in-place all-to-all); moved, not copied
     const bool world = endpoint_.comm() == 0;
-    launch(*run, allRanks(), prepared.in, prepared.out, /*abortWorldOnFailure=*/world);
+    launch(*run, endpoint_.members(), /*abortWorldOnFailure=*/world);
     return request(std::move(run),
                    world ? detail::RunRequest::Cancel::FailAndAbortWorld : detail::RunRequest::Cancel::Fail);
   }
 
   // Records its plan, takes its id, and its place in its communicator's
   // sequence (in id order, on the calling thread).
-  void start(detail::Run& run, const Call& call) {
-    record(run, call, rank(), size());  // bad settings throw before an id is taken
+  void start(detail::Run& run, const tether::detail::coll::Prepared& prepared) {
+    const Call& call = prepared.call;
+    prepare(run, call, rank(), size(), prepared.in, prepared.out);  // bad settings throw before an id is taken
     std::uint64_t id;
     {
       std::lock_guard<std::mutex> lock(stateMutex_);
@@ -260,7 +262,7 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
   // Its id (on communicator `comm`), its name, and its place in the
   // communicator's sequence.
   void begin(detail::Run& run, std::uint64_t comm, std::uint64_t id, const Call& call) {
-    run.call = endpoint_.collective(comm, id, call.op, call.root);
+    run.call = endpoint_.collective(comm, id, call);
     calling_.rename(nameOf(call.op), id, comm);
     endpoint_.begin(run.call);
   }
@@ -269,13 +271,13 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
   // one has failed, or the world aborted; one that fails marks the
   // communicator broken and, on the world communicator, may abort the world
   // (tether/detail/core/collective_calls.hpp) — when it fails, whether or
-  // not its caller waits. `group` maps plan ranks to communicator ranks.
-  void launch(detail::Run& run, std::vector<int> group, const void* in, void* out, bool abortWorldOnFailure) {
+  // not its caller waits. `group` maps plan ranks to world ranks.
+  void launch(detail::Run& run, std::vector<int> group, bool abortWorldOnFailure) {
     {
       std::lock_guard<std::mutex> lock(stateMutex_);
       calls_.usable(endpoint_.who(), run.call.where, rank());
     }
-    run.startCollective(std::move(group), in, out, [this, abortWorldOnFailure](std::exception_ptr e) {
+    run.startCollective(std::move(group), [this, abortWorldOnFailure](std::exception_ptr e) {
       try {
         std::rethrow_exception(e);
       } catch (const Error& error) {  // under the world mutex
@@ -300,9 +302,8 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
                                           [&](int r) { return world.nodeOf(endpoint_.worldRankOf(r)); });
   }
 
-  std::vector<int> allRanks() const {
-    std::vector<int> ranks(static_cast<std::size_t>(size()));
-    for (int r = 0; r < size(); ++r) ranks[static_cast<std::size_t>(r)] = r;
+  std::vector<int> worldRanksOf(std::vector<int> ranks) const {
+    for (int& r : ranks) r = endpoint_.worldRankOf(r);
     return ranks;
   }
 

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "tether/detail/core/collective_steps.hpp"
 #include "tether/detail/core/deadlines.hpp"
 #include "tether/detail/core/failures.hpp"
 #include "tether/error.hpp"
@@ -76,6 +77,7 @@ class Endpoint {
   int size() const { return static_cast<int>(members_.size()); }
   int worldRank() const { return members_[static_cast<std::size_t>(rank_)]; }
   int worldRankOf(int rank) const { return members_[static_cast<std::size_t>(rank)]; }
+  const std::vector<int>& members() const { return members_; }  // world rank of each rank
   std::uint64_t comm() const { return comm_; }
   const std::shared_ptr<WorldState>& world() const { return world_; }
 
@@ -101,17 +103,17 @@ class Endpoint {
     return c;
   }
 
-  // Collective `id` of operation `op` (`root`: a broadcast's) on
+  // Collective `id` of call `args` on
   // communicator `comm` (this one, or a subset's): "allgather#2" (on the
   // world's), "barrier#1 (comm 5d2e9a01c0ffee00)" (another's), what its
   // frames carry, and its place in its communicator's sequence.
-  Call collective(std::uint64_t comm, std::uint64_t id, ::tether::detail::coll::Op op, int root) const {
+  Call collective(std::uint64_t comm, std::uint64_t id, const ::tether::detail::coll::Call& args) const {
     namespace coll = ::tether::detail::coll;
-    Call c = call(coll::callName(coll::opName(op), id, comm));  // the world's is comm 0
+    Call c = call(coll::callName(coll::opName(args.op), id, comm));  // the world's is comm 0
     c.comm = comm;
     c.coll = id;
-    c.code = static_cast<std::uint32_t>(op);
-    c.root = op == coll::Op::Broadcast ? static_cast<std::uint32_t>(root) : wire::kNoRoot;
+    c.code = static_cast<std::uint32_t>(args.op);
+    c.root = ::tether::detail::core::rootOnWire(args);
     c.seq = &sequence(comm);
     return c;
   }
@@ -147,12 +149,12 @@ class Endpoint {
   CallTable& table() const { return mailbox().calls; }
 
   // "waiting to send to rank 1: it has not yet received ..." (window.hpp):
-  // a send to `peer` of frame `h` its window holds.
-  std::string heldText(int peer, const Header& h) const {
-    const auto lane = world_->windowLocked(worldRank(), worldRankOf(peer), h);
-    return window::waitingToSend(names_.name(peer)) + (h.kind == wire::Kind::P2P
-                                                           ? window::p2pNote(lane.first, lane.second)
-                                                           : window::collectiveNote(lane.first, lane.second));
+  // a send to world rank `to` of frame `h` its window holds.
+  std::string heldText(int to, const Header& h) const {
+    const auto lane = world_->windowLocked(worldRank(), to, h);
+    return window::waitingToSend(names_.nameOfWorld(to)) + (h.kind == wire::Kind::P2P
+                                                                ? window::p2pNote(lane.first, lane.second)
+                                                                : window::collectiveNote(lane.first, lane.second));
   }
 
   RankMailbox& mailbox() const { return *world_->mailboxes[static_cast<std::size_t>(worldRank())]; }

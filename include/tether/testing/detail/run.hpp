@@ -16,14 +16,12 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "tether/detail/coll/execute.hpp"
-#include "tether/detail/coll/plan_cache.hpp"
 #include "tether/detail/core/call_table.hpp"
+#include "tether/detail/core/collective_steps.hpp"
 #include "tether/error.hpp"
 #include "tether/testing/detail/endpoint.hpp"
 
@@ -34,6 +32,7 @@ namespace detail {
 class Run final : public ::tether::detail::core::Resumable, public Expiring {
  public:
   using Clock = Endpoint::Clock;
+  using Steps = ::tether::detail::core::CollectiveSteps<InProcessCalls, Run>;
   // Told of a collective's failure under the world mutex: the bootstrap
   // marks its communicator broken and may abort the world.
   using Failed = std::function<void(std::exception_ptr)>;
@@ -55,31 +54,26 @@ class Run final : public ::tether::detail::core::Resumable, public Expiring {
 
   Call call;                        // its receives (and a collective's sequence entry) point to it
   std::vector<unsigned char> keep;  // an in-place all-to-all's blocks to send
-
-  // A collective's plan: `algo` for `args` on `shape`, recorded (or found)
-  // before the call takes its id, so bad settings throw first.
-  void record(const ::tether::detail::coll::Algorithm& algo, const ::tether::detail::coll::Shape& shape,
-              const ::tether::detail::coll::Call& args) {
-    steps_ = &plans_.steps(algo, shape, args);
-  }
+  // A collective's steps: its plan, prepared before the call takes its id
+  // (so bad settings throw first), replayed as TCP's (collective_steps.hpp).
+  Steps steps;
 
   // Each starts the call (its deadline the communicator's timeout from now)
   // and takes it as far as it goes now; an abort throws first.
-  // A collective: replays its plan over `group` (plan rank -> communicator
-  // rank) from `in` into `out`.
-  void startCollective(std::vector<int> group, const void* in, void* out, Failed failed) {
+  // A collective: replays its plan over `group` (plan rank -> world rank).
+  void startCollective(std::vector<int> group, Failed failed) {
     Endpoint::Locked lock(*endpoint_.world_);
     begin();
     group_ = std::move(group);
     failed_ = std::move(failed);
-    exec_.emplace(*steps_, in, out, plans_.scratch());
+    steps.begin(call, *this, group_, endpoint_.world_->maxPayload);
     resume(call.error);  // failed as it began: a frame of another operation came first
   }
   // A point-to-point message to `peer` (delivered, or held by its window).
   void startSend(int peer, const Header& header, const void* data) {
     Endpoint::Locked lock(*endpoint_.world_);
     begin();
-    send(peer, header, data);
+    sendFrame(call, endpoint_.worldRankOf(peer), header, data, false);
     settle();
   }
   // A receive under `k`: filled from a message that came first, else posted.
@@ -87,7 +81,7 @@ class Run final : public ::tether::detail::core::Resumable, public Expiring {
     Endpoint::Locked lock(*endpoint_.world_);
     begin();
     try {
-      receive(k, data, bytes);
+      postRecv(call, k, data, bytes);
     } catch (...) {  // sizes differ
       return finish(std::current_exception());
     }
@@ -159,10 +153,10 @@ class Run final : public ::tether::detail::core::Resumable, public Expiring {
 
   // The call table's: what it waited for is done (or `e` failed it).
   void resume(std::exception_ptr e) override {
-    if (e || !exec_) return finish(e);
+    if (e || !steps.running()) return finish(e);
     try {
       endpoint_.throwIfAbortedLocked(call.where);
-      while (exec_->next(*this))
+      while (steps.next())
         if (!endpoint_.table().settleOrResume(call, *this)) return;  // resumed when the round is done
     } catch (...) {
       return finish(std::current_exception());
@@ -170,22 +164,21 @@ class Run final : public ::tether::detail::core::Resumable, public Expiring {
     finish(nullptr);
   }
 
-  // The plan executor's transport (tether/detail/coll/execute.hpp).
-  // A frame larger than TETHER_MAX_PAYLOAD_BYTES goes in parts, as over TCP.
-  void postSend(int peer, std::uint32_t step, const void* data, std::size_t bytes) {
-    const int to = group_[static_cast<std::size_t>(peer)];
-    const auto* at = static_cast<const unsigned char*>(data);
-    const InProcessCalls::Parts parts = InProcessCalls::partsOf(call, bytes, endpoint_.world_->maxPayload);
-    for (std::uint64_t i = 0; i < parts.count; ++i)
-      send(to, InProcessCalls::collectiveFrame(call, step, i, parts.length(i)), at + parts.offset(i));
+  // The steps' wire (collective_steps.hpp), a send's and a receive's.
+  // A frame to world rank `to`: delivered now, or held by its window (copied)
+  // and counted until delivered.
+  void sendFrame(Call&, int to, const Header& header, const void* data, bool /*reference: copied if held*/) {
+    auto slot = endpoint_.world_->sendLocked(endpoint_.worldRank(), to, header, data);
+    if (!slot) return;
+    held_.erase(std::remove_if(held_.begin(), held_.end(), [](const Held& h) { return h.slot->done; }), held_.end());
+    slot->call = &call;
+    ++call.outstanding;
+    held_.push_back(Held{std::move(slot), to, header});
   }
-  void postRecv(int peer, std::uint32_t step, void* data, std::size_t bytes) {
-    const int src = endpoint_.worldRankOf(group_[static_cast<std::size_t>(peer)]);
-    auto* at = static_cast<unsigned char*>(data);
-    const InProcessCalls::Parts parts = InProcessCalls::partsOf(call, bytes, endpoint_.world_->maxPayload);
-    for (std::uint64_t i = 0; i < parts.count; ++i)
-      receive(InProcessCalls::collectiveKey(call, src, step, i), at + parts.offset(i),
-              static_cast<std::size_t>(parts.length(i)));
+  // Takes a message that came first, or posts the receive (sizes differ: throws).
+  void postRecv(Call&, const Key& k, void* data, std::size_t bytes) {
+    CallTable& table = endpoint_.table();
+    if (!table.takeStashed(call, k, data, bytes)) table.post(call, k, data, bytes);
   }
 
  private:
@@ -194,20 +187,6 @@ class Run final : public ::tether::detail::core::Resumable, public Expiring {
     endpoint_.throwIfAbortedLocked(call.where);
   }
 
-  // Delivered now, or held by its window (copied) and counted until delivered.
-  void send(int peer, const Header& header, const void* data) {
-    auto slot = endpoint_.world_->sendLocked(endpoint_.worldRank(), endpoint_.worldRankOf(peer), header, data);
-    if (!slot) return;
-    held_.erase(std::remove_if(held_.begin(), held_.end(), [](const Held& h) { return h.slot->done; }), held_.end());
-    slot->call = &call;
-    ++call.outstanding;
-    held_.push_back(Held{std::move(slot), peer, header});
-  }
-  // Takes a message that came first, or posts the receive (sizes differ: throws).
-  void receive(const Key& k, void* data, std::size_t bytes) {
-    CallTable& table = endpoint_.table();
-    if (!table.takeStashed(call, k, data, bytes)) table.post(call, k, data, bytes);
-  }
   // A send's or receive's one wait.
   void settle() {
     try {
@@ -233,7 +212,7 @@ class Run final : public ::tether::detail::core::Resumable, public Expiring {
     unwatch();
     letGo();
     endpoint_.endLocked(call, &e);
-    exec_.reset();
+    steps.end();
     done_ = true;
     error_ = e;
     if (e && failed_) failed_(e);
@@ -259,10 +238,10 @@ class Run final : public ::tether::detail::core::Resumable, public Expiring {
     held_.clear();
   }
 
-  // A send its window held: the peer it goes to and its frame (for the words).
+  // A send its window held: the world rank it goes to and its frame (for the words).
   struct Held {
     std::shared_ptr<SendSlot> slot;
-    int peer;
+    int to;
     Header header;
   };
   // The peer it waits for, and what for: a receive's sender, else a held send's.
@@ -275,23 +254,20 @@ class Run final : public ::tether::detail::core::Resumable, public Expiring {
     const int from = CallTable::waitedPeer(call);  // a world rank
     if (from >= 0) return endpoint_.names().rankOf(from);
     const Held* held = heldSend();
-    return held ? held->peer : -1;
+    return held ? endpoint_.names().rankOf(held->to) : -1;
   }
   std::string waitingText() const {
     std::string text = CallTable::waitingText(call, [&](int src) { return endpoint_.names().nameOfWorld(src); });
     if (text.empty()) {
-      if (const Held* held = heldSend()) text = endpoint_.heldText(held->peer, held->header);
+      if (const Held* held = heldSend()) text = endpoint_.heldText(held->to, held->header);
     }
     return text.empty() ? "before completing" : text;
   }
 
   const Endpoint& endpoint_;
-  std::vector<int> group_;
+  std::vector<int> group_;  // plan rank -> world rank
   Failed failed_;
   Clock::time_point until_{};
-  ::tether::detail::coll::PlanCache plans_;  // its plan, and the scratch memory it replays with
-  const std::vector<::tether::detail::coll::Step>* steps_ = nullptr;
-  std::optional<::tether::detail::coll::Execution> exec_;
   std::vector<Held> held_;  // sends its window held, until delivered
   bool done_ = false;
   bool watched_ = false;  // by the world's timer thread (watchDeadline)
