@@ -20,6 +20,8 @@ dc::Settings g_settings;
 // time (shape() and choose() both read them: 8 and 2 per all-gather, before).
 std::atomic<bool> g_ready{false};
 
+}  // namespace
+
 const dc::Settings& settings() {
   if (!g_ready.load(std::memory_order_acquire)) {
     std::call_once(g_once, [] { g_settings = dc::loadSettings(); });
@@ -27,8 +29,6 @@ const dc::Settings& settings() {
   }
   return g_settings;
 }
-
-}  // namespace
 
 void checkSettings(const std::optional<std::string>& text, std::string_view who) {
   dc::Settings parsed;
@@ -43,13 +43,7 @@ void checkSettings(const std::optional<std::string>& text, std::string_view who)
 
 std::string planSettings() { return dc::describe(settings()); }
 
-dc::Shape shape(int rank, int size, bool cpuBound) {
-  dc::Shape s = settings().tuning;
-  s.rank = rank;
-  s.size = size;
-  s.cpuBound = cpuBound;
-  return s;
-}
+dc::Shape shape(int rank, int size, bool cpuBound) { return dc::shapeOf(settings(), rank, size, cpuBound); }
 
 const dc::Algorithm& choose(const dc::Shape& shape, const dc::Call& call) {
   return *dc::choose(shape, call, settings().forcedFor(call.op));

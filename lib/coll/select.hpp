@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "base/layer.hpp"
+#include "tether/detail/coll/settings.hpp"
 #include "tether/detail/coll/table.hpp"
 
 TETHER_LAYER(5, "coll");
@@ -19,6 +20,8 @@ namespace tether::coll {
 
 namespace dc = detail::coll;
 
+// This process's settings (TETHER_ALGO; checkSettings below).
+const dc::Settings& settings();
 // The shape of a communicator with these settings applied.
 dc::Shape shape(int rank, int size, bool cpuBound);
 // The algorithm for `call` on a communicator of `shape`.

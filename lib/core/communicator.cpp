@@ -142,17 +142,12 @@ void Communicator::collective(dc::Prepared call) {
 std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> Communicator::launchCollective(
     Communicator& on, dc::Call call, const void* in, void* out, Op::Clock::time_point expires) {
   checkSamePlans(world_->topology(), rank(), world_->config().maxPayload, dc::opName(call.op));
-  Choice& choice = on.choice_;
-  if (!choice.algo || choice.op != call.op || choice.bytes != call.bytes) {
-    choice.shape = coll::shape(on.group_.rank, on.group_.size, world_->topology().cpuBound);
-    choice.algo = &coll::choose(choice.shape, call);
-    choice.op = call.op;
-    choice.bytes = call.bytes;
-  }
+  const dc::Algorithm& algo =
+      on.choice_.of(coll::settings(), on.group_.rank, on.group_.size, world_->topology().cpuBound, call);
   // on's run is reused once its last call ended; its plan is recorded (or
   // found) before the call takes its id.
   if (!on.run_ || !on.run_->idle()) on.run_ = std::make_shared<CollectiveRun>();
-  on.run_->prepare(*choice.algo, choice.shape, call, in, out);
+  on.run_->prepare(algo, on.choice_.shape, call, in, out);
   // The op and completion of on's last call are reused once nothing else
   // holds them (a request or a stall probe may).
   const auto code = static_cast<std::uint32_t>(call.op);

@@ -20,6 +20,7 @@
 #include "core/world.hpp"
 #include "tether/detail/core/call_slot.hpp"
 #include "tether/detail/coll/front.hpp"
+#include "tether/detail/coll/settings.hpp"
 #include "tether/detail/core/collective_calls.hpp"
 #include "tether/detail/core/nodes.hpp"
 #include "tether/request.hpp"
@@ -126,16 +127,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // call once nothing else holds them (launchCollective).
   ReusedCall::Kept call_ = ReusedCall::make();
   std::shared_ptr<CollectiveRun> run_;
-  // The algorithm of the last collective and what it was chosen for: a call
-  // of the same operation and size runs it again without choosing (the
-  // choice reads only those, the shape and the process's settings, which do
-  // not change; collMutex_).
-  struct Choice {
-    detail::coll::Op op{};
-    std::size_t bytes = 0;
-    detail::coll::Shape shape;
-    const detail::coll::Algorithm* algo = nullptr;
-  } choice_;
+  // Its algorithm choice, kept for the next call of the same operation and
+  // size (tether/detail/coll/settings.hpp; collMutex_).
+  detail::coll::Choice choice_;
   // The same for blocking and nonblocking sends, and receives: one of each
   // kept (concurrent calls beyond that get their own).
   ReusedCall::Kept sendCall_ = ReusedCall::make(), recvCall_ = ReusedCall::make();

@@ -128,7 +128,8 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
     Call call;
     call.op = Op::SubsetBarrier;
     const int groupRank = static_cast<int>(std::find(group.begin(), group.end(), rank()) - group.begin());
-    prepare(run, call, groupRank, static_cast<int>(group.size()), nullptr, nullptr);
+    tether::detail::coll::Choice choice;
+    prepare(run, choice, call, groupRank, static_cast<int>(group.size()), nullptr, nullptr);
     begin(run, subsetComm, count, call);
     launch(run, worldRanksOf(group), /*abortWorldOnFailure=*/false);
     waitFor(run);
@@ -207,18 +208,17 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
     return Request(std::make_unique<detail::RunRequest>(owner(), endpoint_, std::move(run), cancel));
   }
 
-  // The algorithm TcpBootstrap would choose for this call here, its plan
-  // recorded (or found) to replay from `in` into `out`.
-  void prepare(detail::Run& run, const Call& call, int groupRank, int groupSize, const void* in, void* out) const {
+  // The algorithm TcpBootstrap would choose for this call here (`choice`:
+  // its communicator's, or a subset's), its plan recorded (or found) to
+  // replay from `in` into `out`. Under the call slot.
+  void prepare(detail::Run& run, tether::detail::coll::Choice& choice, const Call& call, int groupRank, int groupSize,
+               const void* in, void* out) const {
     namespace dc = tether::detail::coll;
     static const dc::Settings settings = dc::loadSettings();
-    dc::Shape shape = settings.tuning;
-    shape.rank = groupRank;
-    shape.size = groupSize;
     // As in TcpBootstrap: a node runs more ranks of the world than it has cores.
-    shape.cpuBound =
+    const bool cpuBound =
         endpoint_.world()->nranksPerNode > static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    run.steps.prepare(*dc::choose(shape, call, settings.forcedFor(call.op)), shape, call, in, out);
+    run.steps.prepare(choice.of(settings, groupRank, groupSize, cpuBound, call), choice.shape, call, in, out);
   }
 
   // Numbers the call, runs its plan, and waits for it; a failure marks the
@@ -249,7 +249,8 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
   // sequence (in id order, on the calling thread).
   void start(detail::Run& run, const tether::detail::coll::Prepared& prepared) {
     const Call& call = prepared.call;
-    prepare(run, call, rank(), size(), prepared.in, prepared.out);  // bad settings throw before an id is taken
+    // Bad settings throw before an id is taken.
+    prepare(run, choice_, call, rank(), size(), prepared.in, prepared.out);
     std::uint64_t id;
     {
       std::lock_guard<std::mutex> lock(stateMutex_);
@@ -309,6 +310,7 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
 
   detail::Endpoint endpoint_;
   tether::detail::CallSlot calling_;  // one collective call at a time (call_slot.hpp)
+  tether::detail::coll::Choice choice_;  // its collectives' algorithm (the call slot's holder's)
   std::mutex stateMutex_;             // guards the counters below
   tether::detail::core::CollectiveCalls calls_;
   std::map<std::vector<int>, tether::detail::core::CollectiveCalls> subsets_;

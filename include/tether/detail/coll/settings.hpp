@@ -120,6 +120,39 @@ inline Settings parseAlgo(const char* text) {
 // TETHER_ALGO from the environment, parsed as above.
 inline Settings loadSettings() { return parseAlgo(envValue(kAlgoVariable).text); }
 
+// The shape of a communicator's rank `rank` of `size` under `settings`
+// (`cpuBound`: its node runs more ranks than it has cores).
+inline Shape shapeOf(const Settings& settings, int rank, int size, bool cpuBound) {
+  Shape s = settings.tuning;
+  s.rank = rank;
+  s.size = size;
+  s.cpuBound = cpuBound;
+  return s;
+}
+
+// A communicator's algorithm choice, in every world: the algorithm of its
+// last collective and what it was chosen for, so a call of the same
+// operation and size runs it again without choosing (the choice reads only
+// those, the shape and the process's settings, which do not change).
+struct Choice {
+  // The algorithm for `call` on rank `rank` of `size` (`cpuBound` as
+  // shapeOf's) under `settings`; shape is then its shape.
+  const Algorithm& of(const Settings& settings, int rank, int size, bool cpuBound, const Call& call) {
+    if (!algo || op != call.op || bytes != call.bytes) {
+      shape = shapeOf(settings, rank, size, cpuBound);
+      algo = choose(shape, call, settings.forcedFor(call.op));
+      op = call.op;
+      bytes = call.bytes;
+    }
+    return *algo;
+  }
+
+  Shape shape;
+  Op op{};
+  std::size_t bytes = 0;
+  const Algorithm* algo = nullptr;
+};
+
 }  // namespace coll
 }  // namespace detail
 }  // namespace tether
