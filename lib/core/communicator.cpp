@@ -143,7 +143,7 @@ std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> Communicator::launch
     Communicator& on, dc::Call call, const void* in, void* out, Op::Clock::time_point expires) {
   checkSamePlans(world_->topology(), rank(), world_->config().maxPayload, dc::opName(call.op));
   const dc::Algorithm& algo =
-      on.choice_.of(coll::settings(), on.group_.rank, on.group_.size, world_->topology().cpuBound, call);
+      on.choice_.of(coll::settings, on.group_.rank, on.group_.size, world_->topology().cpuBound, call);
   // on's run is reused once its last call ended; its plan is recorded (or
   // found) before the call takes its id.
   if (!on.run_ || !on.run_->idle()) on.run_ = std::make_shared<CollectiveRun>();

@@ -214,10 +214,13 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
   void prepare(detail::Run& run, tether::detail::coll::Choice& choice, const Call& call, int groupRank, int groupSize,
                const void* in, void* out) const {
     namespace dc = tether::detail::coll;
-    static const dc::Settings settings = dc::loadSettings();
     // As in TcpBootstrap: a node runs more ranks of the world than it has cores.
     const bool cpuBound =
         endpoint_.world()->nranksPerNode > static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const auto settings = []() -> const dc::Settings& {
+      static const dc::Settings loaded = dc::loadSettings();
+      return loaded;
+    };
     run.steps.prepare(choice.of(settings, groupRank, groupSize, cpuBound, call), choice.shape, call, in, out);
   }
 

@@ -136,11 +136,14 @@ inline Shape shapeOf(const Settings& settings, int rank, int size, bool cpuBound
 // those, the shape and the process's settings, which do not change).
 struct Choice {
   // The algorithm for `call` on rank `rank` of `size` (`cpuBound` as
-  // shapeOf's) under `settings`; shape is then its shape.
-  const Algorithm& of(const Settings& settings, int rank, int size, bool cpuBound, const Call& call) {
+  // shapeOf's) under the process's settings, `settings()` (read only for a
+  // new choice); shape is then its shape.
+  template <class GetSettings>
+  const Algorithm& of(GetSettings&& settings, int rank, int size, bool cpuBound, const Call& call) {
     if (!algo || op != call.op || bytes != call.bytes) {
-      shape = shapeOf(settings, rank, size, cpuBound);
-      algo = choose(shape, call, settings.forcedFor(call.op));
+      const Settings& s = settings();
+      shape = shapeOf(s, rank, size, cpuBound);
+      algo = choose(shape, call, s.forcedFor(call.op));
       op = call.op;
       bytes = call.bytes;
     }
