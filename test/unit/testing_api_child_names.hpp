@@ -83,9 +83,32 @@ inline void lostPeerNamedByChildRank(Bootstrap& b) {
          "a child receive from child rank 1, which left");
 }
 
+// A subset barrier is a communicator of its own: its error names it by its
+// id, as a child's collective is named ("subset-barrier#1 (comm ...)"),
+// and ranks by the parent's numbering. Rank 0 enters a barrier of {0, 2}
+// that rank 2 never enters, then releases rank 2 with a message. (Before
+// 2026-12-07 the testing world named it "subset-barrier#1".)
+inline void subsetBarrierNamedByItsCommunicator(Bootstrap& b) {
+  b.setTimeout(milliseconds(20000));
+  int token = 0;
+  if (b.rank() == 0) {
+    b.setTimeout(milliseconds(300));
+    expect(errorFrom([&] {
+             b.barrier({0, 2});
+           }),
+           ErrorCode::Timeout, 0, 2, {"rank 0: subset-barrier#1 (comm ", "): timed out waiting for step 0 from rank 2"},
+           "a subset barrier that rank 2 never enters");
+    b.setTimeout(milliseconds(20000));
+    b.send(&token, sizeof token, 2, 9);
+  } else if (b.rank() == 2) {
+    b.recv(&token, sizeof token, 0, 9);
+  }
+}
+
 inline std::vector<Case> cases() {
   return {{"on a child communicator errors name child ranks, each with its world rank", 3, errorsNameChildRanks},
-          {"on a child communicator a peer that left is named by its child rank", 3, lostPeerNamedByChildRank}};
+          {"on a child communicator a peer that left is named by its child rank", 3, lostPeerNamedByChildRank},
+          {"a subset barrier's error names its own communicator", 3, subsetBarrierNamedByItsCommunicator}};
 }
 
 }  // namespace child_names
