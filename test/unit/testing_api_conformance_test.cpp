@@ -18,6 +18,7 @@
 
 #include "multiproc.hpp"
 #include "testing_api_child_names.hpp"
+#include "testing_api_mismatch.hpp"
 #include "testing_api_nonblocking.hpp"
 #include "testing_api_support.hpp"
 #include "testing_api_window.hpp"
@@ -522,6 +523,7 @@ std::vector<Scenario> scenarios() {
   for (const auto& c : testing_api::nonblocking::cases()) list.push_back({c.name, c.nranks, c.body});
   for (const auto& c : testing_api::window::cases()) list.push_back({c.name, c.nranks, c.body});
   for (const auto& c : testing_api::child_names::cases()) list.push_back({c.name, c.nranks, c.body});
+  for (const auto& c : testing_api::mismatch::cases()) list.push_back({c.name, c.nranks, c.body});
   for (const char* trial : {"1", "2", "3", "4", "5"})
     list.push_back({(std::string("two threads x 30 all-gathers on one communicator: the misuse is reported on "
                                  "every rank (trial ") +

@@ -258,29 +258,9 @@ TEST_CASE("different collectives at the same id: Protocol naming both, then the 
   REQUIRE(contains(theirs.what(), "aborted by rank 1: rank 1: allgather#2"));
 }
 
-TEST_CASE("a mismatch is noticed even from a peer we are not waiting on", "[testing-api]") {
-  InProcessWorld world(3);
-  std::vector<Outcome> outcomes(3);
-  world.run([&](Bootstrap& b) {
-    b.setTimeout(milliseconds(2000));
-    int data[3] = {0, 0, 0};
-    try {
-      // Rank 2 broadcasts from root 0, which never calls (it waits in a
-      // recv, ended by rank 2's abort: a rank whose body returned would fail
-      // rank 2 at once); rank 1 thinks the root is 1 and sends. Rank 2
-      // notices while still waiting on rank 0.
-      if (b.rank() == 0) b.recv(data, sizeof(int), 2, 99);
-      if (b.rank() != 0) b.broadcast(data, sizeof(int), b.rank() == 1 ? 1 : 0);
-    } catch (const Error& e) {
-      outcomes[b.rank()].record(e);
-    }
-  });
-  REQUIRE(outcomes[2].code == ErrorCode::Protocol);
-  REQUIRE(outcomes[2].peer == 1);
-  REQUIRE(contains(outcomes[2].message,
-                   "rank 2: broadcast#1: rank 1 is in broadcast#1 with root 1, this rank's root "
-                   "is 0"));
-}
+// "A mismatch is noticed even from a peer this rank is not waiting on" and
+// "alltoallv counts that disagree ..." run in both worlds:
+// testing_api_mismatch.hpp.
 
 // With both ranks waiting, whichever notices first aborts the other: each rank
 // ends with Protocol itself or Aborted carrying the noticing rank's Protocol text.
@@ -314,28 +294,6 @@ TEST_CASE("the same collective with different sizes: Protocol naming both sizes"
       }
     }
   }
-}
-
-TEST_CASE("alltoallv counts that disagree between sender and receiver are a Protocol error", "[testing-api]") {
-  InProcessWorld world(2);
-  std::vector<Outcome> outcomes(2);
-  world.run([&](Bootstrap& b) {
-    b.setTimeout(milliseconds(2000));
-    unsigned char out[16] = {}, in[16] = {};
-    std::size_t sendCounts[2] = {4, 4}, recvCounts[2] = {4, 4}, displs[2] = {0, 8};
-    if (b.rank() == 1) recvCounts[0] = 6;  // rank 0 sends 4
-    try {
-      b.alltoallv(out, sendCounts, displs, in, recvCounts, displs);
-    } catch (const Error& e) {
-      outcomes[b.rank()].record(e);
-    }
-  });
-  // Rank 0's exchange is consistent; it only learns of the failure through the abort.
-  REQUIRE((!outcomes[0].threw || outcomes[0].code == ErrorCode::Aborted));
-  REQUIRE(outcomes[1].code == ErrorCode::Protocol);
-  REQUIRE(contains(outcomes[1].message,
-                   "rank 1: alltoallv#1: rank 0 sent alltoallv#1 step 0 (4 bytes), this rank "
-                   "expects 6 bytes"));
 }
 
 TEST_CASE("send/recv size mismatch is a Protocol error naming both sizes", "[testing-api]") {
