@@ -17,7 +17,7 @@ std::once_flag g_once;
 dc::Settings g_settings;
 // Set once g_once has run: a call reads the settings without std::call_once,
 // which in libstdc++ costs four thread-local accesses and a pthread_once each
-// time (shape() and choose() both read them: 8 and 2 per all-gather, before).
+// time (before the choice was kept, 10 reads per all-gather did).
 std::atomic<bool> g_ready{false};
 
 }  // namespace
@@ -42,11 +42,5 @@ void checkSettings(const std::optional<std::string>& text, std::string_view who)
 }
 
 std::string planSettings() { return dc::describe(settings()); }
-
-dc::Shape shape(int rank, int size, bool cpuBound) { return dc::shapeOf(settings(), rank, size, cpuBound); }
-
-const dc::Algorithm& choose(const dc::Shape& shape, const dc::Call& call) {
-  return *dc::choose(shape, call, settings().forcedFor(call.op));
-}
 
 }  // namespace tether::coll

@@ -20,12 +20,9 @@ namespace tether::coll {
 
 namespace dc = detail::coll;
 
-// This process's settings (TETHER_ALGO; checkSettings below).
+// This process's settings (TETHER_ALGO; checkSettings below), from which
+// a communicator chooses its algorithms (dc::Choice).
 const dc::Settings& settings();
-// The shape of a communicator with these settings applied.
-dc::Shape shape(int rank, int size, bool cpuBound);
-// The algorithm for `call` on a communicator of `shape`.
-const dc::Algorithm& choose(const dc::Shape& shape, const dc::Call& call);
 // Checks `text`, TETHER_ALGO as a bootstrap's configuration read it (nullopt:
 // unset); throws Error{InvalidArgument} naming the variable, `who` ("rank 2: ")
 // in front. The first text checked becomes the process-wide setting (one

@@ -50,8 +50,9 @@ PlanTraffic allgatherTraffic(int rank, int size, std::size_t bytesPerRank) {
   const dc::Prepared call = dc::allgatherCall(rank, size, "allgather", buf.data(), bytesPerRank);
   // As the world decides it: all ranks here are on this host.
   const bool cpuBound = static_cast<unsigned>(size) > std::thread::hardware_concurrency();
-  const dc::Shape shape = coll::shape(rank, size, cpuBound);
-  dc::Plan plan = dc::record(coll::choose(shape, call.call), shape, call.call);
+  dc::Choice choice;  // as a communicator chooses
+  const dc::Algorithm& algo = choice.of(coll::settings, rank, size, cpuBound, call.call);
+  dc::Plan plan = dc::record(algo, choice.shape, call.call);
   PlanTraffic t;
   for (const dc::Step& s : plan.steps()) {
     if (s.peer == rank) continue;
