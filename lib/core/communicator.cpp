@@ -2,17 +2,12 @@
 // replay its plan over this world), subset barriers and split.
 #include "core/communicator.hpp"
 
-#include <algorithm>
-#include <numeric>
-
 #include "base/env.hpp"
 #include "coll/select.hpp"
 #include "core/collective_run.hpp"
 #include "core/request_impl.hpp"
 #include "tether/detail/args.hpp"
-#include "tether/detail/core/comm_ids.hpp"
 #include "tether/detail/core/deadlines.hpp"
-#include "tether/detail/core/split.hpp"
 
 namespace tether {
 
@@ -22,12 +17,7 @@ Communicator::Communicator(std::shared_ptr<World> world)
     : world_(std::move(world)),
       timeoutMs_(world_->config().timeout.count()),
       names_(std::make_shared<const detail::core::RankNames>(world_->rank())) {
-  const World& w = *world_;
-  group_.comm = w.config().worldId;
-  group_.rank = w.rank();
-  group_.size = w.nranks();
-  group_.worldRanks.resize(w.nranks());
-  std::iota(group_.worldRanks.begin(), group_.worldRanks.end(), 0);
+  group_ = Group::world(world_->config().worldId, world_->rank(), world_->nranks());
   learnNodes();
   counters_ = seq_->counters = std::make_shared<CommCounters>();
   world_->addCommunicator(group_.comm, seq_);
@@ -49,7 +39,7 @@ Communicator::Communicator(std::shared_ptr<World> world, Group group, std::chron
 // the ranks advertised.
 void Communicator::learnNodes() {
   const auto& nodeOf = world_->topology().nodeOf;
-  nodes_ = detail::core::nodeView(group_.size, group_.rank, [&](int r) { return nodeOf[group_.worldRanks[r]]; });
+  nodes_ = detail::core::nodeView(size(), rank(), [&](int r) { return nodeOf[group_.worldRankOf(r)]; });
 }
 
 Communicator::~Communicator() { world_->removeCommunicator(group_.comm); }
@@ -88,15 +78,15 @@ Communicator::PointCall Communicator::leasePoint(ReusedCall& kept, const std::sh
 Communicator::PointCall Communicator::launchSend(const void* data, std::size_t bytes, int peer, int tag,
                                                  Op::Clock::time_point expires) {
   PointCall c = leasePoint(*sendCall_, sendRun_, Op::Kind::Send, peer, tag, expires);
-  c.run->startSend(world_->calls(), c.op, c.done, group_.worldRanks[peer], TcpCalls::sendFrame(group_.comm, tag, bytes),
-                   data);
+  c.run->startSend(world_->calls(), c.op, c.done, group_.worldRankOf(peer),
+                   TcpCalls::sendFrame(group_.comm, tag, bytes), data);
   return c;
 }
 
 Communicator::PointCall Communicator::launchRecv(void* data, std::size_t bytes, int peer, int tag,
                                                  Op::Clock::time_point expires) {
   PointCall c = leasePoint(*recvCall_, recvRun_, Op::Kind::Recv, peer, tag, expires);
-  c.run->startRecv(world_->calls(), c.op, c.done, TcpCalls::sendKey(group_.worldRanks[peer], group_.comm, tag), data,
+  c.run->startRecv(world_->calls(), c.op, c.done, TcpCalls::sendKey(group_.worldRankOf(peer), group_.comm, tag), data,
                    bytes);
   return c;
 }
@@ -142,8 +132,7 @@ void Communicator::collective(dc::Prepared call) {
 std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> Communicator::launchCollective(
     Communicator& on, dc::Call call, const void* in, void* out, Op::Clock::time_point expires) {
   checkSamePlans(world_->topology(), rank(), world_->config().maxPayload, dc::opName(call.op));
-  const dc::Algorithm& algo =
-      on.choice_.of(coll::settings, on.group_.rank, on.group_.size, world_->topology().cpuBound, call);
+  const dc::Algorithm& algo = on.choice_.of(coll::settings, on.rank(), on.size(), world_->topology().cpuBound, call);
   // on's run is reused once its last call ended; its plan is recorded (or
   // found) before the call takes its id.
   if (!on.run_ || !on.run_->idle()) on.run_ = std::make_shared<CollectiveRun>();
@@ -200,14 +189,7 @@ void Communicator::subsetBarrier(const std::vector<int>& sorted) {
   detail::CallSlot::Scope scope(calling_, rank(), "subset barrier");
   std::lock_guard lock(collMutex_);
   auto& sub = subsets_[sorted];
-  if (!sub) {
-    Group g;
-    g.comm = detail::core::subsetComm(group_.comm, sorted);
-    g.rank = static_cast<int>(std::find(sorted.begin(), sorted.end(), rank()) - sorted.begin());
-    g.size = static_cast<int>(sorted.size());
-    for (int r : sorted) g.worldRanks.push_back(group_.worldRanks[r]);
-    sub.reset(new Communicator(world_, std::move(g), timeout(), counters_, names_));
-  }
+  if (!sub) sub.reset(new Communicator(world_, group_.subset(sorted), timeout(), counters_, names_));
   dc::Call call;
   call.op = dc::Op::SubsetBarrier;
   awaitCollective(launchCollective(*sub, call, nullptr, nullptr));
@@ -225,12 +207,7 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
     awaitCollective(launchCollective(*this, call.call, call.in, call.out));
   }
   if (color == Bootstrap::kNoColor) return nullptr;
-  const detail::core::SplitMembers members = detail::core::splitMembers(pairs, rank(), color);
-  Group g;
-  g.comm = detail::core::splitComm(group_.comm, splitId, color);
-  g.size = static_cast<int>(members.parentRanks.size());
-  g.rank = members.rank;
-  for (int p : members.parentRanks) g.worldRanks.push_back(group_.worldRanks[p]);
+  Group g = group_.child(splitId, color, pairs);
   auto names = std::make_shared<const detail::core::RankNames>(g.rank, g.worldRanks);
   return std::shared_ptr<Communicator>(
       new Communicator(world_, std::move(g), timeout(), std::make_shared<CommCounters>(), std::move(names)));

@@ -22,6 +22,7 @@
 #include "tether/detail/coll/front.hpp"
 #include "tether/detail/coll/settings.hpp"
 #include "tether/detail/core/collective_calls.hpp"
+#include "tether/detail/core/group.hpp"
 #include "tether/detail/core/nodes.hpp"
 #include "tether/request.hpp"
 
@@ -31,12 +32,9 @@ namespace tether {
 
 class CollectiveRun;
 
-struct Group {
-  std::uint64_t comm = 0;
-  int rank = 0;
-  int size = 1;
-  std::vector<int> worldRanks;  // group rank -> world rank
-};
+// Its id, this rank's rank and each rank's world rank
+// (tether/detail/core/group.hpp, as in the testing world).
+using Group = detail::core::Group;
 
 class Communicator : public std::enable_shared_from_this<Communicator> {
  public:
@@ -48,7 +46,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
 
   const Group& group() const { return group_; }
   int rank() const { return group_.rank; }
-  int size() const { return group_.size; }
+  int size() const { return group_.size(); }
   int nranksPerNode() const { return nodes_.ranksPerNode; }
   int localRank() const { return nodes_.localRank; }
   int nodeId() const { return nodes_.nodeId; }

@@ -30,10 +30,8 @@
 #include "tether/detail/coll/settings.hpp"
 #include "tether/detail/coll/table.hpp"
 #include "tether/detail/core/collective_calls.hpp"
-#include "tether/detail/core/comm_ids.hpp"
 #include "tether/detail/core/deadlines.hpp"
 #include "tether/detail/core/nodes.hpp"
-#include "tether/detail/core/split.hpp"
 #include "tether/error.hpp"
 #include "tether/request.hpp"
 #include "tether/testing/detail/run.hpp"
@@ -47,7 +45,7 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
  public:
   InProcessBootstrap(std::shared_ptr<detail::WorldState> world, std::uint64_t comm, std::vector<int> members, int rank,
                      std::chrono::milliseconds timeout)
-      : endpoint_(std::move(world), comm, std::move(members), rank, timeout) {
+      : endpoint_(std::move(world), detail::Group{comm, rank, std::move(members)}, timeout) {
     if (comm != 0) endpoint_.world()->joinComm(comm);
   }
   ~InProcessBootstrap() override {
@@ -115,23 +113,22 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
   void barrier() override { collective(tether::detail::coll::barrierCall()); }
 
   void barrier(const std::vector<int>& ranks) override {
-    const std::vector<int> group = tether::detail::args::subset(rank(), size(), ranks);
+    const std::vector<int> sorted = tether::detail::args::subset(rank(), size(), ranks);
     tether::detail::CallSlot::Scope scope(calling_, rank(), "subset barrier");
     // A subset is a communicator of its own, as over TCP: its own ids and sequence.
-    const std::uint64_t subsetComm = tether::detail::core::subsetComm(endpoint_.comm(), group);
+    const detail::Group group = endpoint_.group().subset(sorted);
     std::uint64_t count;
     {
       std::lock_guard<std::mutex> lock(stateMutex_);
-      count = subsets_[group].take();  // each subset numbers its own barriers, as over TCP
+      count = subsets_[sorted].take();  // each subset numbers its own barriers, as over TCP
     }
     detail::Run run(endpoint_);
     Call call;
     call.op = Op::SubsetBarrier;
-    const int groupRank = static_cast<int>(std::find(group.begin(), group.end(), rank()) - group.begin());
     tether::detail::coll::Choice choice;
-    prepare(run, choice, call, groupRank, static_cast<int>(group.size()), nullptr, nullptr);
-    begin(run, subsetComm, count, call);
-    launch(run, worldRanksOf(group), /*abortWorldOnFailure=*/false);
+    prepare(run, choice, call, group.rank, group.size(), nullptr, nullptr);
+    begin(run, group.comm, count, call);
+    launch(run, group.worldRanks, /*abortWorldOnFailure=*/false);
     waitFor(run);
   }
 
@@ -169,11 +166,8 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
     const std::uint64_t splitId =
         collective(tether::detail::coll::splitCall(rank(), size(), color, key, kNoColor, pairs));
     if (color == kNoColor) return nullptr;
-    const tether::detail::core::SplitMembers split = tether::detail::core::splitMembers(pairs, rank(), color);
-    std::vector<int> members;
-    for (int p : split.parentRanks) members.push_back(endpoint_.worldRankOf(p));
-    const std::uint64_t childComm = tether::detail::core::splitComm(endpoint_.comm(), splitId, color);
-    return std::make_shared<InProcessBootstrap>(endpoint_.world(), childComm, std::move(members), split.rank,
+    detail::Group child = endpoint_.group().child(splitId, color, pairs);
+    return std::make_shared<InProcessBootstrap>(endpoint_.world(), child.comm, std::move(child.worldRanks), child.rank,
                                                 timeout());
   }
 
@@ -230,7 +224,7 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
     tether::detail::CallSlot::Scope scope(calling_, rank(), nameOf(prepared.call.op));
     detail::Run run(endpoint_);
     start(run, prepared);
-    launch(run, endpoint_.members(), /*abortWorldOnFailure=*/endpoint_.comm() == 0);
+    launch(run, endpoint_.group().worldRanks, /*abortWorldOnFailure=*/endpoint_.comm() == 0);
     waitFor(run);
     return run.call.coll;
   }
@@ -243,7 +237,7 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
     start(*run, prepared);
     run->keep = std::move(prepared.keep);  // `in` may point into it (an in-place all-to-all); moved, not copied
     const bool world = endpoint_.comm() == 0;
-    launch(*run, endpoint_.members(), /*abortWorldOnFailure=*/world);
+    launch(*run, endpoint_.group().worldRanks, /*abortWorldOnFailure=*/world);
     return request(std::move(run),
                    world ? detail::RunRequest::Cancel::FailAndAbortWorld : detail::RunRequest::Cancel::Fail);
   }
@@ -304,11 +298,6 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
     const detail::WorldState& world = *endpoint_.world();
     return tether::detail::core::nodeView(size(), rank(),
                                           [&](int r) { return world.nodeOf(endpoint_.worldRankOf(r)); });
-  }
-
-  std::vector<int> worldRanksOf(std::vector<int> ranks) const {
-    for (int& r : ranks) r = endpoint_.worldRankOf(r);
-    return ranks;
   }
 
   detail::Endpoint endpoint_;

@@ -19,6 +19,7 @@
 #include "tether/detail/core/collective_steps.hpp"
 #include "tether/detail/core/deadlines.hpp"
 #include "tether/detail/core/failures.hpp"
+#include "tether/detail/core/group.hpp"
 #include "tether/error.hpp"
 #include "tether/testing/detail/message.hpp"
 #include "tether/testing/detail/world_state.hpp"
@@ -30,6 +31,7 @@ namespace detail {
 namespace failures = ::tether::detail::core::failures;
 
 class Run;
+using Group = ::tether::detail::core::Group;
 
 class Endpoint {
  public:
@@ -51,13 +53,11 @@ class Endpoint {
     std::unique_lock<std::mutex> lock_;
   };
 
-  Endpoint(std::shared_ptr<WorldState> world, std::uint64_t comm, std::vector<int> members, int rank,
-           std::chrono::milliseconds timeout)
+  Endpoint(std::shared_ptr<WorldState> world, Group group, std::chrono::milliseconds timeout)
       : world_(std::move(world)),
-        comm_(comm),
-        members_(std::move(members)),
-        rank_(rank),
-        names_(comm == 0 ? ::tether::detail::core::RankNames(rank) : ::tether::detail::core::RankNames(rank, members_)),
+        group_(std::move(group)),
+        names_(group_.comm == 0 ? ::tether::detail::core::RankNames(group_.rank)
+                                : ::tether::detail::core::RankNames(group_.rank, group_.worldRanks)),
         timeoutMs_(timeout.count()) {}
   // This rank's records of this communicator's collectives (and its
   // subsets') leave its sequence guard, and their collective lanes go once
@@ -68,17 +68,18 @@ class Endpoint {
       for (const auto& s : sequences_) mailbox().sequences.remove(s.first);
     }
     for (const auto& s : sequences_)
-      if (s.first != comm_) world_->leaveComm(s.first);
+      if (s.first != group_.comm) world_->leaveComm(s.first);
   }
   Endpoint(const Endpoint&) = delete;
   Endpoint& operator=(const Endpoint&) = delete;
 
-  int rank() const { return rank_; }
-  int size() const { return static_cast<int>(members_.size()); }
-  int worldRank() const { return members_[static_cast<std::size_t>(rank_)]; }
-  int worldRankOf(int rank) const { return members_[static_cast<std::size_t>(rank)]; }
-  const std::vector<int>& members() const { return members_; }  // world rank of each rank
-  std::uint64_t comm() const { return comm_; }
+  // Its id (the world's is 0), this rank's rank and each rank's world rank.
+  const Group& group() const { return group_; }
+  int rank() const { return group_.rank; }
+  int size() const { return group_.size(); }
+  int worldRank() const { return group_.worldRank(); }
+  int worldRankOf(int rank) const { return group_.worldRankOf(rank); }
+  std::uint64_t comm() const { return group_.comm; }
   const std::shared_ptr<WorldState>& world() const { return world_; }
 
   std::chrono::milliseconds timeout() const { return std::chrono::milliseconds(timeoutMs_.load()); }
@@ -92,7 +93,7 @@ class Endpoint {
   std::string who() const { return names_.who(); }
 
   [[noreturn]] void fail(ErrorCode code, const std::string& where, int peer, const std::string& what) const {
-    throw Error(code, failures::failure(who(), where, what), rank_, peer);
+    throw Error(code, failures::failure(who(), where, what), rank(), peer);
   }
 
   // A call of this rank on this communicator, named `where` in its errors.
@@ -119,8 +120,8 @@ class Endpoint {
   }
 
   // A point-to-point message with `tag`, `bytes` long, and the key of one from `peer`.
-  Header sendFrame(int tag, std::size_t bytes) const { return InProcessCalls::sendFrame(comm_, tag, bytes); }
-  Key recvKey(int peer, int tag) const { return InProcessCalls::sendKey(worldRankOf(peer), comm_, tag); }
+  Header sendFrame(int tag, std::size_t bytes) const { return InProcessCalls::sendFrame(group_.comm, tag, bytes); }
+  Key recvKey(int peer, int tag) const { return InProcessCalls::sendKey(worldRankOf(peer), group_.comm, tag); }
 
   // A collective takes its place in its communicator's sequence (the shared
   // guard, tether/detail/core/sequence_guard.hpp), in id order: it fails
@@ -168,7 +169,7 @@ class Endpoint {
     if (!seq) {
       seq = std::make_shared<InProcessCalls::Seq>(names_);
       mailbox().sequences.add(comm, seq);
-      if (comm != comm_) world_->joinCommLocked(comm);
+      if (comm != group_.comm) world_->joinCommLocked(comm);
     }
     return *seq;
   }
@@ -178,7 +179,7 @@ class Endpoint {
     if (!abort.aborted()) return;
     if (abort.origin() < 0)
       fail(ErrorCode::Aborted, where, -1, "aborted by InProcessWorld::abortAll: " + abort.reason());
-    throw abort.error(who(), where, rank_, worldRank());
+    throw abort.error(who(), where, rank(), worldRank());
   }
 
   // `peer` (a rank here) left, as TcpBootstrap says of a peer that closed its
@@ -211,9 +212,7 @@ class Endpoint {
   }
 
   std::shared_ptr<WorldState> world_;
-  std::uint64_t comm_;
-  std::vector<int> members_;  // world rank of each communicator rank
-  int rank_;
+  Group group_;
   ::tether::detail::core::RankNames names_;
   std::atomic<long long> timeoutMs_;
   // Communicator id -> this rank's record of its collectives (this
