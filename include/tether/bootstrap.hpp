@@ -22,7 +22,9 @@
 //    different size, produces tether::Error{Protocol} naming both operations —
 //    never a silently wrong payload.
 //  * A failed collective leaves the communicator unusable for further
-//    collectives (the ranks no longer agree on where they are).
+//    collectives (the ranks no longer agree on where they are), from the
+//    moment it fails: a nonblocking one too, though nobody waits for its
+//    request or tests it.
 //  * Caller mistakes are Error{InvalidArgument} before a byte is sent or a
 //    collective id is taken: bad ranks, tags and roots, null buffers, and
 //    sizes no buffer can have — a total (bytesPerRank x size(), a

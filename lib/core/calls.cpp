@@ -139,6 +139,9 @@ void Calls::endOp(Op& op, std::exception_ptr& e) {
       std::rethrow_exception(e);
     } catch (const std::exception& x) {  // every error of a call is one
       lastError_ = x.what();
+      // A failed collective leaves its communicator unusable now, whether or
+      // not its caller waits for it (a request may never be looked at).
+      if (op.broken) op.broken->mark(lastError_);
     } catch (...) {
     }
   }

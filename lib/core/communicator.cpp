@@ -116,7 +116,6 @@ std::unique_ptr<Request::Impl> Communicator::startRecv(void* data, std::size_t b
 std::unique_ptr<Request::Impl> Communicator::startCollective(dc::Prepared call) {
   world_->checkProcess(dc::opName(call.call.op));  // before the locks: a forked child may find them held
   detail::CallSlot::Scope scope(calling_, rank(), dc::opName(call.call.op));
-  std::lock_guard lock(collMutex_);
   const auto until = deadline();
   auto [op, done] = launchCollective(*this, call.call, call.in, call.out, until);
   return makeRequest(shared_from_this(), op, done, std::move(call.keep), until);
@@ -125,7 +124,6 @@ std::unique_ptr<Request::Impl> Communicator::startCollective(dc::Prepared call) 
 void Communicator::collective(dc::Prepared call) {
   world_->checkProcess(dc::opName(call.call.op));  // before the locks: a forked child may find them held
   detail::CallSlot::Scope scope(calling_, rank(), dc::opName(call.call.op));
-  std::lock_guard lock(collMutex_);
   awaitCollective(launchCollective(*this, call.call, call.in, call.out));
 }
 
@@ -160,6 +158,7 @@ std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> Communicator::launch
   if (op->seq != on.seq_) op->seq = on.seq_;
   if (op->counters != counters_) op->counters = counters_;
   if (op->names != on.names_) op->names = on.names_;
+  if (op->broken != calls_.record()) op->broken = calls_.record();
   if (expires != Op::Clock::time_point{}) {
     op->expires = expires;
     op->self = op;
@@ -179,15 +178,9 @@ void Communicator::awaitCollective(const std::pair<std::shared_ptr<Op>, std::sha
   }
 }
 
-void Communicator::markBroken(const std::string& why) {
-  std::lock_guard lock(collMutex_);
-  calls_.markBroken(why);
-}
-
 void Communicator::subsetBarrier(const std::vector<int>& sorted) {
   world_->checkProcess("subset barrier");
   detail::CallSlot::Scope scope(calling_, rank(), "subset barrier");
-  std::lock_guard lock(collMutex_);
   auto& sub = subsets_[sorted];
   if (!sub) sub.reset(new Communicator(world_, group_.subset(sorted), timeout(), counters_, names_));
   dc::Call call;
@@ -202,7 +195,6 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
   std::uint64_t splitId;
   {
     detail::CallSlot::Scope scope(calling_, rank(), "split");
-    std::lock_guard lock(collMutex_);
     splitId = calls_.next();  // the id the split takes
     awaitCollective(launchCollective(*this, call.call, call.in, call.out));
   }

@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -70,8 +69,6 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::unique_ptr<Request::Impl> startCollective(detail::coll::Prepared call);
   std::unique_ptr<Request::Impl> startSend(const void* data, std::size_t bytes, int peer, int tag);
   std::unique_ptr<Request::Impl> startRecv(void* data, std::size_t bytes, int peer, int tag);
-  // A collective failed (seen by a request): later collectives fail at once.
-  void markBroken(const std::string& why);
   // Checks `color`; nullptr for kNoColor.
   std::shared_ptr<Communicator> split(int color, int key);
 
@@ -82,13 +79,13 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
                std::shared_ptr<CommCounters> counters, std::shared_ptr<const detail::core::RankNames> names);
   void learnNodes();
   // Takes the next collective id of `on` (this communicator or one of its
-  // subsets) and starts the collective; collMutex_ is held.
+  // subsets) and starts the collective; the call slot is held.
   std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> launchCollective(Communicator& on,
                                                                                detail::coll::Call call, const void* in,
                                                                                void* out,
                                                                                Op::Clock::time_point expires = {});
   // Waits for a blocking collective that launchCollective started on this
-  // communicator or a subset (its op and completion); collMutex_ is held. A
+  // communicator or a subset (its op and completion); the call slot is held. A
   // failure leaves this communicator unusable.
   void awaitCollective(const std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>>& launched);
   World::Clock::time_point deadline() const;
@@ -110,9 +107,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   detail::core::NodeView nodes_;  // from the hosts the ranks advertised
   std::atomic<std::int64_t> timeoutMs_;
 
-  // One collective call at a time (tether/detail/core/call_slot.hpp).
+  // One collective call at a time (tether/detail/core/call_slot.hpp): the
+  // holder alone uses the state below (the slot's compare-and-swap orders
+  // one holder's writes before the next holder's reads).
   detail::CallSlot calling_;
-  std::mutex collMutex_;  // guards the state below (markBroken comes from requests)
   // Ids of this communicator's collectives; the broken-communicator policy
   // (a subset's failure breaks its parent: only the parent's is checked).
   detail::core::CollectiveCalls calls_;
@@ -126,7 +124,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   ReusedCall::Kept call_ = ReusedCall::make();
   std::shared_ptr<CollectiveRun> run_;
   // Its algorithm choice, kept for the next call of the same operation and
-  // size (tether/detail/coll/settings.hpp; collMutex_).
+  // size (tether/detail/coll/settings.hpp).
   detail::coll::Choice choice_;
   // The same for blocking and nonblocking sends, and receives: one of each
   // kept (concurrent calls beyond that get their own).

@@ -17,6 +17,7 @@
 #include "link/sink.hpp"
 #include "match/key.hpp"
 #include "tether/detail/core/call_table.hpp"
+#include "tether/detail/core/collective_calls.hpp"
 #include "tether/detail/core/rank_names.hpp"
 #include "wire/frame.hpp"
 
@@ -96,6 +97,9 @@ class Op : public link::Owner, public detail::core::CallState<match::Key> {
   std::vector<int> members;
   std::shared_ptr<CollectiveSeq> seq;  // a collective's communicator sequence
   std::shared_ptr<CommCounters> counters;  // its communicator's (frames, how it ended)
+  // A collective's communicator's broken record (a subset barrier's: its
+  // parent's), marked when the collective fails, waited for or not.
+  std::shared_ptr<detail::core::BrokenRecord> broken;
   // A failed op whose frame a link is writing from (or reading into) its
   // buffer right now: the call returns only once that transfer ends, so the
   // link need not cut the stream mid-frame (which the peer would take for

@@ -99,16 +99,9 @@ class OpRequest final : public Request::Impl {
   }
 
  private:
-  // Done: rethrows the operation's error; a failed collective leaves the
-  // communicator unusable for further collectives (as a blocking one does).
-  void finish() {
-    try {
-      done_->rethrowIfFailed();
-    } catch (const Error& e) {
-      if (op_->kind() == Op::Kind::Collective) comm_->markBroken(e.what());
-      throw;
-    }
-  }
+  // Done: rethrows the operation's error (a failed collective left its
+  // communicator unusable when it failed: Calls::endOp).
+  void finish() { done_->rethrowIfFailed(); }
 
   std::shared_ptr<Communicator> comm_;
   std::shared_ptr<Op> op_;

@@ -363,6 +363,36 @@ inline void expiresUnobserved(Bootstrap& b) {
   b.barrier();
 }
 
+// A collective request that failed leaves its communicator unusable at
+// once, as a blocking collective's failure does (tether/bootstrap.hpp),
+// though nobody waited for it or tested it: cancelled (on a child: no world
+// abort), or past its deadline unobserved. The next collective is refused
+// with Protocol naming that failure; it takes no id and sends nothing.
+// Before 2026-12-07 TCP marked the communicator only once the request was
+// waited for or tested: the next collective took the next id and ran (here,
+// to its deadline: a Timeout).
+inline void failedRequestBreaksItsCommunicator(Bootstrap& b) {
+  auto cancelledOn = b.split(0, b.rank());
+  auto expiredOn = b.split(0, b.rank());
+  if (b.rank() == 0) {  // rank 1 calls no collective of either child
+    cancelledOn->setTimeout(std::chrono::milliseconds(300));
+    Request cancelled = cancelledOn->ibarrier();
+    check(cancelled.cancel(), "cancel of a running collective");
+    const tether::Error afterCancel = errorFrom([&] { cancelledOn->barrier(); });
+    check(afterCancel.code() == ErrorCode::Protocol && has(afterCancel, "unusable") &&
+              has(afterCancel, "cancelled on this rank"),
+          std::string("the collective after a cancelled one: ") + afterCancel.what());
+
+    expiredOn->setTimeout(std::chrono::milliseconds(300));
+    Request expired = expiredOn->ibarrier();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // not looking
+    const tether::Error afterExpiry = errorFrom([&] { expiredOn->barrier(); });
+    check(afterExpiry.code() == ErrorCode::Protocol && has(afterExpiry, "unusable") && has(afterExpiry, "timed out"),
+          std::string("the collective after one that expired unobserved: ") + afterExpiry.what());
+  }
+  b.barrier();
+}
+
 inline std::vector<Case> cases() {
   return {
       {"nonblocking: ibarrier, iallgather and ialltoall while an irecv is pending", 4, collectivesWhileIrecvPending},
@@ -383,6 +413,9 @@ inline std::vector<Case> cases() {
       {"nonblocking: an irecv nobody looks at fails at its deadline: a message that comes later waits for the next "
        "receive",
        2, expiresUnobserved},
+      {"nonblocking: a collective request that failed unobserved (cancelled, or past its deadline) leaves its "
+       "communicator unusable at once",
+       2, failedRequestBreaksItsCommunicator},
   };
 }
 

@@ -16,7 +16,6 @@
 #include <exception>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
@@ -117,11 +116,7 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
     tether::detail::CallSlot::Scope scope(calling_, rank(), "subset barrier");
     // A subset is a communicator of its own, as over TCP: its own ids and sequence.
     const detail::Group group = endpoint_.group().subset(sorted);
-    std::uint64_t count;
-    {
-      std::lock_guard<std::mutex> lock(stateMutex_);
-      count = subsets_[sorted].take();  // each subset numbers its own barriers, as over TCP
-    }
+    const std::uint64_t count = subsets_[sorted].take();  // each subset numbers its own barriers, as over TCP
     detail::Run run(endpoint_);
     Call call;
     call.op = Op::SubsetBarrier;
@@ -248,13 +243,8 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
     const Call& call = prepared.call;
     // Bad settings throw before an id is taken.
     prepare(run, choice_, call, rank(), size(), prepared.in, prepared.out);
-    std::uint64_t id;
-    {
-      std::lock_guard<std::mutex> lock(stateMutex_);
-      calls_.usable(endpoint_.who(), tether::detail::coll::callName(nameOf(call.op), calls_.next()), rank());
-      id = calls_.take();
-    }
-    begin(run, endpoint_.comm(), id, call);
+    calls_.usable(endpoint_.who(), tether::detail::coll::callName(nameOf(call.op), calls_.next()), rank());
+    begin(run, endpoint_.comm(), calls_.take(), call);
   }
 
   // Its id (on communicator `comm`), its name, and its place in the
@@ -271,18 +261,12 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
   // (tether/detail/core/collective_calls.hpp) — when it fails, whether or
   // not its caller waits. `group` maps plan ranks to world ranks.
   void launch(detail::Run& run, std::vector<int> group, bool abortWorldOnFailure) {
-    {
-      std::lock_guard<std::mutex> lock(stateMutex_);
-      calls_.usable(endpoint_.who(), run.call.where, rank());
-    }
+    calls_.usable(endpoint_.who(), run.call.where, rank());
     run.startCollective(std::move(group), [this, abortWorldOnFailure](std::exception_ptr e) {
       try {
         std::rethrow_exception(e);
       } catch (const Error& error) {  // under the world mutex
-        {
-          std::lock_guard<std::mutex> lock(stateMutex_);
-          calls_.markBroken(error.what());
-        }
+        calls_.markBroken(error.what());  // any thread's (collective_calls.hpp)
         if (abortWorldOnFailure && tether::detail::core::failureAbortsWorld(error, size()))
           endpoint_.world()->abortAllLocked(endpoint_.worldRank(), error.what());
       } catch (...) {
@@ -301,9 +285,10 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
   }
 
   detail::Endpoint endpoint_;
-  tether::detail::CallSlot calling_;  // one collective call at a time (call_slot.hpp)
-  tether::detail::coll::Choice choice_;  // its collectives' algorithm (the call slot's holder's)
-  std::mutex stateMutex_;             // guards the counters below
+  // One collective call at a time (call_slot.hpp): the holder alone uses
+  // the choice and the ids below (the broken record is any thread's).
+  tether::detail::CallSlot calling_;
+  tether::detail::coll::Choice choice_;  // its collectives' algorithm
   tether::detail::core::CollectiveCalls calls_;
   std::map<std::vector<int>, tether::detail::core::CollectiveCalls> subsets_;
 };

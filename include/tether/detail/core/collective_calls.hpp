@@ -4,11 +4,15 @@
 // ranks no longer agree on where they are, so every later collective is
 // refused with Protocol naming the first failure) and the abort-on-failure
 // policy (which failures of a world collective abort the world). Used by
-// lib/core's Communicator and the in-process testing world. Not thread-safe:
-// each world guards it with its communicator's lock. Header-only, C++17.
+// lib/core's Communicator and the in-process testing world. The ids are the
+// calling thread's (each world guards them with its communicator's lock);
+// the broken record is any thread's. Header-only, C++17.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
 
 #include "tether/error.hpp"
@@ -16,6 +20,32 @@
 namespace tether {
 namespace detail {
 namespace core {
+
+// Why a communicator's collectives are refused: the first failure of one of
+// them (or of one of its subset barriers). Marked when that collective fails,
+// whether or not its caller waits for it or tests its request (over TCP the
+// progress thread marks it), and read by the next call. Any thread.
+class BrokenRecord {
+ public:
+  // A collective failed with `why` (the first failure is kept).
+  void mark(const std::string& why) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!why_.empty()) return;
+    why_ = why.empty() ? "(no message)" : why;
+    broken_.store(true, std::memory_order_release);
+  }
+  bool broken() const { return broken_.load(std::memory_order_acquire); }
+  // The first failure's message; empty while usable.
+  std::string why() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return why_;
+  }
+
+ private:
+  std::atomic<bool> broken_{false};  // so that a usable communicator's call takes no lock
+  mutable std::mutex mutex_;
+  std::string why_;
+};
 
 class CollectiveCalls {
  public:
@@ -27,19 +57,20 @@ class CollectiveCalls {
   // Throws Error{Protocol} if an earlier collective failed: "<who>: <call>:
   // communicator unusable after an earlier collective failed: <its error>".
   void usable(const std::string& who, const std::string& call, int rank) const {
-    if (brokenBy_.empty()) return;
+    if (!broken_->broken()) return;
     throw Error(ErrorCode::Protocol,
-                who + ": " + call + ": communicator unusable after an earlier collective failed: " + brokenBy_, rank);
+                who + ": " + call + ": communicator unusable after an earlier collective failed: " + broken_->why(),
+                rank);
   }
   // A collective failed with `why` (the first failure is kept).
-  void markBroken(const std::string& why) {
-    if (brokenBy_.empty()) brokenBy_ = why;
-  }
-  bool broken() const { return !brokenBy_.empty(); }
+  void markBroken(const std::string& why) { broken_->mark(why); }
+  bool broken() const { return broken_->broken(); }
+  // The record, for whoever sees this communicator's collectives fail.
+  const std::shared_ptr<BrokenRecord>& record() const { return broken_; }
 
  private:
   std::uint64_t next_ = 1;
-  std::string brokenBy_;  // first failed collective's message; empty while usable
+  std::shared_ptr<BrokenRecord> broken_ = std::make_shared<BrokenRecord>();
 };
 
 // A collective of the world communicator that failed with `e` here leaves
