@@ -393,6 +393,33 @@ inline void failedRequestBreaksItsCommunicator(Bootstrap& b) {
   b.barrier();
 }
 
+// An abort fails every call in flight at once, a request nobody looks at
+// too (as TCP's progress thread does): rank 0's world ibarrier, which rank 1
+// never joins, ends with rank 1's abort, so rank 0's next collective is
+// refused naming it, and the request's own error is the abort. Before
+// 2026-12-07 the in-process world failed such a request only when it was
+// looked at: the next collective there said Aborted, over TCP Protocol.
+inline void abortEndsAnUnobservedRequest(Bootstrap& b) {
+  if (b.rank() == 1) {
+    int token = 0;
+    b.recv(&token, sizeof token, 0, 3);  // rank 0's ibarrier has started
+    b.abort("rank 1 stops the job");
+    return;
+  }
+  Request pending = b.ibarrier();
+  int token = 1;
+  b.send(&token, sizeof token, 1, 3);
+  const tether::Error told = errorFrom([&] { b.recv(&token, sizeof token, 1, 4); });  // until the abort is here
+  check(told.code() == ErrorCode::Aborted, std::string("the abort: ") + told.what());
+  const tether::Error next = errorFrom([&] { b.barrier(); });
+  check(next.code() == ErrorCode::Protocol && has(next, "unusable") && has(next, "barrier#1") &&
+            has(next, "aborted by rank 1: rank 1 stops the job"),
+        std::string("the collective after the aborted request: ") + next.what());
+  const tether::Error own = errorFrom([&] { pending.wait(); });
+  check(own.code() == ErrorCode::Aborted && has(own, "barrier#1") && has(own, "aborted by rank 1"),
+        std::string("the request's own error: ") + own.what());
+}
+
 inline std::vector<Case> cases() {
   return {
       {"nonblocking: ibarrier, iallgather and ialltoall while an irecv is pending", 4, collectivesWhileIrecvPending},
@@ -416,6 +443,7 @@ inline std::vector<Case> cases() {
       {"nonblocking: a collective request that failed unobserved (cancelled, or past its deadline) leaves its "
        "communicator unusable at once",
        2, failedRequestBreaksItsCommunicator},
+      {"nonblocking: an abort fails a collective request nobody looks at, at once", 2, abortEndsAnUnobservedRequest},
   };
 }
 

@@ -175,11 +175,7 @@ class Endpoint {
   }
 
   void throwIfAbortedLocked(const std::string& where) const {
-    const ::tether::detail::core::AbortState& abort = mailbox().abort;
-    if (!abort.aborted()) return;
-    if (abort.origin() < 0)
-      fail(ErrorCode::Aborted, where, -1, "aborted by InProcessWorld::abortAll: " + abort.reason());
-    throw abort.error(who(), where, rank(), worldRank());
+    if (mailbox().abort.aborted()) throw mailbox().abortError(names_, where);
   }
 
   // `peer` (a rank here) left, as TcpBootstrap says of a peer that closed its

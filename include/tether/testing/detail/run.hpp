@@ -182,9 +182,12 @@ class Run final : public ::tether::detail::core::Resumable, public Expiring {
   }
 
  private:
+  // Its deadline, and its place among the calls an abort fails at once
+  // (WorldState::abortAllLocked).
   void begin() {
     until_ = endpoint_.deadline();
     endpoint_.throwIfAbortedLocked(call.where);
+    endpoint_.table().add(call);
   }
 
   // A send's or receive's one wait.
@@ -230,8 +233,10 @@ class Run final : public ::tether::detail::core::Resumable, public Expiring {
     watched_ = false;
   }
 
-  // Withdraws its receives and drops its held sends (never delivered now).
+  // Leaves the calls in flight, withdraws its receives and drops its held
+  // sends (never delivered now).
   void letGo() {
+    endpoint_.table().remove(call);
     endpoint_.table().withdraw(call);
     for (const Held& h : held_)
       if (!h.slot->done) endpoint_.world_->dropLocked(h.slot);

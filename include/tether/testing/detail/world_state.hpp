@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -58,6 +59,16 @@ struct RankMailbox final : CallTable::Hooks, SequenceGuard::Hooks {
   SequenceGuard sequences{*this};
   // The first abort: its world rank (-1: InProcessWorld::abortAll) and reason.
   ::tether::detail::core::AbortState abort;
+
+  // The Aborted error of the call named `where` of this rank (named by `names`).
+  Error abortError(const ::tether::detail::core::RankNames& names, const std::string& where) const {
+    if (abort.origin() < 0)
+      return Error(ErrorCode::Aborted,
+                   ::tether::detail::core::failures::failure(names.who(), where,
+                                                             "aborted by InProcessWorld::abortAll: " + abort.reason()),
+                   names.rank(), -1);
+    return abort.error(names.who(), where, names.rank(), worldRank);
+  }
 
  private:
   void frameReceived(int src, const Header& h) override;
@@ -227,15 +238,20 @@ struct WorldState {
     for (auto& box : mailboxes) box->wake.notify_all();
   }
 
-  // Marks every rank aborted (the first reason wins per rank) and wakes all
-  // waiters: like TCP, where the aborting rank sends an abort notice to its peers.
+  // Marks every rank aborted (the first reason wins per rank), fails every
+  // call in flight there at once with Aborted (a request nobody looks at
+  // too) and wakes all waiters: like TCP, where the aborting rank sends an
+  // abort notice to its peers and each progress thread fails its calls.
   void abortAll(int byWorldRank, const std::string& reason) {
     std::lock_guard<std::mutex> lock(mutex);
     abortAllLocked(byWorldRank, reason);
+    drainLocked();
   }
   void abortAllLocked(int byWorldRank, const std::string& reason) {
     for (auto& box : mailboxes) {
-      box->abort.record(byWorldRank, reason);
+      if (box->abort.record(byWorldRank, reason))
+        for (Call* call : box->calls.active())
+          box->calls.failCall(*call, std::make_exception_ptr(box->abortError(*call->names, call->where)));
       box->wake.notify_all();
     }
   }
