@@ -420,6 +420,33 @@ inline void abortEndsAnUnobservedRequest(Bootstrap& b) {
         std::string("the request's own error: ") + own.what());
 }
 
+// A peer that leaves fails every call waiting on it at once, a request
+// nobody looks at too (as a TCP rank's calls fail when a peer closes its
+// bootstrap): rank 0's world ibarrier, which rank 1 never joins, ends when
+// rank 1 returns; its failure, a world collective's PeerLost, leaves the
+// communicator unusable, so rank 0's next collective is refused naming it.
+// Before 2026-12-07 the in-process world failed such a request only when it
+// was looked at: the next collective there ran, and failed PeerLost itself.
+inline void leavingPeerEndsAnUnobservedRequest(Bootstrap& b) {
+  int token = 0;
+  if (b.rank() == 1) {
+    b.recv(&token, sizeof token, 0, 3);  // rank 0's ibarrier has started
+    return;                              // leaves: a TcpBootstrap is closed, an in-process rank has left
+  }
+  Request pending = b.ibarrier();
+  b.send(&token, sizeof token, 1, 3);
+  const tether::Error gone = errorFrom([&] { b.recv(&token, sizeof token, 1, 4); });  // until rank 1 has left
+  check(gone.code() == ErrorCode::PeerLost || gone.code() == ErrorCode::Aborted,
+        std::string("rank 1 left: ") + gone.what());
+  const tether::Error next = errorFrom([&] { b.barrier(); });
+  check(
+      next.code() == ErrorCode::Protocol && has(next, "unusable") && has(next, "barrier#1") && has(next, "lost rank 1"),
+      std::string("the collective after the request rank 1 left: ") + next.what());
+  const tether::Error own = errorFrom([&] { pending.wait(); });
+  check(own.code() == ErrorCode::PeerLost && has(own, "barrier#1") && has(own, "lost rank 1"),
+        std::string("the request's own error: ") + own.what());
+}
+
 inline std::vector<Case> cases() {
   return {
       {"nonblocking: ibarrier, iallgather and ialltoall while an irecv is pending", 4, collectivesWhileIrecvPending},
@@ -444,6 +471,8 @@ inline std::vector<Case> cases() {
        "communicator unusable at once",
        2, failedRequestBreaksItsCommunicator},
       {"nonblocking: an abort fails a collective request nobody looks at, at once", 2, abortEndsAnUnobservedRequest},
+      {"nonblocking: a peer that leaves fails a collective request waiting on it, at once", 2,
+       leavingPeerEndsAnUnobservedRequest},
   };
 }
 

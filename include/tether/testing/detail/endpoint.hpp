@@ -182,8 +182,7 @@ class Endpoint {
   // bootstrap: PeerLost "lost rank P: it closed its bootstrap".
   void throwIfLeftLocked(const std::string& where, int peer) const {
     if (peer < 0 || peer >= size() || !world_->left[static_cast<std::size_t>(worldRankOf(peer))]) return;
-    fail(ErrorCode::PeerLost, where, peer,
-         failures::lostRank(names_.name(peer), failures::closedItsBootstrap() + " (its body returned)"));
+    throw RankMailbox::leftError(names_, where, worldRankOf(peer));
   }
 
   // Sleeps on this rank's condition variable until ready(), an abort or the

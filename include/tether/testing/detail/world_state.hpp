@@ -69,6 +69,18 @@ struct RankMailbox final : CallTable::Hooks, SequenceGuard::Hooks {
                    names.rank(), -1);
     return abort.error(names.who(), where, names.rank(), worldRank);
   }
+  // The PeerLost error of the call named `where` of this rank (named by
+  // `names`) that waits for world rank `gone`, which left: as TcpBootstrap
+  // says of a peer that closed its bootstrap.
+  static Error leftError(const ::tether::detail::core::RankNames& names, const std::string& where, int gone) {
+    namespace failures = ::tether::detail::core::failures;
+    const int peer = names.rankOf(gone);
+    return Error(ErrorCode::PeerLost,
+                 failures::failure(
+                     names.who(), where,
+                     failures::lostRank(names.name(peer), failures::closedItsBootstrap() + " (its body returned)")),
+                 names.rank(), peer);
+  }
 
  private:
   void frameReceived(int src, const Header& h) override;
@@ -231,11 +243,33 @@ struct WorldState {
   }
 
   // `worldRank` left (its body returned) or, with gone = false, is back for a
-  // new run; wakes every waiter.
+  // new run; wakes every waiter. Leaving fails at once every call of the
+  // other ranks that waits for it — a receive posted from it, a send its
+  // window holds for it — a request nobody looks at too, as a TCP rank's
+  // calls fail when a peer closes its bootstrap.
   void setLeft(int worldRank, bool gone) {
     std::lock_guard<std::mutex> lock(mutex);
     left[static_cast<std::size_t>(worldRank)] = gone ? 1 : 0;
+    if (gone) {
+      std::vector<std::pair<RankMailbox*, Call*>> waiting;
+      for (auto& box : mailboxes)
+        for (Call* call : box->calls.activeSet())
+          for (const Key& k : call->posted)
+            if (static_cast<int>(k.src) == worldRank) {
+              waiting.push_back({box.get(), call});
+              break;
+            }
+      for (const Window* w : {&p2p_, &coll_})
+        w->forEachHeld([&](const LaneId& lane, const Held& held) {
+          if (lane.to == worldRank && held.slot->call)
+            waiting.push_back({mailboxes[static_cast<std::size_t>(lane.from)].get(), held.slot->call});
+        });
+      for (auto& [box, call] : waiting)
+        box->calls.failCall(*call,
+                            std::make_exception_ptr(RankMailbox::leftError(*call->names, call->where, worldRank)));
+    }
     for (auto& box : mailboxes) box->wake.notify_all();
+    drainLocked();
   }
 
   // Marks every rank aborted (the first reason wins per rank), fails every
