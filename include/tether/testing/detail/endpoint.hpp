@@ -178,28 +178,22 @@ class Endpoint {
     if (mailbox().abort.aborted()) throw mailbox().abortError(names_, where);
   }
 
-  // `peer` (a rank here) left, as TcpBootstrap says of a peer that closed its
-  // bootstrap: PeerLost "lost rank P: it closed its bootstrap".
-  void throwIfLeftLocked(const std::string& where, int peer) const {
-    if (peer < 0 || peer >= size() || !world_->left[static_cast<std::size_t>(worldRankOf(peer))]) return;
-    throw RankMailbox::leftError(names_, where, worldRankOf(peer));
-  }
+  // The PeerLost error of call `where`, which waits for world rank `gone`
+  // that left, as TcpBootstrap says of a peer that closed its bootstrap.
+  Error leftError(const std::string& where, int gone) const { return RankMailbox::leftError(names_, where, gone); }
 
-  // Sleeps on this rank's condition variable until ready(), an abort or the
-  // deadline. A peer that left fails the wait: what it sent is already in
-  // the mailbox, so nothing more is coming. Woken runs are resumed first.
+  // Sleeps on this rank's condition variable until ready() or the deadline
+  // (then throws the Timeout). Woken runs are resumed first. (An abort, and
+  // a peer's leaving, fail the calls in flight at once: WorldState.)
   template <class Peer, class WaitingFor, class Ready>
   void waitLocked(std::unique_lock<std::mutex>& lock, Clock::time_point until, const std::string& where, Peer peer,
                   WaitingFor waitingFor, Ready ready) const {
     RankMailbox& box = mailbox();
     for (;;) {
       world_->drainLocked();
-      throwIfAbortedLocked(where);
       if (ready()) return;
-      throwIfLeftLocked(where, peer());
       if (box.wake.wait_until(lock, until) == std::cv_status::timeout) {
         world_->drainLocked();
-        throwIfAbortedLocked(where);
         if (ready()) return;
         fail(ErrorCode::Timeout, where, peer(), failures::timedOut(waitingFor()));
       }

@@ -88,8 +88,9 @@ class Run final : public ::tether::detail::core::Resumable, public Expiring {
     settle();
   }
 
-  // Waits until it ended; at `until` (or its deadline), an abort, or the
-  // peer it waits for leaving, fails it. Its error, or null.
+  // Waits until it ended; at `until` (or its deadline) fails it. (An abort,
+  // or the peer it waits for leaving, fails it at once: WorldState.) Its
+  // error, or null.
   std::exception_ptr wait(Clock::time_point until) {
     Endpoint::Locked lock(*endpoint_.world_);
     if (!done_) {
@@ -109,8 +110,6 @@ class Run final : public ::tether::detail::core::Resumable, public Expiring {
     Endpoint::Locked lock(*endpoint_.world_);
     if (done_) return true;
     try {
-      endpoint_.throwIfAbortedLocked(call.where);
-      endpoint_.throwIfLeftLocked(call.where, peer());
       throwIfExpired();
     } catch (...) {
       fail(std::current_exception());
@@ -155,7 +154,6 @@ class Run final : public ::tether::detail::core::Resumable, public Expiring {
   void resume(std::exception_ptr e) override {
     if (e || !steps.running()) return finish(e);
     try {
-      endpoint_.throwIfAbortedLocked(call.where);
       while (steps.next())
         if (!endpoint_.table().settleOrResume(call, *this)) return;  // resumed when the round is done
     } catch (...) {
@@ -166,19 +164,24 @@ class Run final : public ::tether::detail::core::Resumable, public Expiring {
 
   // The steps' wire (collective_steps.hpp), a send's and a receive's.
   // A frame to world rank `to`: delivered now, or held by its window (copied)
-  // and counted until delivered.
+  // and counted until delivered (never, if `to` has left: the call fails).
   void sendFrame(Call&, int to, const Header& header, const void* data, bool /*reference: copied if held*/) {
     auto slot = endpoint_.world_->sendLocked(endpoint_.worldRank(), to, header, data);
     if (!slot) return;
+    if (endpoint_.world_->left[static_cast<std::size_t>(to)])
+      endpoint_.table().failCall(call, std::make_exception_ptr(endpoint_.leftError(call.where, to)));
     held_.erase(std::remove_if(held_.begin(), held_.end(), [](const Held& h) { return h.slot->done; }), held_.end());
     slot->call = &call;
     ++call.outstanding;
     held_.push_back(Held{std::move(slot), to, header});
   }
-  // Takes a message that came first, or posts the receive (sizes differ: throws).
+  // Takes a message that came first, or posts the receive (sizes differ:
+  // throws; its sender has left, so that nothing more comes: throws PeerLost).
   void postRecv(Call&, const Key& k, void* data, std::size_t bytes) {
     CallTable& table = endpoint_.table();
-    if (!table.takeStashed(call, k, data, bytes)) table.post(call, k, data, bytes);
+    if (table.takeStashed(call, k, data, bytes)) return;
+    if (endpoint_.world_->left[k.src]) throw endpoint_.leftError(call.where, static_cast<int>(k.src));
+    table.post(call, k, data, bytes);
   }
 
  private:
