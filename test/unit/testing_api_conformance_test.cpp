@@ -520,6 +520,23 @@ std::vector<Scenario> scenarios() {
                           std::string("names the rank that left and the operation: ") + e.what());
                     check(took < std::chrono::seconds(20), "ends well before its 60 s deadline");
                   }});
+  // Before 2026-12-07 the in-process world delivered such a send into the
+  // mailbox of the rank that had left, and the send returned.
+  list.push_back({"a send to a rank that has left fails PeerLost, as over TCP", 2, [](Bootstrap& b) {
+                    b.barrier();  // over TCP: the link is up, so rank 1 leaves with a goodbye
+                    if (b.rank() == 1) return;
+                    int token = 0;
+                    errorFrom([&] { b.recv(&token, sizeof token, 1, 4); });  // until rank 1 has left
+                    const auto sent = errorFrom([&] { b.send(&token, sizeof token, 1, 5); });
+                    check(
+                        sent.code() == ErrorCode::PeerLost && sent.peer() == 1 &&
+                            contains(sent.what(), "rank 0: send to rank 1 tag 5: lost rank 1: it closed its bootstrap"),
+                        std::string("the send: ") + sent.what());
+                    const auto isent = errorFrom([&] { b.isend(&token, sizeof token, 1, 6).wait(); });
+                    check(isent.code() == ErrorCode::PeerLost &&
+                              contains(isent.what(), "send to rank 1 tag 6: lost rank 1: it closed its bootstrap"),
+                          std::string("the isend: ") + isent.what());
+                  }});
   for (const auto& c : testing_api::nonblocking::cases()) list.push_back({c.name, c.nranks, c.body});
   for (const auto& c : testing_api::window::cases()) list.push_back({c.name, c.nranks, c.body});
   for (const auto& c : testing_api::child_names::cases()) list.push_back({c.name, c.nranks, c.body});

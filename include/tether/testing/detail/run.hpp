@@ -164,12 +164,13 @@ class Run final : public ::tether::detail::core::Resumable, public Expiring {
 
   // The steps' wire (collective_steps.hpp), a send's and a receive's.
   // A frame to world rank `to`: delivered now, or held by its window (copied)
-  // and counted until delivered (never, if `to` has left: the call fails).
+  // and counted until delivered. To a rank that has left, the call fails
+  // (PeerLost), as over TCP, where its link is gone.
   void sendFrame(Call&, int to, const Header& header, const void* data, bool /*reference: copied if held*/) {
+    if (endpoint_.world_->left[static_cast<std::size_t>(to)])
+      return endpoint_.table().failCall(call, std::make_exception_ptr(endpoint_.leftError(call.where, to)));
     auto slot = endpoint_.world_->sendLocked(endpoint_.worldRank(), to, header, data);
     if (!slot) return;
-    if (endpoint_.world_->left[static_cast<std::size_t>(to)])
-      endpoint_.table().failCall(call, std::make_exception_ptr(endpoint_.leftError(call.where, to)));
     held_.erase(std::remove_if(held_.begin(), held_.end(), [](const Held& h) { return h.slot->done; }), held_.end());
     slot->call = &call;
     ++call.outstanding;
