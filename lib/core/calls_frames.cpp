@@ -153,8 +153,7 @@ void Calls::failOpsOfPeer(int p, bool gone, bool graceful, link::Link& link) {
   std::vector<Op*> affected;
   if (gone)
     for (Op* op : p_.ops.activeSet()) {
-      bool waits = std::any_of(op->posted.begin(), op->posted.end(),
-                               [&](const match::Key& k) { return static_cast<int>(k.src) == p; });
+      const bool waits = CallTable::postedFrom(*op, p);
       // A collective with p as a member cannot complete on every rank any more,
       // even if this rank is not waiting on p right now (graceful: p finished).
       bool member = !graceful && std::find(op->members.begin(), op->members.end(), p) != op->members.end();

@@ -24,15 +24,6 @@ std::string Op::name() const {
   return detail::coll::callName(op, coll, child_ ? comm : 0);
 }
 
-namespace {
-
-bool postedFrom(const Op& op, int peer) {
-  return std::any_of(op.posted.begin(), op.posted.end(),
-                     [&](const match::Key& k) { return static_cast<int>(k.src) == peer; });
-}
-
-}  // namespace
-
 bool OpTable::awaits(int peer) const {
   return std::any_of(activeSet().begin(), activeSet().end(), [&](const Op* op) { return postedFrom(*op, peer); });
 }

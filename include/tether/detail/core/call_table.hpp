@@ -246,6 +246,10 @@ class CallTable {
   // ---- waiting and ending ----
   // The sender of the call's first receive still posted (-1: none).
   static int waitedPeer(const Call& call) { return call.posted.empty() ? -1 : W::sourceOf(call.posted.front()); }
+  // The call has a receive posted from `src` (a world rank).
+  static bool postedFrom(const Call& call, int src) {
+    return std::any_of(call.posted.begin(), call.posted.end(), [&](const Key& k) { return W::sourceOf(k) == src; });
+  }
   // What it waits for, "waiting for step 2 from rank 1" or "... for a
   // message with tag 5 from rank 0" (`name(src)` names the sender); empty
   // if no receive is posted.

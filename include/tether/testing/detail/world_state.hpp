@@ -254,11 +254,7 @@ struct WorldState {
       std::vector<std::pair<RankMailbox*, Call*>> waiting;
       for (auto& box : mailboxes)
         for (Call* call : box->calls.activeSet())
-          for (const Key& k : call->posted)
-            if (static_cast<int>(k.src) == worldRank) {
-              waiting.push_back({box.get(), call});
-              break;
-            }
+          if (CallTable::postedFrom(*call, worldRank)) waiting.push_back({box.get(), call});
       for (const Window* w : {&p2p_, &coll_})
         w->forEachHeld([&](const LaneId& lane, const Held& held) {
           if (lane.to == worldRank && held.slot->call)
