@@ -5,8 +5,9 @@
 // refused with Protocol naming the first failure) and the abort-on-failure
 // policy (which failures of a world collective abort the world). Used by
 // lib/core's Communicator and the in-process testing world. The ids are the
-// calling thread's (each world guards them with its communicator's lock);
-// the broken record is any thread's. Header-only, C++17.
+// calling thread's (the holder of the communicator's call slot,
+// call_slot.hpp, alone uses them); the broken record is any thread's.
+// Header-only, C++17.
 #pragma once
 
 #include <atomic>
