@@ -157,8 +157,6 @@ class Calls final : public TransferView, public PeerTraffic {
   // A nonblocking call's op reached its Op::expires: it fails with Timeout
   // naming whom it waits for, as a blocking call does.
   void requestExpired(std::shared_ptr<Op> op);
-  // The window that counts a data frame of `h` to or from `peer`, and its lane.
-  std::pair<SendWindow*, Lane> windowOf(int peer, const wire::FrameHeader& h) const;
 
   const WorldConfig& cfg_;
   Parts p_;

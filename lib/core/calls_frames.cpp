@@ -33,7 +33,7 @@ void Calls::sendFrame(Op& op, int dst, const wire::FrameHeader& h, const void* p
   // messages, or of this communicator's collective frames), a frame waits
   // here, not in the stream, so other frames pass it; its call waits with it
   // until dst returns credit.
-  const auto [window, lane] = windowOf(dst, h);
+  const auto [window, lane] = p_.windows.of(dst, h);
   const bool held = window && !window->admit(lane, h.length);
   // A large payload is referenced (the op waits until it is written), and so
   // is a small one the link takes at once (written, or its rest copied, before
@@ -58,17 +58,11 @@ void Calls::sendFrame(Op& op, int dst, const wire::FrameHeader& h, const void* p
   link->enqueue(std::move(f));
 }
 
-std::pair<SendWindow*, Lane> Calls::windowOf(int peer, const wire::FrameHeader& h) const {
-  if (peer == rank()) return {nullptr, Lane(peer)};
-  if (h.kind == wire::Kind::P2P) return {&p_.windows.p2p, Lane(peer)};
-  if (h.kind == wire::Kind::Collective) return {&p_.windows.coll, Lane(peer, h.comm)};
-  return {nullptr, Lane(peer)};
-}
-
 void Calls::onCredit(int peer, wire::Kind data, std::uint64_t comm, std::uint64_t bytes) {
   if (p_.life.closing()) return;  // the sends it held have failed
-  auto& window = data == wire::Kind::Collective ? p_.windows.coll : p_.windows.p2p;
-  auto ready = window.credit(Lane(peer, comm), bytes);
+  // Gathered first: enqueueing a frame may fail the link, which forgets the peer's lanes.
+  std::vector<link::OutFrame> ready;
+  p_.windows.of(data).credit(Lane(peer, comm), bytes, [&](link::OutFrame&& f) { ready.push_back(std::move(f)); });
   if (ready.empty()) return;
   auto link = p_.peers.linkFor(peer);
   for (auto& f : ready) {
@@ -82,7 +76,7 @@ void Calls::onCredit(int peer, wire::Kind data, std::uint64_t comm, std::uint64_
 }
 
 void Calls::frameReceived(int src, const wire::FrameHeader& h) {
-  const auto [window, lane] = windowOf(src, h);
+  const auto [window, lane] = p_.windows.of(src, h);
   if (!window) return;
   const std::uint64_t credit = window->received(lane, h.length);
   if (credit == 0 || p_.life.closing()) return;
@@ -96,14 +90,7 @@ void Calls::frameReceived(int src, const wire::FrameHeader& h) {
   }
 }
 
-std::string Calls::windowNote(const Op& op) const {
-  namespace window = detail::core::window;
-  if (const auto lane = p_.windows.p2p.heldFor(&op))
-    return window::p2pNote(p_.windows.p2p.unreceived(*lane), p_.windows.p2p.bytes());
-  if (const auto lane = p_.windows.coll.heldFor(&op))
-    return window::collectiveNote(p_.windows.coll.unreceived(*lane), p_.windows.coll.bytes());
-  return "";
-}
+std::string Calls::windowNote(const Op& op) const { return p_.windows.heldNote(&op); }
 
 void Calls::failHeldSends() {
   for (const SendWindow* w : {&p_.windows.p2p, &p_.windows.coll})
@@ -160,11 +147,11 @@ void Calls::failOpsOfPeer(int p, bool gone, bool graceful, link::Link& link) {
       if (waits || member) affected.push_back(op);
     }
   auto owners = link.ownersWithQueuedFrames();
-  if (gone)  // sends waiting for p's credit cannot go any more
-    for (SendWindow* w : {&p_.windows.p2p, &p_.windows.coll}) {
-      for (link::Owner* o : w->ownersHeldFor(p)) owners.push_back(o);
-      w->forget(p);
-    }
+  if (gone) {  // sends waiting for p's credit cannot go any more
+    for (link::Owner* o : p_.windows.ownersHeldFor(p)) owners.push_back(o);
+    p_.windows.p2p.forget(p);
+    p_.windows.coll.forget(p);
+  }
   for (link::Owner* o : owners) {
     Op* op = static_cast<Op*>(o);
     if (std::find(affected.begin(), affected.end(), op) == affected.end()) affected.push_back(op);
@@ -234,8 +221,7 @@ void Calls::onDataComplete(link::Link& link, const wire::FrameHeader& h, const l
 // ---- TransferView (for the operation table) ----
 
 int Calls::abandonTransfers(Op& op) {
-  p_.windows.p2p.drop(&op);  // waiting for credit: nothing in a stream yet
-  p_.windows.coll.drop(&op);
+  p_.windows.drop(&op);  // waiting for credit: nothing in a stream yet
   int held = 0;
   p_.table.forEach([&](link::Link& l) { held += l.abandon(&op); });
   return held;
@@ -246,9 +232,8 @@ void Calls::unparkAll() {
 }
 
 int Calls::queuedFor(const Op& op) const {
-  for (const SendWindow* w : {&p_.windows.p2p, &p_.windows.coll})
-    if (const auto lane = w->heldFor(&op)) return lane->peer;
-  int peer = -1;
+  int peer = p_.windows.heldPeer(&op);
+  if (peer >= 0) return peer;
   p_.table.forEach([&](const link::Link& l) {
     auto owners = l.ownersWithQueuedFrames();
     if (peer < 0 && std::find(owners.begin(), owners.end(), &op) != owners.end()) peer = l.peer();

@@ -5,7 +5,6 @@
 #include <utility>
 
 #include "tether/detail/core/failures.hpp"
-#include "tether/detail/core/window.hpp"
 
 namespace tether {
 
@@ -49,12 +48,13 @@ void OpTable::failed(Op& op) {
 }
 
 std::string OpTable::pendingDescription(const Op& op) const {
-  if (!op.posted.empty()) return waitingText(op, [&](int src) { return links_.describeRank(op, src); });
-  const int to = links_.queuedFor(op);
-  return to < 0 ? "before completing"
-                : detail::core::window::waitingToSend(links_.describeRank(op, to)) + links_.windowNote(op);
+  return pendingText(
+      op, [&](int rank) { return links_.describeRank(op, rank); }, [&] { return links_.queuedFor(op); },
+      [&] { return links_.windowNote(op); });
 }
 
-int OpTable::waitsOn(const Op& op) const { return op.posted.empty() ? links_.queuedFor(op) : waitedPeer(op); }
+int OpTable::waitsOn(const Op& op) const {
+  return CallTable::waitsOn(op, [&] { return links_.queuedFor(op); });
+}
 
 }  // namespace tether

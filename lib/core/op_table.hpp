@@ -31,7 +31,7 @@ class TransferView {
   // Parked frames are read now (into the stash).
   virtual void unparkAll() = 0;
   // The peer some link still has `op`'s frames queued for (or its send
-  // waits for, SendWindow); -1 if none.
+  // waits for, SendWindows); -1 if none.
   virtual int queuedFor(const Op& op) const = 0;
   // Why `op`'s send waits, when a send window holds it: ": it has not yet
   // received ... (TETHER_P2P_WINDOW_BYTES=...)"; "" otherwise.

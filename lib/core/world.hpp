@@ -129,7 +129,7 @@ class World final {
   // The operations in flight and their mailbox; the collective sequences.
   OpTable ops_{cfg_.rank, calls_};
   SequenceGuard sequences_{cfg_.rank, ops_};
-  SendWindows windows_{cfg_.p2pWindow};  // frames a peer has not received, point-to-point and collective
+  SendWindows windows_{cfg_.rank, cfg_.p2pWindow};  // frames a peer has not received, point-to-point and collective
   PayloadPool payloads_;  // the copies of small frames
   // Runs io_: the calling thread during a call, else a background thread;
   // after each handler it resumes the operations that handler woke (never on

@@ -29,7 +29,7 @@ struct WorldConfig {
   std::chrono::milliseconds handshakeTimeout{10000};
   std::uint64_t maxPayload = detail::kMaxPayloadBytes;
   std::size_t eagerBytes = 64 * 1024;  // sends up to this size are copied and forgotten
-  // Point-to-point bytes (payload + SendWindow::kMessageCost each) sent to
+  // Point-to-point bytes (payload + window::kMessageCost each) sent to
   // one peer and not yet received there; past it sends wait (TETHER_P2P_WINDOW_BYTES).
   std::uint64_t p2pWindow = detail::core::window::kP2PBytes;
   std::string listenHost;

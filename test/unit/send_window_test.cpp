@@ -1,4 +1,4 @@
-// The send windows (core/send_window.hpp): what may go, what waits, in which
+// The send windows (tether/detail/core/send_windows.hpp, both worlds'): what may go, what waits, in which
 // order it goes when credit comes, when the receiving side returns credit,
 // and the lanes (a peer; a peer and a communicator) that keep apart.
 #include <catch2/catch.hpp>
@@ -18,10 +18,20 @@ tether::link::OutFrame frame(std::size_t len, const tether::link::Owner* owner) 
 
 struct Owner : tether::link::Owner {};
 
+SendWindow window(std::uint64_t bytes, std::uint64_t batch = tether::detail::core::window::kCreditBatch) {
+  return SendWindow(bytes, batch, [](const tether::link::OutFrame& f) -> std::uint64_t { return f.len; });
+}
+// The frames credit releases, in order.
+std::vector<tether::link::OutFrame> credit(SendWindow& w, tether::Lane lane, std::uint64_t bytes) {
+  std::vector<tether::link::OutFrame> ready;
+  w.credit(lane, bytes, [&](tether::link::OutFrame&& f) { ready.push_back(std::move(f)); });
+  return ready;
+}
+
 }  // namespace
 
 TEST_CASE("send window: messages past the window wait, in order, until credit comes", "[unit][window]") {
-  SendWindow w(64 * 1024);
+  SendWindow w = window(64 * 1024);
   const std::uint64_t cost = SendWindow::cost(8);  // 136
   int sent = 0;
   while (w.admit(1, 8)) ++sent;
@@ -34,7 +44,7 @@ TEST_CASE("send window: messages past the window wait, in order, until credit co
   REQUIRE(w.heldFor(&a));
   CHECK(w.heldFor(&a)->peer == 1);
   CHECK_FALSE(w.admit(1, 0));  // behind the waiting ones, even if it would fit
-  auto ready = w.credit(1, cost);  // room for one
+  auto ready = credit(w, 1, cost);  // room for one
   REQUIRE(ready.size() == 1);
   CHECK(ready[0].owner == &a);
   CHECK_FALSE(w.heldFor(&a));
@@ -44,10 +54,10 @@ TEST_CASE("send window: messages past the window wait, in order, until credit co
 
 TEST_CASE("send window: a message larger than the window goes while less than a quarter is outstanding",
           "[unit][window]") {
-  SendWindow w(64 * 1024);
+  SendWindow w = window(64 * 1024);
   CHECK(w.admit(1, 1 << 20));
   CHECK_FALSE(w.admit(1, 8));
-  CHECK(w.credit(1, SendWindow::cost(1 << 20)).empty());
+  CHECK(credit(w, 1, SendWindow::cost(1 << 20)).empty());
   // The receiver keeps up to kCreditBatch before it returns it: that much
   // outstanding must not stop a large message.
   REQUIRE(w.admit(1, 100));
@@ -55,19 +65,19 @@ TEST_CASE("send window: a message larger than the window goes while less than a 
 }
 
 TEST_CASE("send window: the receiver returns credit in batches of kCreditBatch", "[unit][window]") {
-  SendWindow w(1 << 20);
+  SendWindow w = window(1 << 20);
   std::uint64_t owed = 0, returned = 0;
   for (int i = 0; i < 1000; ++i) {
     owed += SendWindow::cost(8);
     returned += w.received(3, 8);
-    CHECK(owed - returned < SendWindow::kCreditBatch);
+    CHECK(owed - returned < tether::detail::core::window::kCreditBatch);
   }
   CHECK(returned > 0);
 }
 
 TEST_CASE("send window: each communicator's collective frames to a peer have their own lane, which ends with it",
           "[unit][window]") {
-  SendWindow w(SendWindow::kCollectiveBytes, SendWindow::kCollectiveBatch);
+  SendWindow w = window(tether::detail::core::window::kCollectiveBytes, tether::detail::core::window::kCollectiveBatch);
   CHECK(w.bytes() == 4u << 20);
   const tether::Lane world(1, 7), child(1, 8);
   while (w.admit(world, 16 * 1024)) {
@@ -82,13 +92,13 @@ TEST_CASE("send window: each communicator's collective frames to a peer have the
   CHECK(w.heldFor(&b)->comm == 8);
   CHECK(w.ownersHeldFor(1).size() == 2);
   // Credit for one lane releases that lane's frames only.
-  auto ready = w.credit(world, w.unreceived(world));
+  auto ready = credit(w, world, w.unreceived(world));
   REQUIRE(ready.size() == 1);
   CHECK(ready[0].owner == &a);
   // The receiving side's batch is a quarter window: one credit per MiB.
   std::uint64_t returned = 0;
   for (int i = 0; i < 64; ++i) returned += w.received(tether::Lane(2, 7), 16 * 1024 - SendWindow::kMessageCost);
-  CHECK(returned == SendWindow::kCollectiveBatch);
+  CHECK(returned == tether::detail::core::window::kCollectiveBatch);
   // A communicator that ended takes its lanes along, but not one a frame still waits on.
   w.forgetComm(7);
   CHECK(w.unreceived(world) == 0);

@@ -44,12 +44,7 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
  public:
   InProcessBootstrap(std::shared_ptr<detail::WorldState> world, std::uint64_t comm, std::vector<int> members, int rank,
                      std::chrono::milliseconds timeout)
-      : endpoint_(std::move(world), detail::Group{comm, rank, std::move(members)}, timeout) {
-    if (comm != 0) endpoint_.world()->joinComm(comm);
-  }
-  ~InProcessBootstrap() override {
-    if (endpoint_.comm() != 0) endpoint_.world()->leaveComm(endpoint_.comm());
-  }
+      : endpoint_(std::move(world), detail::Group{comm, rank, std::move(members)}, timeout) {}
   InProcessBootstrap(const InProcessBootstrap&) = delete;
   InProcessBootstrap& operator=(const InProcessBootstrap&) = delete;
 

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "tether/detail/core/failures.hpp"
+#include "tether/detail/core/window.hpp"
 #include "tether/detail/match/mailbox.hpp"
 
 namespace tether {
@@ -244,18 +245,27 @@ class CallTable {
   std::vector<unsigned char> stashBuffer(std::size_t length) { return buffers_.take(length); }
 
   // ---- waiting and ending ----
-  // The sender of the call's first receive still posted (-1: none).
-  static int waitedPeer(const Call& call) { return call.posted.empty() ? -1 : W::sourceOf(call.posted.front()); }
+  // The world rank the call waits for: its first receive's sender, else
+  // `queuedTo()` (the peer a send of it is still held or queued for; -1: none).
+  template <class QueuedTo>
+  static int waitsOn(const Call& call, QueuedTo queuedTo) {
+    return call.posted.empty() ? queuedTo() : W::sourceOf(call.posted.front());
+  }
   // The call has a receive posted from `src` (a world rank).
   static bool postedFrom(const Call& call, int src) {
     return std::any_of(call.posted.begin(), call.posted.end(), [&](const Key& k) { return W::sourceOf(k) == src; });
   }
-  // What it waits for, "waiting for step 2 from rank 1" or "... for a
-  // message with tag 5 from rank 0" (`name(src)` names the sender); empty
-  // if no receive is posted.
-  template <class Name>
-  static std::string waitingText(const Call& call, Name name) {
-    if (call.posted.empty()) return std::string();
+  // What it waits for, as its Timeout says: "waiting for step 2 from rank
+  // 1", "... for a message with tag 5 from rank 0"; else, for a send still
+  // held for world rank `queuedTo()`, "waiting to send to rank 1" and
+  // `heldNote()` (why its window holds it, window.hpp; "" if none does);
+  // else "before completing". `name(worldRank)` names a rank.
+  template <class Name, class QueuedTo, class HeldNote>
+  static std::string pendingText(const Call& call, Name name, QueuedTo queuedTo, HeldNote heldNote) {
+    if (call.posted.empty()) {
+      const int to = queuedTo();
+      return to < 0 ? "before completing" : window::waitingToSend(name(to)) + heldNote();
+    }
     const Key& k = call.posted.front();
     const auto tag = W::tagOf(k);
     return failures::waitingFor(tag ? failures::messageWithTag(*tag) : failures::stepNumber(W::stepOf(k)),

@@ -4,10 +4,8 @@
 // messages, or one communicator's collective frames to a peer — at most a
 // window of frames the peer has not received; past it the next frame waits
 // on the sender, and its call with it. Lanes (below) counts them, for both
-// worlds: the TCP world's lib/core/send_window.* (credit returned in
-// control frames) and the testing world's
-// tether/testing/detail/world_state.hpp (under its mutex); in both a
-// receiver returns credit once a batch is owed.
+// worlds (a rank's windows: send_windows.hpp); in both a receiver returns
+// credit once a batch is owed.
 // The texts are the ones a timed-out send's error ends with. Header-only, C++17.
 #pragma once
 

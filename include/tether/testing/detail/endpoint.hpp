@@ -60,15 +60,15 @@ class Endpoint {
                                 : ::tether::detail::core::RankNames(group_.rank, group_.worldRanks)),
         timeoutMs_(timeout.count()) {}
   // This rank's records of this communicator's collectives (and its
-  // subsets') leave its sequence guard, and their collective lanes go once
-  // no rank has them.
+  // subsets') leave its sequence guard, and a child's collective lanes go
+  // (but one a send still waits on), as a TCP rank's go when its
+  // communicator ends.
   ~Endpoint() {
-    {
-      Locked lock(*world_);
-      for (const auto& s : sequences_) mailbox().sequences.remove(s.first);
+    Locked lock(*world_);
+    for (const auto& s : sequences_) {
+      mailbox().sequences.remove(s.first);
+      if (s.first != 0) mailbox().windows.coll.forgetComm(s.first);
     }
-    for (const auto& s : sequences_)
-      if (s.first != group_.comm) world_->leaveComm(s.first);
   }
   Endpoint(const Endpoint&) = delete;
   Endpoint& operator=(const Endpoint&) = delete;
@@ -149,15 +149,6 @@ class Endpoint {
 
   CallTable& table() const { return mailbox().calls; }
 
-  // "waiting to send to rank 1: it has not yet received ..." (window.hpp):
-  // a send to world rank `to` of frame `h` its window holds.
-  std::string heldText(int to, const Header& h) const {
-    const auto lane = world_->windowLocked(worldRank(), to, h);
-    return window::waitingToSend(names_.nameOfWorld(to)) + (h.kind == wire::Kind::P2P
-                                                                ? window::p2pNote(lane.first, lane.second)
-                                                                : window::collectiveNote(lane.first, lane.second));
-  }
-
   RankMailbox& mailbox() const { return *world_->mailboxes[static_cast<std::size_t>(worldRank())]; }
   SequenceGuard& sequences() const { return mailbox().sequences; }
 
@@ -169,7 +160,6 @@ class Endpoint {
     if (!seq) {
       seq = std::make_shared<InProcessCalls::Seq>(names_);
       mailbox().sequences.add(comm, seq);
-      if (comm != group_.comm) world_->joinCommLocked(comm);
     }
     return *seq;
   }

@@ -169,12 +169,7 @@ class Run final : public ::tether::detail::core::Resumable, public Expiring {
   void sendFrame(Call&, int to, const Header& header, const void* data, bool /*reference: copied if held*/) {
     if (endpoint_.world_->left[static_cast<std::size_t>(to)])
       return endpoint_.table().failCall(call, std::make_exception_ptr(endpoint_.leftError(call.where, to)));
-    auto slot = endpoint_.world_->sendLocked(endpoint_.worldRank(), to, header, data);
-    if (!slot) return;
-    held_.erase(std::remove_if(held_.begin(), held_.end(), [](const Held& h) { return h.slot->done; }), held_.end());
-    slot->call = &call;
-    ++call.outstanding;
-    held_.push_back(Held{std::move(slot), to, header});
+    endpoint_.world_->sendLocked(endpoint_.worldRank(), to, header, data, call);
   }
   // Takes a message that came first, or posts the receive (sizes differ:
   // throws; its sender has left, so that nothing more comes: throws PeerLost).
@@ -237,47 +232,30 @@ class Run final : public ::tether::detail::core::Resumable, public Expiring {
     watched_ = false;
   }
 
-  // Leaves the calls in flight, withdraws its receives and drops its held
-  // sends (never delivered now).
+  // Leaves the calls in flight, withdraws its receives and drops the sends
+  // its window holds (never delivered now).
   void letGo() {
     endpoint_.table().remove(call);
     endpoint_.table().withdraw(call);
-    for (const Held& h : held_)
-      if (!h.slot->done) endpoint_.world_->dropLocked(h.slot);
-    held_.clear();
+    endpoint_.mailbox().windows.drop(&call);
   }
 
-  // A send its window held: the world rank it goes to and its frame (for the words).
-  struct Held {
-    std::shared_ptr<SendSlot> slot;
-    int to;
-    Header header;
-  };
   // The peer it waits for, and what for: a receive's sender, else a held send's.
-  const Held* heldSend() const {
-    for (const Held& h : held_)
-      if (!h.slot->done) return &h;
-    return nullptr;
-  }
   int peer() const {
-    const int from = CallTable::waitedPeer(call);  // a world rank
-    if (from >= 0) return endpoint_.names().rankOf(from);
-    const Held* held = heldSend();
-    return held ? endpoint_.names().rankOf(held->to) : -1;
+    const int from = CallTable::waitsOn(call, [&] { return endpoint_.mailbox().windows.heldPeer(&call); });
+    return from >= 0 ? endpoint_.names().rankOf(from) : -1;
   }
   std::string waitingText() const {
-    std::string text = CallTable::waitingText(call, [&](int src) { return endpoint_.names().nameOfWorld(src); });
-    if (text.empty()) {
-      if (const Held* held = heldSend()) text = endpoint_.heldText(held->to, held->header);
-    }
-    return text.empty() ? "before completing" : text;
+    const SendWindows& windows = endpoint_.mailbox().windows;
+    return CallTable::pendingText(
+        call, [&](int rank) { return endpoint_.names().nameOfWorld(rank); }, [&] { return windows.heldPeer(&call); },
+        [&] { return windows.heldNote(&call); });
   }
 
   const Endpoint& endpoint_;
   std::vector<int> group_;  // plan rank -> world rank
   Failed failed_;
   Clock::time_point until_{};
-  std::vector<Held> held_;  // sends its window held, until delivered
   bool done_ = false;
   bool watched_ = false;  // by the world's timer thread (watchDeadline)
   std::exception_ptr error_;

@@ -2,9 +2,9 @@
 //
 // One mutex guards every mailbox; each rank sleeps on its own condition
 // variable (wait_until with the call's deadline — no polling). A rank's mailbox
-// is the in-process stand-in for the TCP streams from all its peers; the send
-// windows (tether/detail/core/window.hpp) bound what a sender may leave in
-// it unreceived, as over TCP. Header-only, C++17.
+// is the in-process stand-in for the TCP streams from all its peers; its send
+// windows (tether/detail/core/send_windows.hpp, the TCP world's) bound what
+// it may leave unreceived in a peer's. Header-only, C++17.
 #pragma once
 
 #include <chrono>
@@ -16,7 +16,6 @@
 #include <mutex>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -24,7 +23,7 @@
 #include "tether/detail/defaults.hpp"
 #include "tether/detail/core/abort_state.hpp"
 #include "tether/detail/core/comm_ids.hpp"
-#include "tether/detail/core/window.hpp"
+#include "tether/detail/core/send_windows.hpp"
 #include "tether/detail/env_int.hpp"
 #include "tether/testing/detail/message.hpp"
 
@@ -33,29 +32,35 @@ namespace testing {
 namespace detail {
 
 namespace window = ::tether::detail::core::window;
+using ::tether::detail::core::Lane;
 
-// A send its window held back: done once delivered (or failed, when its
-// sender gave up on it and dropped it). A collective's counts as one of its
-// call's outstanding operations until then, as over TCP a frame referencing
-// the caller's buffer counts until written.
-struct SendSlot {
-  bool done = false;
-  Call* call = nullptr;  // a collective's (its run is resumed once its round is done), else null
+// A message its sender's window holds (copied): delivered once the peer has
+// received enough. Its call waits for it (one of its outstanding
+// operations), as over TCP a held frame's call does.
+struct HeldMessage {
+  Header header;
+  std::vector<unsigned char> payload;
+  Call* owner;
+  static std::uint64_t bytesOf(const HeldMessage& m) { return m.payload.size(); }
 };
+using SendWindows = ::tether::detail::core::SendWindows<HeldMessage>;
 
 struct WorldState;
 
 // One rank: its calls in flight and the messages waiting for them (the
-// shared call table, whose hooks credit the senders' windows), which
-// collective each of its communicators is in (the shared sequence guard),
-// its waiters' condition variable, and the first abort it was told of.
+// shared call table, whose hooks credit the senders' windows), its send
+// windows, which collective each of its communicators is in (the shared
+// sequence guard), its waiters' condition variable, and the first abort it
+// was told of.
 struct RankMailbox final : CallTable::Hooks, SequenceGuard::Hooks {
-  RankMailbox(WorldState& world, int worldRank) : world(world), worldRank(worldRank) {}
+  RankMailbox(WorldState& world, int worldRank, std::uint64_t p2pWindow)
+      : world(world), worldRank(worldRank), windows(worldRank, p2pWindow, HeldMessage::bytesOf) {}
 
   WorldState& world;
   const int worldRank;
   std::condition_variable wake;
   CallTable calls{*this};
+  SendWindows windows;
   SequenceGuard sequences{*this};
   // The first abort: its world rank (-1: InProcessWorld::abortAll) and reason.
   ::tether::detail::core::AbortState abort;
@@ -112,7 +117,7 @@ struct WorldState {
             "TETHER_MAX_PAYLOAD_BYTES", static_cast<std::int64_t>(::tether::detail::kMaxPayloadBytes),
             static_cast<std::int64_t>(::tether::detail::kMinMaxPayloadBytes),
             static_cast<std::int64_t>(::tether::detail::kMaxMaxPayloadBytes)))) {
-    for (int r = 0; r < nranks; ++r) mailboxes.push_back(std::make_unique<RankMailbox>(*this, r));
+    for (int r = 0; r < nranks; ++r) mailboxes.push_back(std::make_unique<RankMailbox>(*this, r, p2pWindow));
     watcher_ = std::thread([this] { watch(); });
   }
   ~WorldState() {
@@ -139,74 +144,40 @@ struct WorldState {
 
   int nodeOf(int worldRank) const { return worldRank / nranksPerNode; }
 
-  // A window's lane in world ranks: a peer's point-to-point messages
-  // (communicator 0), or one communicator's collective frames to it.
-  struct LaneId {
-    int from, to;
-    std::uint64_t comm;
-    bool operator==(const LaneId& o) const { return from == o.from && to == o.to && comm == o.comm; }
-  };
-  struct LaneIdHash {
-    std::size_t operator()(const LaneId& l) const {
-      return static_cast<std::size_t>(::tether::detail::core::mix(
-          ::tether::detail::core::mix(l.comm, static_cast<std::uint32_t>(l.from)), static_cast<std::uint32_t>(l.to)));
-    }
-  };
-  // A send its window holds (its payload copied): delivered when the lane has room.
-  struct Held {
-    int dst;
-    Header header;
-    std::vector<unsigned char> payload;
-    std::shared_ptr<SendSlot> slot;
-  };
-  using Window = window::Lanes<LaneId, LaneIdHash, Held>;
-  static std::uint64_t bytesOf(const Held& h) { return h.payload.size(); }
-  Window& windowOf(const Header& h) { return h.kind == wire::Kind::P2P ? p2p_ : coll_; }
-  static LaneId laneOf(int from, int to, const Header& h) {
-    return LaneId{from, to, h.kind == wire::Kind::P2P ? 0 : h.comm};
-  }
+  RankMailbox& box(int worldRank) const { return *mailboxes[static_cast<std::size_t>(worldRank)]; }
 
-  // Sends `header` and `payload` from `from` to `dst` (world ranks): delivered now when
-  // its lane has room (nullptr), else copied and held behind the lane's
-  // earlier held sends until the peer has received enough (its slot).
-  std::shared_ptr<SendSlot> sendLocked(int from, int dst, const Header& header, const void* payload) {
+  // `call` of world rank `from` sends `header` and `payload` to `dst`:
+  // delivered now when its lane has room, else copied and held by the
+  // sender's window (the call waits for it) until the peer has received
+  // enough.
+  void sendLocked(int from, int dst, const Header& header, const void* payload, Call& call) {
     const auto* bytes = static_cast<const unsigned char*>(payload);
-    if (from != dst && !windowOf(header).admit(laneOf(from, dst, header), header.length)) {
-      auto slot = std::make_shared<SendSlot>();
-      std::vector<unsigned char> copy(bytes, bytes + header.length);
-      windowOf(header).hold(laneOf(from, dst, header), Held{dst, header, std::move(copy), slot});
-      return slot;
+    const auto [window, lane] = box(from).windows.of(dst, header);
+    if (window && !window->admit(lane, header.length)) {
+      window->hold(lane, HeldMessage{header, std::vector<unsigned char>(bytes, bytes + header.length), &call});
+      ++call.outstanding;
+      return;
     }
     deliverLocked(dst, from, header, bytes);
-    return nullptr;
   }
 
-  // `to` received (matched) a message from `from` (world ranks): once a credit batch is owed, as the
-  // TCP world's receiver returns it, the lane's held sends that fit now are
-  // delivered and their sender woken.
+  // `to` received (matched) a message from `from` (world ranks): once a
+  // credit batch is owed, as the TCP world's receiver returns it, the
+  // sender's held messages that fit now are delivered and their calls woken.
   void receivedLocked(int to, int from, const Header& h) {
-    if (from < 0 || from == to) return;
-    Window& lanes = windowOf(h);
-    const LaneId lane = laneOf(from, to, h);
-    const std::uint64_t credit = lanes.received(lane, h.length);
+    const auto [window, lane] = box(to).windows.of(from, h);
+    if (!window) return;
+    const std::uint64_t credit = window->received(lane, h.length);
     if (credit == 0) return;
-    lanes.credit(lane, credit, [&](Held&& held) {
-      held.slot->done = true;
-      deliverLocked(held.dst, from, held.header, held.payload.data());
-      RankMailbox& sender = *mailboxes[static_cast<std::size_t>(from)];
-      if (Call* call = std::exchange(held.slot->call, nullptr)) {
-        if (!call->error) --call->outstanding;
-        sender.calls.wake(*call);
-        stirLocked(from);
-      }
+    RankMailbox& sender = box(from);
+    sender.windows.of(h.kind).credit(Lane(to, lane.comm), credit, [&](HeldMessage&& held) {
+      Call& call = *held.owner;
+      if (!call.error) --call.outstanding;
+      sender.calls.wake(call);
+      stirLocked(from);
       sender.wake.notify_all();
+      deliverLocked(to, from, held.header, held.payload.data());
     });
-  }
-
-  // The sender gave up on a held send (it failed): it is never delivered.
-  void dropLocked(const std::shared_ptr<SendSlot>& slot) {
-    slot->call = nullptr;
-    for (Window* w : {&p2p_, &coll_}) w->dropHeld([&](const LaneId&, const Held& h) { return h.slot == slot; });
   }
 
   // `worldRank`'s call table may have woken a run (a frame was delivered to
@@ -219,14 +190,8 @@ struct WorldState {
     while (!stirred_.empty()) {
       const int r = stirred_.back();
       stirred_.pop_back();
-      mailboxes[static_cast<std::size_t>(r)]->calls.resumeWoken();
+      box(r).calls.resumeWoken();
     }
-  }
-
-  // How much of `from`'s frames on the lane of `key` to `to` are unreceived,
-  // and its window (a held send's timeout names both).
-  std::pair<std::uint64_t, std::uint64_t> windowLocked(int from, int to, const Header& h) {
-    return {windowOf(h).unreceived(laneOf(from, to, h)), windowOf(h).bytes()};
   }
 
   // Delivers from `srcWorld` to `dstWorld`: into the oldest receive posted under its key
@@ -235,11 +200,11 @@ struct WorldState {
   // is in there (else it is dropped, and that collective fails); caller
   // holds `mutex`.
   void deliverLocked(int dstWorld, int srcWorld, const Header& header, const unsigned char* payload) {
-    RankMailbox& box = *mailboxes[static_cast<std::size_t>(dstWorld)];
-    box.calls.deliver(srcWorld, header, payload,
-                      [&] { return header.kind != wire::Kind::Collective || box.sequences.admit(srcWorld, header); });
+    RankMailbox& to = box(dstWorld);
+    to.calls.deliver(srcWorld, header, payload,
+                     [&] { return header.kind != wire::Kind::Collective || to.sequences.admit(srcWorld, header); });
     stirLocked(dstWorld);
-    box.wake.notify_all();
+    to.wake.notify_all();
   }
 
   // `worldRank` left (its body returned) or, with gone = false, is back for a
@@ -255,11 +220,8 @@ struct WorldState {
       for (auto& box : mailboxes)
         for (Call* call : box->calls.activeSet())
           if (CallTable::postedFrom(*call, worldRank)) waiting.push_back({box.get(), call});
-      for (const Window* w : {&p2p_, &coll_})
-        w->forEachHeld([&](const LaneId& lane, const Held& held) {
-          if (lane.to == worldRank && held.slot->call)
-            waiting.push_back({mailboxes[static_cast<std::size_t>(lane.from)].get(), held.slot->call});
-        });
+      for (auto& box : mailboxes)
+        for (Call* call : box->windows.ownersHeldFor(worldRank)) waiting.push_back({box.get(), call});
       for (auto& [box, call] : waiting)
         box->calls.failCall(*call,
                             std::make_exception_ptr(RankMailbox::leftError(*call->names, call->where, worldRank)));
@@ -286,21 +248,6 @@ struct WorldState {
     }
   }
 
-  // A rank's bootstrap of communicator `comm` (a split's child, or a subset
-  // barrier's group) was made or destroyed; once the last is gone, the communicator's collective lanes
-  // are forgotten, as TCP ranks forget theirs when their bootstrap of it ends.
-  void joinComm(std::uint64_t comm) {
-    std::lock_guard<std::mutex> lock(mutex);
-    joinCommLocked(comm);
-  }
-  void joinCommLocked(std::uint64_t comm) { ++commRanks_[comm]; }
-  void leaveComm(std::uint64_t comm) {
-    std::lock_guard<std::mutex> lock(mutex);
-    auto it = commRanks_.find(comm);
-    if (it == commRanks_.end() || --it->second > 0) return;
-    commRanks_.erase(it);
-    coll_.eraseLanes([&](const LaneId& l, bool) { return l.comm == comm; });
-  }
   // `call` fails at `at` unless it ends first (unwatchLocked), whether or
   // not anyone waits for it: as TCP's progress thread fails a request's op
   // at its deadline (a collective of the world then aborts the world).
@@ -318,10 +265,12 @@ struct WorldState {
       }
   }
 
-  // How many collective lanes are counted (all communicators; for tests).
+  // How many collective lanes the ranks count (all communicators; for tests).
   std::size_t collectiveLanes() {
     std::lock_guard<std::mutex> lock(mutex);
-    return coll_.size();
+    std::size_t n = 0;
+    for (const auto& box : mailboxes) n += box->windows.coll.lanes();
+    return n;
   }
 
   // TETHER_TIMEOUT_MS when set and not 0, else kDefaultTimeout: the rule and
@@ -354,9 +303,6 @@ struct WorldState {
     }
   }
 
-  Window p2p_{p2pWindow, window::kCreditBatch, bytesOf};
-  Window coll_{window::kCollectiveBytes, window::kCollectiveBatch, bytesOf};
-  std::unordered_map<std::uint64_t, int> commRanks_;  // a child communicator's live bootstraps
   std::vector<int> stirred_;                          // ranks drainLocked looks at
   std::vector<std::pair<Clock::time_point, Expiring*>> watched_;
   std::condition_variable watchWake_;
