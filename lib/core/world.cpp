@@ -213,7 +213,7 @@ void World::abort(int origin, const std::string& reason) {
 
 void World::abortOnProgress(const wire::AbortNotice& n, bool notifyPeers, int from) {
   if (!relay_.handle(n, notifyPeers, from, life_.joined())) return;
-  for (Op* op : ops_.active()) ops_.failOp(*op, std::make_exception_ptr(abort_.abortedError(op->name(), *op->names)));
+  ops_.failAll([&](const Op& op) { return abort_.abortedError(op.name(), *op.names); });
   if (life_.joining()) {
     auto error = abort_.abortedError("rendezvous");
     rendezvous_->onAborted(error.what());

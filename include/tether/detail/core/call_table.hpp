@@ -312,6 +312,11 @@ class CallTable {
     wake(call);
     hooks_.failed(call);
   }
+  // Ends every call in flight with `errorOf(call)` (an abort: each names its call).
+  template <class ErrorOf>
+  void failAll(ErrorOf errorOf) {
+    for (Call* call : active()) failCall(*call, std::make_exception_ptr(errorOf(*call)));
+  }
 
  private:
   Hooks& hooks_;

@@ -215,17 +215,15 @@ struct WorldState {
   void setLeft(int worldRank, bool gone) {
     std::lock_guard<std::mutex> lock(mutex);
     left[static_cast<std::size_t>(worldRank)] = gone ? 1 : 0;
-    if (gone) {
-      std::vector<std::pair<RankMailbox*, Call*>> waiting;
-      for (auto& box : mailboxes)
+    if (gone)
+      for (auto& box : mailboxes) {
+        std::vector<Call*> waiting = box->windows.ownersHeldFor(worldRank);
         for (Call* call : box->calls.activeSet())
-          if (CallTable::postedFrom(*call, worldRank)) waiting.push_back({box.get(), call});
-      for (auto& box : mailboxes)
-        for (Call* call : box->windows.ownersHeldFor(worldRank)) waiting.push_back({box.get(), call});
-      for (auto& [box, call] : waiting)
-        box->calls.failCall(*call,
-                            std::make_exception_ptr(RankMailbox::leftError(*call->names, call->where, worldRank)));
-    }
+          if (CallTable::postedFrom(*call, worldRank)) waiting.push_back(call);
+        for (Call* call : waiting)
+          box->calls.failCall(*call,
+                              std::make_exception_ptr(RankMailbox::leftError(*call->names, call->where, worldRank)));
+      }
     for (auto& box : mailboxes) box->wake.notify_all();
     drainLocked();
   }
@@ -242,8 +240,7 @@ struct WorldState {
   void abortAllLocked(int byWorldRank, const std::string& reason) {
     for (auto& box : mailboxes) {
       if (box->abort.record(byWorldRank, reason))
-        for (Call* call : box->calls.active())
-          box->calls.failCall(*call, std::make_exception_ptr(box->abortError(*call->names, call->where)));
+        box->calls.failAll([&](const Call& call) { return box->abortError(*call.names, call.where); });
       box->wake.notify_all();
     }
   }
