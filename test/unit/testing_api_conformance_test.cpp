@@ -18,6 +18,7 @@
 
 #include "multiproc.hpp"
 #include "testing_api_child_names.hpp"
+#include "testing_api_edges.hpp"
 #include "testing_api_mismatch.hpp"
 #include "testing_api_nonblocking.hpp"
 #include "testing_api_support.hpp"
@@ -27,6 +28,7 @@ using std::chrono::milliseconds;
 using testing_api::check;
 using testing_api::contains;
 using testing_api::errorFrom;
+using testing_api::p2pRendezvous;
 using tether::Bootstrap;
 using tether::ErrorCode;
 using tether::testing::InProcessWorld;
@@ -82,19 +84,6 @@ void partsPastMaxPayload(Bootstrap& b) {
   check(contains(e.what(),
                  "rank 1: broadcast#2: rank 0 sent broadcast#2 step 0 (65536 bytes), this rank expects 40000 bytes"),
         std::string("names the part it received: ") + e.what());
-}
-
-// Ranks wait here for each other with point-to-point only (works on a
-// communicator whose collectives have failed).
-void p2pRendezvous(Bootstrap& b, int tag) {
-  int token = b.rank();
-  if (b.rank() != 0) {
-    b.send(&token, sizeof token, 0, tag);
-    b.recv(&token, sizeof token, 0, tag);
-    return;
-  }
-  for (int p = 1; p < b.size(); ++p) b.recv(&token, sizeof token, p, tag);
-  for (int p = 1; p < b.size(); ++p) b.send(&token, sizeof token, p, tag);
 }
 
 // A mismatch ends the world, over TCP and in process alike: each rank sees
@@ -541,6 +530,7 @@ std::vector<Scenario> scenarios() {
   for (const auto& c : testing_api::window::cases()) list.push_back({c.name, c.nranks, c.body});
   for (const auto& c : testing_api::child_names::cases()) list.push_back({c.name, c.nranks, c.body});
   for (const auto& c : testing_api::mismatch::cases()) list.push_back({c.name, c.nranks, c.body});
+  for (const auto& c : testing_api::edges::cases()) list.push_back({c.name, c.nranks, c.body});
   for (const char* trial : {"1", "2", "3", "4", "5"})
     list.push_back({(std::string("two threads x 30 all-gathers on one communicator: the misuse is reported on "
                                  "every rank (trial ") +

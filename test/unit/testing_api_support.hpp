@@ -45,6 +45,19 @@ inline unsigned char pattern(int from, int to, std::size_t index) {
   return static_cast<unsigned char>(from * 31 + to * 7 + static_cast<int>(index % 251) + 1);
 }
 
+// Ranks wait here for each other with point-to-point only (works on a
+// communicator whose collectives have failed; takes no collective id).
+inline void p2pRendezvous(tether::Bootstrap& b, int tag) {
+  int token = b.rank();
+  if (b.rank() != 0) {
+    b.send(&token, sizeof token, 0, tag);
+    b.recv(&token, sizeof token, 0, tag);
+    return;
+  }
+  for (int p = 1; p < b.size(); ++p) b.recv(&token, sizeof token, p, tag);
+  for (int p = 1; p < b.size(); ++p) b.send(&token, sizeof token, p, tag);
+}
+
 inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 const std::vector<int> kWorldSizes = {1, 2, 3, 5, 8};
