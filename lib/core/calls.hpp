@@ -1,6 +1,6 @@
 // Calls: the engine's glue, one job: a call's operation from its start to its
 // end. It starts an operation's run on the progress thread (OpRun: a
-// CollectiveRun or a PointRun), waits for it with its deadline, cancels it,
+// collective, a send or a receive), waits for it with its deadline, cancels it,
 // and ends it;
 // in between the operation sends frames (through the send windows,
 // SendWindows, onto the link Peers gives) and posts receives (OpTable), and

@@ -4,7 +4,6 @@
 
 #include "base/env.hpp"
 #include "coll/select.hpp"
-#include "core/collective_run.hpp"
 #include "core/request_impl.hpp"
 #include "tether/detail/args.hpp"
 #include "tether/detail/core/deadlines.hpp"
@@ -53,7 +52,7 @@ World::Clock::time_point Communicator::deadline() const { return detail::core::d
 // A point-to-point call's op and completion: the kept pair of `kept`, with
 // the kept `run`, once nothing else holds them (an earlier call's request or
 // stall probe may), or a pair and run of its own.
-Communicator::PointCall Communicator::leasePoint(ReusedCall& kept, const std::shared_ptr<PointRun>& run, Op::Kind kind,
+Communicator::PointCall Communicator::leasePoint(ReusedCall& kept, const std::shared_ptr<OpRun>& run, Op::Kind kind,
                                                  int peer, int tag, Op::Clock::time_point expires) {
   PointCall c;
   if (auto lease = kept.lease(kind, group_.comm, peer, tag)) {
@@ -63,7 +62,7 @@ Communicator::PointCall Communicator::leasePoint(ReusedCall& kept, const std::sh
   } else {
     c.op = std::make_shared<Op>(kind, group_.comm, peer, tag);
     c.done = std::make_shared<Completion>();
-    c.run = std::make_shared<PointRun>();
+    c.run = std::make_shared<OpRun>();
   }
   c.op->counters = counters_;
   c.op->names = names_;
@@ -133,7 +132,7 @@ std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> Communicator::launch
   const dc::Algorithm& algo = on.choice_.of(coll::settings, on.rank(), on.size(), world_->topology().cpuBound, call);
   // on's run is reused once its last call ended; its plan is recorded (or
   // found) before the call takes its id.
-  if (!on.run_ || !on.run_->idle()) on.run_ = std::make_shared<CollectiveRun>();
+  if (!on.run_ || !on.run_->idle()) on.run_ = std::make_shared<OpRun>();
   on.run_->prepare(algo, on.choice_.shape, call, in, out);
   // The op and completion of on's last call are reused once nothing else
   // holds them (a request or a stall probe may).
@@ -165,7 +164,7 @@ std::pair<std::shared_ptr<Op>, std::shared_ptr<Completion>> Communicator::launch
   }
   op->root = detail::core::rootOnWire(call);
   counters_->call(static_cast<std::size_t>(call.op));  // the kinds are wire::Op's values
-  on.run_->start(*world_, on.group_.worldRanks, op, done);
+  on.run_->startCollective(world_->calls(), on.group_.worldRanks, world_->config().maxPayload, op, done);
   return {std::move(op), std::move(done)};
 }
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "base/layer.hpp"
-#include "core/point_run.hpp"
+#include "core/op_run.hpp"
 #include "core/reused_call.hpp"
 #include "core/world.hpp"
 #include "tether/detail/core/call_slot.hpp"
@@ -28,8 +28,6 @@
 TETHER_LAYER(6, "core");
 
 namespace tether {
-
-class CollectiveRun;
 
 // Its id, this rank's rank and each rank's world rank
 // (tether/detail/core/group.hpp, as in the testing world).
@@ -93,10 +91,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   struct PointCall {
     std::shared_ptr<Op> op;
     std::shared_ptr<Completion> done;
-    std::shared_ptr<PointRun> run;
+    std::shared_ptr<OpRun> run;
   };
   // `expires`: a request's deadline (Op::expires), zero for a blocking call.
-  PointCall leasePoint(ReusedCall& kept, const std::shared_ptr<PointRun>& run, Op::Kind kind, int peer, int tag,
+  PointCall leasePoint(ReusedCall& kept, const std::shared_ptr<OpRun>& run, Op::Kind kind, int peer, int tag,
                        Op::Clock::time_point expires);
   // Starts the send (receive); throws as Calls::startRun does.
   PointCall launchSend(const void* data, std::size_t bytes, int peer, int tag, Op::Clock::time_point expires = {});
@@ -122,14 +120,14 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // The collective call's op and completion, and its run, reused by the next
   // call once nothing else holds them (launchCollective).
   ReusedCall::Kept call_ = ReusedCall::make();
-  std::shared_ptr<CollectiveRun> run_;
+  std::shared_ptr<OpRun> run_;
   // Its algorithm choice, kept for the next call of the same operation and
   // size (tether/detail/coll/settings.hpp).
   detail::coll::Choice choice_;
   // The same for blocking and nonblocking sends, and receives: one of each
   // kept (concurrent calls beyond that get their own).
   ReusedCall::Kept sendCall_ = ReusedCall::make(), recvCall_ = ReusedCall::make();
-  const std::shared_ptr<PointRun> sendRun_ = std::make_shared<PointRun>(), recvRun_ = std::make_shared<PointRun>();
+  const std::shared_ptr<OpRun> sendRun_ = std::make_shared<OpRun>(), recvRun_ = std::make_shared<OpRun>();
 };
 
 }  // namespace tether

@@ -7,14 +7,38 @@
 
 namespace tether {
 
-void OpRun::launch(Calls& calls, std::shared_ptr<Op> op, std::shared_ptr<Completion> done,
-                   std::shared_ptr<OpRun> self) {
+namespace {
+const std::vector<int> kNoRanks;
+}  // namespace
+
+void OpRun::startSend(Calls& calls, std::shared_ptr<Op> op, std::shared_ptr<Completion> done, int dst,
+                      const wire::FrameHeader& h, const void* data) {
+  steps_.send(dst, h, data);
+  worldRanks_ = &kNoRanks;
+  launch(calls, std::move(op), std::move(done));
+}
+
+void OpRun::startRecv(Calls& calls, std::shared_ptr<Op> op, std::shared_ptr<Completion> done, const match::Key& key,
+                      void* data, std::size_t bytes) {
+  steps_.recv(key, data, bytes);
+  worldRanks_ = &kNoRanks;
+  launch(calls, std::move(op), std::move(done));
+}
+
+void OpRun::startCollective(Calls& calls, const std::vector<int>& worldRanks, std::uint64_t maxPayload,
+                            std::shared_ptr<Op> op, std::shared_ptr<Completion> done) {
+  worldRanks_ = &worldRanks;
+  maxPayload_ = maxPayload;
+  launch(calls, std::move(op), std::move(done));
+}
+
+void OpRun::launch(Calls& calls, std::shared_ptr<Op> op, std::shared_ptr<Completion> done) {
   calls_ = &calls;
   op_ = std::move(op);
   done_ = std::move(done);
   begun_ = false;
   busy_.store(true, std::memory_order_relaxed);
-  self_ = std::move(self);
+  self_ = shared_from_this();
   try {
     calls_->startRun(*op_, *this, slot_);
   } catch (...) {
@@ -34,14 +58,14 @@ void OpRun::resume(std::exception_ptr e) {
       op_->self.reset();
       auto done = std::move(done_);
       op_.reset();
-      ended();
       auto self = std::move(self_);
       busy_.store(false, std::memory_order_release);
       done->complete(e);
       return;
     }
     try {
-      begin();
+      if (steps_.collective()) calls_->beginCollective(*op_->seq, *op_);
+      steps_.begin(*op_, *calls_, *worldRanks_, maxPayload_);
     } catch (...) {
       return finish(std::current_exception());
     }
@@ -52,17 +76,12 @@ void OpRun::resume(std::exception_ptr e) {
 }
 
 void OpRun::step() {
-  try {
-    while (next())
-      if (!calls_->settleOrResume(*op_, *this)) return;  // resume() goes on
-  } catch (...) {
-    return finish(std::current_exception());
-  }
-  finish(nullptr);
+  std::exception_ptr e;
+  if (steps_.advance(*calls_, *this, e)) finish(e);  // else resume() goes on
 }
 
 void OpRun::finish(std::exception_ptr e) {
-  ended();
+  steps_.end();
   Calls* calls = calls_;
   auto op = std::move(op_);
   auto done = std::move(done_);

@@ -110,7 +110,7 @@ inline postRecv(r, k, c, s, t, x, pl) {
   fi
 }
 
-/* the collectives thread: Communicator::collective -> CollectiveRun.
+/* the collectives thread: Communicator::collective -> OpRun (CallSteps).
  * A collective's first handler sets it current, checks early frames against
  * it and runs the algorithm to its first settle(): post the receive, send
  * (the 2-rank barrier and all-to-all alike). */

@@ -202,7 +202,7 @@ TEST_CASE("a steady-state broadcast of 512 bytes and a barrier at 8 ranks alloca
 }
 
 // A blocking send and receive run without a coroutine, their op and
-// completion reused call after call (PointRun, ReusedCall), as a
+// completion reused call after call (OpRun, ReusedCall), as a
 // collective's are. Three tags in turn: each is a key of its own.
 TEST_CASE("a steady-state blocking send and receive of 2 KiB around a ring of 8 ranks allocate nothing per call",
           "[multiproc][allocations]") {

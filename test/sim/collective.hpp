@@ -1,5 +1,5 @@
 // Replays collective plans (planner.hpp) on the engine, with the same
-// semantics as the TCP world's replay (lib/core/collective_run.cpp): sends and
+// semantics as the TCP world's replay (lib/core/op_run.cpp): sends and
 // receives are posted in plan order; a settle lets the rank go on only when
 // every receive it posted has arrived (matched on the full key: source,
 // call, step) and every send has left (eager: copied; large: sent); local

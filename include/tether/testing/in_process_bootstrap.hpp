@@ -178,11 +178,13 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
   // A point-to-point message: delivered, or copied and held by its window.
   void startSend(detail::Run& run, const void* data, std::size_t bytes, int peer, int tag) {
     run.call = endpoint_.call(tether::detail::core::failures::sendName(peer, tag));
-    run.startSend(peer, endpoint_.sendFrame(tag, bytes), data);
+    run.steps.send(endpoint_.worldRankOf(peer), endpoint_.sendFrame(tag, bytes), data);
+    run.start();
   }
   void startRecv(detail::Run& run, void* data, std::size_t bytes, int peer, int tag) {
     run.call = endpoint_.call(tether::detail::core::failures::recvName(peer, tag));
-    run.startRecv(endpoint_.recvKey(peer, tag), data, bytes);
+    run.steps.recv(endpoint_.recvKey(peer, tag), data, bytes);
+    run.start();
   }
   // A blocking call waits for its run (to its deadline).
   static void waitFor(detail::Run& run) {
@@ -205,7 +207,7 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
       static const dc::Settings loaded = dc::loadSettings();
       return loaded;
     };
-    run.steps.prepare(choice.of(settings, groupRank, groupSize, cpuBound, call), choice.shape, call, in, out);
+    run.steps.collective(choice.of(settings, groupRank, groupSize, cpuBound, call), choice.shape, call, in, out);
   }
 
   // Numbers the call, runs its plan, and waits for it; a failure marks the
@@ -257,7 +259,7 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
   // not its caller waits. `group` maps plan ranks to world ranks.
   void launch(detail::Run& run, std::vector<int> group, bool abortWorldOnFailure) {
     calls_.usable(endpoint_.who(), run.call.where, rank());
-    run.startCollective(std::move(group), [this, abortWorldOnFailure](std::exception_ptr e) {
+    run.start(std::move(group), [this, abortWorldOnFailure](std::exception_ptr e) {
       try {
         std::rethrow_exception(e);
       } catch (const Error& error) {  // under the world mutex

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "tether/detail/core/collective_steps.hpp"
+#include "tether/detail/core/call_steps.hpp"
 #include "tether/detail/core/deadlines.hpp"
 #include "tether/detail/core/failures.hpp"
 #include "tether/detail/core/group.hpp"

@@ -1,9 +1,9 @@
 // tether/testing/detail/run.hpp — one call of one rank (a send, a receive,
 // a collective), run as the TCP world runs its calls (lib/core/op_run.hpp):
-// a state machine, not a thread. It posts what it sends and receives — a
-// collective its plan's steps up to each settle — and parks in the shared
-// call table (CallTable::settleOrResume); the table wakes it once its
-// receives are filled and its held sends delivered, and the thread that
+// a state machine, not a thread. Its steps — what it posts up to each
+// settle — are the TCP world's (tether/detail/core/call_steps.hpp); it
+// parks in the shared call table (CallTable::settleOrResume); the table
+// wakes it once its receives are filled and its held sends delivered, and the thread that
 // delivered the last of them resumes it before it lets go of the world mutex
 // (WorldState::drainLocked). So a nonblocking call needs no thread, and a
 // rank's calls progress whether or not its caller waits. A caller that waits
@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "tether/detail/core/call_table.hpp"
-#include "tether/detail/core/collective_steps.hpp"
+#include "tether/detail/core/call_steps.hpp"
 #include "tether/error.hpp"
 #include "tether/testing/detail/endpoint.hpp"
 
@@ -32,7 +32,7 @@ namespace detail {
 class Run final : public ::tether::detail::core::Resumable, public Expiring {
  public:
   using Clock = Endpoint::Clock;
-  using Steps = ::tether::detail::core::CollectiveSteps<InProcessCalls, Run>;
+  using Steps = ::tether::detail::core::CallSteps<InProcessCalls, Run>;
   // Told of a collective's failure under the world mutex: the bootstrap
   // marks its communicator broken and may abort the world.
   using Failed = std::function<void(std::exception_ptr)>;
@@ -54,38 +54,23 @@ class Run final : public ::tether::detail::core::Resumable, public Expiring {
 
   Call call;                        // its receives (and a collective's sequence entry) point to it
   std::vector<unsigned char> keep;  // an in-place all-to-all's blocks to send
-  // A collective's steps: its plan, prepared before the call takes its id
-  // (so bad settings throw first), replayed as TCP's (collective_steps.hpp).
+  // What it posts (call_steps.hpp): set before it starts; a collective's
+  // plan before the call takes its id (so bad settings throw first).
   Steps steps;
 
-  // Each starts the call (its deadline the communicator's timeout from now)
-  // and takes it as far as it goes now; an abort throws first.
-  // A collective: replays its plan over `group` (plan rank -> world rank).
-  void startCollective(std::vector<int> group, Failed failed) {
+  // Starts the call (its deadline the communicator's timeout from now) and
+  // takes it as far as it goes now; an abort throws first. A collective
+  // replays its plan over `group` (plan rank -> world rank); `failed` is
+  // told of its failure.
+  void start(std::vector<int> group = {}, Failed failed = nullptr) {
     Endpoint::Locked lock(*endpoint_.world_);
-    begin();
+    until_ = endpoint_.deadline();
+    endpoint_.throwIfAbortedLocked(call.where);
+    endpoint_.table().add(call);
     group_ = std::move(group);
     failed_ = std::move(failed);
     steps.begin(call, *this, group_, endpoint_.world_->maxPayload);
     resume(call.error);  // failed as it began: a frame of another operation came first
-  }
-  // A point-to-point message to `peer` (delivered, or held by its window).
-  void startSend(int peer, const Header& header, const void* data) {
-    Endpoint::Locked lock(*endpoint_.world_);
-    begin();
-    sendFrame(call, endpoint_.worldRankOf(peer), header, data, false);
-    settle();
-  }
-  // A receive under `k`: filled from a message that came first, else posted.
-  void startRecv(const Key& k, void* data, std::size_t bytes) {
-    Endpoint::Locked lock(*endpoint_.world_);
-    begin();
-    try {
-      postRecv(call, k, data, bytes);
-    } catch (...) {  // sizes differ
-      return finish(std::current_exception());
-    }
-    settle();
   }
 
   // Waits until it ended; at `until` (or its deadline) fails it. (An abort,
@@ -152,17 +137,11 @@ class Run final : public ::tether::detail::core::Resumable, public Expiring {
 
   // The call table's: what it waited for is done (or `e` failed it).
   void resume(std::exception_ptr e) override {
-    if (e || !steps.running()) return finish(e);
-    try {
-      while (steps.next())
-        if (!endpoint_.table().settleOrResume(call, *this)) return;  // resumed when the round is done
-    } catch (...) {
-      return finish(std::current_exception());
-    }
-    finish(nullptr);
+    if (done_) return;
+    if (e || steps.advance(endpoint_.table(), *this, e)) finish(e);  // else resumed when the wait is over
   }
 
-  // The steps' wire (collective_steps.hpp), a send's and a receive's.
+  // The steps' wire (call_steps.hpp).
   // A frame to world rank `to`: delivered now, or held by its window (copied)
   // and counted until delivered. To a rank that has left, the call fails
   // (PeerLost), as over TCP, where its link is gone.
@@ -181,24 +160,6 @@ class Run final : public ::tether::detail::core::Resumable, public Expiring {
   }
 
  private:
-  // Its deadline, and its place among the calls an abort fails at once
-  // (WorldState::abortAllLocked).
-  void begin() {
-    until_ = endpoint_.deadline();
-    endpoint_.throwIfAbortedLocked(call.where);
-    endpoint_.table().add(call);
-  }
-
-  // A send's or receive's one wait.
-  void settle() {
-    try {
-      if (!endpoint_.table().settleOrResume(call, *this)) return;
-    } catch (...) {
-      return finish(std::current_exception());
-    }
-    finish(nullptr);
-  }
-
   // Ends the run with `e` through the call table (it waits there), at once.
   void fail(const std::exception_ptr& e) {
     if (done_) return;
