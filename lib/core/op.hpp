@@ -3,7 +3,6 @@
 // a reference for cancellation.
 #pragma once
 
-#include <boost/intrusive/set_hook.hpp>
 #include <chrono>
 #include <cstdint>
 #include <exception>
@@ -18,6 +17,7 @@
 #include "match/key.hpp"
 #include "tether/detail/core/call_table.hpp"
 #include "tether/detail/core/collective_calls.hpp"
+#include "tether/detail/core/deadline_queue.hpp"
 #include "tether/detail/core/rank_names.hpp"
 #include "wire/frame.hpp"
 
@@ -34,7 +34,6 @@ class Op : public link::Owner, public detail::core::CallState<match::Key> {
  public:
   enum class Kind { Collective, Send, Recv };
   using Clock = std::chrono::steady_clock;
-  using DeadlineHook = boost::intrusive::set_member_hook<boost::intrusive::link_mode<boost::intrusive::auto_unlink>>;
 
   // A collective: `code` is its wire::OpCode, `coll` its collective id;
   // `child`: not the world communicator (errors then name the communicator).
@@ -111,7 +110,7 @@ class Op : public link::Owner, public detail::core::CallState<match::Key> {
   // op's place among the others, and its owner while it runs there (reset
   // when it ends, so that the lease can end).
   Clock::time_point expires{};
-  DeadlineHook deadlineHook;
+  detail::core::DeadlineHook<Op> deadlineHook;
   std::weak_ptr<Op> self;
 
  private:

@@ -4,20 +4,19 @@
 namespace tether {
 
 void RequestDeadlines::add(Op& op) {
-  ops_.insert(op);
+  ops_.add(op, op.expires);
   arm();
 }
 
 void RequestDeadlines::remove(Op& op) {
-  if (op.deadlineHook.is_linked()) ops_.erase(ops_.iterator_to(op));
+  ops_.remove(op);
   op.self.reset();  // the op's lease may end now
   // The timer stays set: it fires for nothing at worst, then arms for the next.
 }
 
 void RequestDeadlines::arm() {
-  if (ops_.empty()) return;
-  const auto earliest = ops_.begin()->expires;
-  if (earliest >= armedFor_) return;  // set for an earlier (or the same) time already
+  const auto earliest = ops_.earliest();
+  if (earliest >= armedFor_) return;  // none (max), or set for an earlier (or the same) time already
   armedFor_ = earliest;
   if (!timer_) timer_.emplace(io_);
   timer_->expires_at(earliest);  // cancels a wait set for later; its handler sees the new time
@@ -29,13 +28,9 @@ void RequestDeadlines::arm() {
 
 void RequestDeadlines::fired() {
   armedFor_ = Op::Clock::time_point::max();
-  const auto now = Op::Clock::now();
-  while (!ops_.empty() && ops_.begin()->expires <= now) {
-    Op& op = *ops_.begin();
-    ops_.erase(ops_.begin());
-    std::shared_ptr<Op> owner = op.self.lock();
-    if (owner) expired_(std::move(owner));
-  }
+  ops_.expire(Op::Clock::now(), [this](Op& op) {
+    if (std::shared_ptr<Op> owner = op.self.lock()) expired_(std::move(owner));
+  });
   arm();
 }
 

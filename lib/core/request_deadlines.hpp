@@ -1,8 +1,9 @@
 // The deadlines of nonblocking calls (tether/request.hpp): a request's
 // operation fails at the communicator's deadline whether or not anybody
 // waits for it then. One timer for all of them, set for the earliest (as
-// libuv keeps its timers): the ops wait in an intrusive set ordered by
-// deadline, joined when their run starts and left when they end, so a
+// libuv keeps its timers): the ops wait in the shared DeadlineQueue
+// (tether/detail/core/deadline_queue.hpp, the testing world's too), joined
+// when their run starts and left when they end, so a
 // steady-state isend or irecv allocates no timer and no handler (the timer is
 // set again only when the earliest deadline moves earlier, or it fired).
 // Progress thread only.
@@ -10,13 +11,13 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/intrusive/set.hpp>
 #include <functional>
 #include <memory>
 #include <optional>
 
 #include "base/layer.hpp"
 #include "core/op.hpp"
+#include "tether/detail/core/deadline_queue.hpp"
 
 TETHER_LAYER(6, "core");
 
@@ -44,13 +45,6 @@ class RequestDeadlines {
   }
 
  private:
-  struct ByDeadline {
-    bool operator()(const Op& a, const Op& b) const { return a.expires < b.expires; }
-  };
-  using Set = boost::intrusive::multiset<
-      Op, boost::intrusive::member_hook<Op, Op::DeadlineHook, &Op::deadlineHook>, boost::intrusive::compare<ByDeadline>,
-      boost::intrusive::constant_time_size<false>>;
-
   // Sets the timer for the earliest deadline, if it is not set for it already.
   void arm();
   void fired();
@@ -58,7 +52,7 @@ class RequestDeadlines {
   boost::asio::io_context& io_;
   std::optional<boost::asio::steady_timer> timer_;  // made at the first deadline (io_ may not be built yet)
   std::function<void(std::shared_ptr<Op>)> expired_;
-  Set ops_;
+  detail::core::DeadlineQueue<Op, &Op::deadlineHook> ops_;
   // What the timer is set for (max: not set). Deadlines of one timeout come
   // in order, so the timer is set once per timeout period, not per request.
   Op::Clock::time_point armedFor_ = Op::Clock::time_point::max();

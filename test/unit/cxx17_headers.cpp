@@ -6,6 +6,7 @@
 #include <tether/tether.hpp>
 #include <tether/detail/coll/settings.hpp>
 #include <tether/detail/core/abort_state.hpp>
+#include <tether/detail/core/deadline_queue.hpp>
 #include <tether/detail/core/deadlines.hpp>
 #include <tether/detail/core/failures.hpp>
 #include <tether/detail/core/sequence_guard.hpp>

@@ -44,7 +44,7 @@ class Run final : public ::tether::detail::core::Resumable, public Expiring {
   ~Run() {
     Endpoint::Locked lock(*endpoint_.world_);
     if (done_) return;
-    unwatch();
+    deadline.unlink();  // from the world's deadlines
     letGo();
     call.resumer = nullptr;
     endpoint_.endLocked(call, nullptr);
@@ -106,9 +106,7 @@ class Run final : public ::tether::detail::core::Resumable, public Expiring {
   // tests it, as over TCP (WorldState's timer thread).
   void watchDeadline() {
     Endpoint::Locked lock(*endpoint_.world_);
-    if (done_ || watched_) return;
-    watched_ = true;
-    endpoint_.world_->watchLocked(*this, until_);
+    if (!done_ && !deadline.linked()) endpoint_.world_->watchLocked(*this, until_);
   }
 
   // Fails it with `e` unless it ended already; true if it ended with `e`.
@@ -126,7 +124,6 @@ class Run final : public ::tether::detail::core::Resumable, public Expiring {
   // ---- under the world mutex ----
 
   void expireLocked() override {
-    watched_ = false;
     if (done_) return;
     try {
       throwIfExpired();  // the thread calls at or after until_
@@ -172,7 +169,7 @@ class Run final : public ::tether::detail::core::Resumable, public Expiring {
   // sequence (a message left at its id fails one that returned), and its
   // caller is woken.
   void finish(std::exception_ptr e) {
-    unwatch();
+    deadline.unlink();  // from the world's deadlines
     letGo();
     endpoint_.endLocked(call, &e);
     steps.end();
@@ -186,11 +183,6 @@ class Run final : public ::tether::detail::core::Resumable, public Expiring {
   void throwIfExpired() const {
     if (Clock::now() >= until_)
       endpoint_.fail(ErrorCode::Timeout, call.where, peer(), failures::timedOut(waitingText()));
-  }
-
-  void unwatch() {
-    if (watched_) endpoint_.world_->unwatchLocked(*this);
-    watched_ = false;
   }
 
   // Leaves the calls in flight, withdraws its receives and drops the sends
@@ -218,7 +210,6 @@ class Run final : public ::tether::detail::core::Resumable, public Expiring {
   Failed failed_;
   Clock::time_point until_{};
   bool done_ = false;
-  bool watched_ = false;  // by the world's timer thread (watchDeadline)
   std::exception_ptr error_;
 };
 

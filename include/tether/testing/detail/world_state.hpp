@@ -23,6 +23,7 @@
 #include "tether/detail/defaults.hpp"
 #include "tether/detail/core/abort_state.hpp"
 #include "tether/detail/core/comm_ids.hpp"
+#include "tether/detail/core/deadline_queue.hpp"
 #include "tether/detail/core/send_windows.hpp"
 #include "tether/detail/env_int.hpp"
 #include "tether/testing/detail/message.hpp"
@@ -98,6 +99,8 @@ class Expiring {
  public:
   // Under the world mutex, at or after its deadline.
   virtual void expireLocked() = 0;
+  // Its place among the world's deadlines (WorldState::watchLocked).
+  ::tether::detail::core::DeadlineHook<Expiring> deadline;
 
  protected:
   ~Expiring() = default;
@@ -245,21 +248,13 @@ struct WorldState {
     }
   }
 
-  // `call` fails at `at` unless it ends first (unwatchLocked), whether or
+  // `call` fails at `at` unless it ends first (its hook unlinked), whether or
   // not anyone waits for it: as TCP's progress thread fails a request's op
   // at its deadline (a collective of the world then aborts the world).
+  // (The shared deadline queue, tether/detail/core/deadline_queue.hpp, as
+  // TCP's; the thread's sleep is cut short only for a new earliest.)
   void watchLocked(Expiring& call, Clock::time_point at) {
-    bool earliest = true;  // else the thread's sleep ends before `at` anyway: leave it asleep
-    for (const auto& w : watched_) earliest = earliest && at < w.first;
-    watched_.push_back({at, &call});
-    if (earliest) watchWake_.notify_all();
-  }
-  void unwatchLocked(Expiring& call) {
-    for (auto it = watched_.begin(); it != watched_.end(); ++it)
-      if (it->second == &call) {
-        watched_.erase(it);
-        return;
-      }
+    if (watched_.add(call, at)) watchWake_.notify_all();
   }
 
   // How many collective lanes the ranks count (all communicators; for tests).
@@ -284,24 +279,19 @@ struct WorldState {
   void watch() {
     std::unique_lock<std::mutex> lock(mutex);
     while (!stopping_) {
-      auto next = watched_.begin();
-      for (auto it = watched_.begin(); it != watched_.end(); ++it)
-        if (it->first < next->first) next = it;
-      if (next == watched_.end()) {
+      if (watched_.empty()) {
         watchWake_.wait(lock);
-      } else if (const Clock::time_point at = next->first; Clock::now() < at) {
-        watchWake_.wait_until(lock, at);  // a copy: watched_ may grow (move) while it sleeps
+      } else if (const Clock::time_point at = watched_.earliest(); Clock::now() < at) {
+        watchWake_.wait_until(lock, at);
       } else {
-        Expiring& call = *next->second;
-        watched_.erase(next);
-        call.expireLocked();
+        watched_.expire(Clock::now(), [](Expiring& call) { call.expireLocked(); });
         drainLocked();
       }
     }
   }
 
-  std::vector<int> stirred_;                          // ranks drainLocked looks at
-  std::vector<std::pair<Clock::time_point, Expiring*>> watched_;
+  std::vector<int> stirred_;  // ranks drainLocked looks at
+  ::tether::detail::core::DeadlineQueue<Expiring, &Expiring::deadline> watched_;
   std::condition_variable watchWake_;
   bool stopping_ = false;
   std::thread watcher_;  // last: started once the rest is made
