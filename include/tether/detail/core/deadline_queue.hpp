@@ -52,11 +52,12 @@ class DeadlineQueue {
   DeadlineQueue(const DeadlineQueue&) = delete;
   DeadlineQueue& operator=(const DeadlineQueue&) = delete;
 
-  // `item` (in no queue) is due at `at`; true if it is now the earliest
-  // (the world's timer is to be set for it). Looked for from the latest:
-  // the deadlines of one timeout come in order.
+  // `item` is due at `at` (queued already: it moves); true if it is now the
+  // earliest (the world's timer is to be set for it). Its place is looked
+  // for from the latest: the deadlines of one timeout come in order.
   bool add(Item& item, TimePoint at) {
     DeadlineHook<Item>& h = item.*hook;
+    h.unlink();
     h.at = at;
     h.item = &item;
     DeadlineHook<Item>* before = head_.prev;
