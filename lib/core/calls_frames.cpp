@@ -149,8 +149,7 @@ void Calls::failOpsOfPeer(int p, bool gone, bool graceful, link::Link& link) {
   auto owners = link.ownersWithQueuedFrames();
   if (gone) {  // sends waiting for p's credit cannot go any more
     for (link::Owner* o : p_.windows.ownersHeldFor(p)) owners.push_back(o);
-    p_.windows.p2p.forget(p);
-    p_.windows.coll.forget(p);
+    p_.windows.forget(p);
   }
   for (link::Owner* o : owners) {
     Op* op = static_cast<Op*>(o);

@@ -174,6 +174,11 @@ struct SendWindows {
     for (Owner o : coll.ownersHeldFor(peer)) owners.push_back(o);
     return owners;
   }
+  // `peer` is gone: its lanes in both windows go, their frames dropped.
+  void forget(int peer) {
+    p2p.forget(peer);
+    coll.forget(peer);
+  }
 };
 
 }  // namespace core
