@@ -5,6 +5,7 @@
 #include "base/env.hpp"
 #include "core/communicator.hpp"
 #include "core/request_impl.hpp"
+#include "tether/detail/core/call_request.hpp"
 #include "tether/detail/core/deadlines.hpp"
 
 namespace tether {
@@ -46,68 +47,53 @@ class RequestMemory {
   bool alive_ = true;
 };
 
-class OpRequest final : public Request::Impl {
+// A request's handle on its op (the shared CallRequest's,
+// tether/detail/core/call_request.hpp). It ends by `deadline` (the op's,
+// RequestDeadlines), as a blocking call does, whether it is waited for,
+// tested or left alone meanwhile.
+struct OpHandle {
+  std::shared_ptr<Communicator> comm;
+  std::shared_ptr<Op> op;
+  std::shared_ptr<Completion> completion;
+  std::vector<unsigned char> keep;    // memory the op reads until it ends
+  World::Clock::time_point deadline;  // the communicator's timeout from the start
+
+  Calls& calls() const { return comm->world().calls(); }
+  bool done() const { return completion->isDone(); }
+  bool poll() {
+    calls().checkProcess(*op);
+    return calls().poll(*completion, deadline);
+  }
+  void waitUntil(World::Clock::time_point until) {
+    calls().checkProcess(*op);
+    try {
+      calls().wait(op, *completion, until);
+    } catch (...) {  // its error is the op's (rethrow)
+    }
+  }
+  // A failed collective left its communicator unusable when it failed (Calls::endOp).
+  void rethrow() const {
+    calls().checkProcess(*op);
+    completion->rethrowIfFailed();
+  }
+  bool cancel() { return calls().cancel(op); }
+  // A send or a matched receive is not withdrawn: it still ends by its
+  // deadline. A forked child's copy is inert: dropped, it does nothing.
+  void drop() {
+    if (comm->world().forked()) return;
+    calls().cancel(op);
+    calls().wait(op, *completion, detail::core::deadlineAfter(comm->timeout()));
+  }
+  std::string name() const { return op->name(); }
+  int rank() const { return comm->rank(); }
+  std::chrono::milliseconds timeout() const { return comm->timeout(); }
+};
+
+class OpRequest final : public detail::core::CallRequest<OpHandle> {
  public:
+  using CallRequest::CallRequest;
   static void* operator new(std::size_t bytes) { return RequestMemory::take(bytes); }
   static void operator delete(void* p, std::size_t bytes) { RequestMemory::give(p, bytes); }
-
-  // It ends by `deadline` (the op's, RequestDeadlines), as a blocking call
-  // does, whether it is waited for, tested or left alone meanwhile.
-  OpRequest(std::shared_ptr<Communicator> comm, std::shared_ptr<Op> op, std::shared_ptr<Completion> done,
-            std::vector<unsigned char> keep, Op::Clock::time_point deadline)
-      : comm_(std::move(comm)),
-        op_(std::move(op)),
-        done_(std::move(done)),
-        keep_(std::move(keep)),
-        deadline_(deadline) {}
-
-  // Not done: cancel it and wait for its end, so that no buffer of the
-  // caller's is used after this returns. Errors are dropped (nobody asked).
-  ~OpRequest() override {
-    if (done_->isDone() || comm_->world().forked()) return;  // a forked child's copy is inert
-    comm_->world().calls().cancel(op_);
-    // A send or a matched receive is not withdrawn: it still ends by its deadline.
-    try {
-      comm_->world().calls().wait(op_, *done_, detail::core::deadlineAfter(comm_->timeout()));
-    } catch (...) {
-    }
-  }
-
-  bool test() override {
-    comm_->world().calls().checkProcess(*op_);
-    if (!comm_->world().calls().poll(*done_, deadline_)) return false;
-    finish();
-    return true;
-  }
-
-  void wait(std::chrono::milliseconds timeout) override {
-    const auto until = detail::core::waitDeadline(
-        comm_->rank(), [&] { return op_->name(); }, timeout, comm_->timeout());
-    comm_->world().calls().checkProcess(*op_);
-    if (!done_->isDone()) {
-      try {
-        comm_->world().calls().wait(op_, *done_, until);
-      } catch (...) {
-      }
-    }
-    finish();
-  }
-
-  bool cancel() override {
-    if (done_->isDone()) return false;
-    return comm_->world().calls().cancel(op_);
-  }
-
- private:
-  // Done: rethrows the operation's error (a failed collective left its
-  // communicator unusable when it failed: Calls::endOp).
-  void finish() { done_->rethrowIfFailed(); }
-
-  std::shared_ptr<Communicator> comm_;
-  std::shared_ptr<Op> op_;
-  std::shared_ptr<Completion> done_;
-  std::vector<unsigned char> keep_;
-  World::Clock::time_point deadline_;  // the communicator's timeout from the start
 };
 
 }  // namespace
@@ -115,7 +101,8 @@ class OpRequest final : public Request::Impl {
 std::unique_ptr<Request::Impl> makeRequest(std::shared_ptr<Communicator> comm, std::shared_ptr<Op> op,
                                            std::shared_ptr<Completion> done, std::vector<unsigned char> keep,
                                            Op::Clock::time_point deadline) {
-  return std::make_unique<OpRequest>(std::move(comm), std::move(op), std::move(done), std::move(keep), deadline);
+  return std::make_unique<OpRequest>(
+      OpHandle{std::move(comm), std::move(op), std::move(done), std::move(keep), deadline});
 }
 
 }  // namespace tether

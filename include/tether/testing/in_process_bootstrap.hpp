@@ -129,7 +129,7 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
     tether::detail::args::payload(rank(), "isend", bytes, endpoint_.world()->maxPayload);
     auto run = std::make_shared<detail::Run>(endpoint_);
     startSend(*run, data, bytes, peer, tag);
-    return request(std::move(run), detail::RunRequest::Cancel::Never);
+    return request(std::move(run), detail::RunHandle::Cancel::Never);
   }
 
   Request irecv(void* data, std::size_t bytes, int peer, int tag) override {
@@ -137,7 +137,7 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
     tether::detail::args::payload(rank(), "irecv", bytes, endpoint_.world()->maxPayload);
     auto run = std::make_shared<detail::Run>(endpoint_);
     startRecv(*run, data, bytes, peer, tag);
-    return request(std::move(run), detail::RunRequest::Cancel::Fail);
+    return request(std::move(run), detail::RunHandle::Cancel::Fail);
   }
 
   Request iallgather(void* allData, std::size_t bytesPerRank) override {
@@ -190,8 +190,8 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
   static void waitFor(detail::Run& run) {
     if (auto e = run.wait(detail::Endpoint::Clock::time_point::max())) std::rethrow_exception(e);
   }
-  Request request(std::shared_ptr<detail::Run> run, detail::RunRequest::Cancel cancel) {
-    return Request(std::make_unique<detail::RunRequest>(owner(), endpoint_, std::move(run), cancel));
+  Request request(std::shared_ptr<detail::Run> run, detail::RunHandle::Cancel cancel) {
+    return Request(detail::runRequest(detail::RunHandle{owner(), &endpoint_, std::move(run), cancel}));
   }
 
   // The algorithm TcpBootstrap would choose for this call here (`choice`:
@@ -231,7 +231,7 @@ class InProcessBootstrap : public Bootstrap, public std::enable_shared_from_this
     const bool world = endpoint_.comm() == 0;
     launch(*run, endpoint_.group().worldRanks, /*abortWorldOnFailure=*/world);
     return request(std::move(run),
-                   world ? detail::RunRequest::Cancel::FailAndAbortWorld : detail::RunRequest::Cancel::Fail);
+                   world ? detail::RunHandle::Cancel::FailAndAbortWorld : detail::RunHandle::Cancel::Fail);
   }
 
   // Records its plan, takes its id, and its place in its communicator's

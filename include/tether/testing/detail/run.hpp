@@ -120,6 +120,10 @@ class Run final : public ::tether::detail::core::Resumable, public Expiring {
     Endpoint::Locked lock(*endpoint_.world_);
     return error_;
   }
+  bool done() const {
+    Endpoint::Locked lock(*endpoint_.world_);
+    return done_;
+  }
 
   // ---- under the world mutex ----
 
