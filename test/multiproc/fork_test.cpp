@@ -234,6 +234,59 @@ TEST_CASE("a forked child's copy of a bootstrap is inert: the child exits at onc
   REQUIRE(test::allOk(res));
 }
 
+// A request started before the fork (an irecv not yet matched): in the
+// child, test(), wait() and cancel() each fail with InvalidArgument naming
+// the fork, dropping it returns at once, and the parent's request completes
+// with the message sent after the child exited.
+TEST_CASE("a forked child's copy of a pending request is inert: its calls fail naming the fork and dropping it returns",
+          "[fork]") {
+  auto res = test::runRanks(
+      2,
+      [&](int rank, const UniqueId& id) {
+        TcpOptions o;
+        o.timeout = 20s;
+        TcpBootstrap b(rank, 2, id, o);
+        b.barrier();
+        if (rank == 1) {
+          b.barrier();  // rank 0's child has exited
+          const int value = 42;
+          b.send(&value, sizeof value, 0, 7);
+          return;
+        }
+        int got = -1;
+        Request r = b.irecv(&got, sizeof got, 1, 7);
+        const pid_t child = ::fork();
+        expect(child >= 0, "fork failed");
+        if (child == 0) {
+          inForkedChild = true;
+          auto failsAsForked = [](auto&& call) {
+            try {
+              call();
+            } catch (const Error& e) {
+              return e.code() == ErrorCode::InvalidArgument &&
+                     std::string(e.what()).find("forked child") != std::string::npos;
+            }
+            return false;
+          };
+          if (!failsAsForked([&] { r.test(); }) || !failsAsForked([&] { r.wait(); }) ||
+              !failsAsForked([&] { r.cancel(); }))
+            ::_exit(3);
+          { Request dropped = std::move(r); }
+          ::_exit(0);
+        }
+        const int code = reap(child, 5s);
+        expect(code == 0,
+               "the child " + (code == 3 ? std::string("saw a request call that did not fail naming the fork")
+                                         : childFailure(code)));
+        b.barrier();
+        r.wait();
+        expect(got == 42, "the parent's irecv got " + std::to_string(got) + ", not 42");
+      },
+      120s);
+  INFO(test::summary(res));
+  REQUIRE(test::allOk(res));
+}
+
 TEST_CASE("a forked child's C handle is inert: its calls fail and tether_finalize returns at once", "[fork][capi]") {
   constexpr int kRanks = 3;
   auto res = test::runRanks(kRanks, [&](int rank, const UniqueId& id) {
