@@ -70,7 +70,6 @@ class CallSteps {
   void begin(Call& call, Wire& wire, const std::vector<int>& worldRanks, std::uint64_t maxPayload) {
     call_ = &call;
     wire_ = &wire;
-    running_ = true;
     posted_ = false;
     worldRanks_ = &worldRanks;
     maxPayload_ = maxPayload < 1 ? 1 : maxPayload;
@@ -92,11 +91,7 @@ class CallSteps {
     return true;
   }
   // The call ended: nothing of it is posted or replayed any more.
-  void end() {
-    running_ = false;
-    exec_.reset();
-  }
-  bool running() const { return running_; }
+  void end() { exec_.reset(); }
 
   // The plan executor's transport (execute.hpp).
   void postSend(int peer, std::uint32_t step, const void* data, std::size_t bytes) {
@@ -131,7 +126,6 @@ class CallSteps {
   }
 
   Kind kind_ = Kind::Send;
-  bool running_ = false;
   bool posted_ = false;
   Call* call_ = nullptr;
   Wire* wire_ = nullptr;
